@@ -1,0 +1,125 @@
+"""The adapter contract and the registry that finds adapters by name.
+
+Why a contract this small: conformance suites whose harness uses a large slice of each
+framework's API make young frameworks fail in the harness instead of in the rule. The
+suites use ``adapter.fw`` (a torch-shaped namespace) like user code would; everything
+else an adapter offers exists because frameworks genuinely differ there.
+
+Third-party adapters register an ``Adapter`` subclass (or a zero-argument factory) in
+the ``autograd_conformance.adapters`` entry-point group; no edit to this repository.
+"""
+from __future__ import annotations
+
+import importlib
+from importlib import metadata
+from typing import Any, Callable
+
+ENTRY_POINT_GROUP = "autograd_conformance.adapters"
+
+
+class Unsupported(Exception):
+    """Raised by an adapter (or a test through it) when the framework lacks a feature.
+
+    The harness reports it as its own outcome, UNSUPPORTED, never as a pass or a skip.
+    """
+
+
+class FrameworkNotInstalled(Exception):
+    """The adapter's framework cannot be imported; the message says how to install it."""
+
+
+class Adapter:
+    """Base class: subclasses set the class attributes and implement ``_import``.
+
+    Attributes:
+        name: the name given to ``--adapter``.
+        install_hint: the command that installs the framework (shown when import fails).
+        devices: the device strings this adapter can run on.
+        unsupported: feature name -> reason, for features the framework lacks.
+    """
+
+    name: str = ""
+    install_hint: str = ""
+    devices: tuple[str, ...] = ("cpu",)
+    unsupported: dict[str, str] = {}
+
+    def __init__(self) -> None:
+        self._fw = None
+
+    # -- the framework -------------------------------------------------------------
+    def _import(self) -> Any:
+        """Import and return the framework's torch-shaped namespace."""
+        raise NotImplementedError
+
+    @property
+    def fw(self) -> Any:
+        if self._fw is None:
+            try:
+                self._fw = self._import()
+            except ImportError as exc:
+                raise FrameworkNotInstalled(
+                    f"adapter {self.name!r} needs its framework, which failed to import "
+                    f"({exc}). Install it with: {self.install_hint}"
+                ) from exc
+        return self._fw
+
+    def framework_version(self) -> str:
+        return str(getattr(self.fw, "__version__", "unknown"))
+
+    # -- translation ---------------------------------------------------------------
+    def to_numpy(self, tensor: Any):
+        """A numpy copy of ``tensor``'s values (detached, on the host)."""
+        return tensor.detach().cpu().numpy()
+
+    def require(self, feature: str) -> None:
+        """Raise ``Unsupported`` if the framework lacks ``feature``."""
+        if feature in self.unsupported:
+            raise Unsupported(f"{self.name} does not support {feature}: {self.unsupported[feature]}")
+
+    def feature(self, feature: str, getter: Callable[[], Any]) -> Any:
+        """Return ``getter()``; a missing attribute becomes ``Unsupported`` for ``feature``."""
+        self.require(feature)
+        try:
+            return getter()
+        except AttributeError as exc:
+            raise Unsupported(f"{self.name} does not support {feature}: {exc}") from exc
+
+    def check_device(self, device: str) -> None:
+        if device not in self.devices:
+            raise ValueError(
+                f"adapter {self.name!r} cannot run on device {device!r}; "
+                f"it supports: {', '.join(self.devices)}"
+            )
+
+
+_BUILTIN: dict[str, str] = {
+    "reference": "adapters.reference_adapter:ReferenceAdapter",
+    "torch": "adapters.torch_adapter:TorchAdapter",
+    "oneflow": "adapters.oneflow_adapter:OneFlowAdapter",
+}
+
+
+def _entry_points() -> dict[str, Any]:
+    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def known_adapters() -> list[str]:
+    return sorted(set(_BUILTIN) | set(_entry_points()))
+
+
+def load_adapter(name: str) -> Adapter:
+    """Instantiate the adapter called ``name`` or raise ValueError listing the known ones."""
+    if name in _BUILTIN:
+        module_name, _, attr = _BUILTIN[name].partition(":")
+        factory = getattr(importlib.import_module(module_name), attr)
+    else:
+        eps = _entry_points()
+        if name not in eps:
+            raise ValueError(
+                f"unknown adapter {name!r}; known adapters: {', '.join(known_adapters())}"
+            )
+        factory = eps[name].load()
+    adapter = factory()
+    if not isinstance(adapter, Adapter):
+        raise TypeError(f"entry point for adapter {name!r} did not produce an Adapter: {adapter!r}")
+    return adapter

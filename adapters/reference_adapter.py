@@ -1,0 +1,21 @@
+"""The reference engine of this repository: the oracle every rule is checked against."""
+from adapters.base import Adapter
+
+
+class ReferenceAdapter(Adapter):
+    name = "reference"
+    install_hint = "pip install -e .  (the reference ships with this repository)"
+    devices = ("cpu", "cuda")
+
+    def _import(self):
+        import reference
+
+        return reference
+
+    def framework_version(self) -> str:
+        import reference
+
+        return reference.__version__
+
+    def to_numpy(self, tensor):
+        return tensor.detach().numpy()

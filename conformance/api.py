@@ -1,0 +1,42 @@
+"""What a suite test may use besides the framework itself.
+
+Tests read like user code of the framework under test: they get the framework namespace
+as the ``fw`` fixture and write ``fw.ones(3, requires_grad=True)``. These helpers cover
+what user code cannot say by itself: which rule a test checks, that an exception means
+"the rule does not hold" rather than "the test broke", and what an implementation-defined
+rule observed.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import pytest
+
+from adapters.base import Unsupported
+
+__all__ = ["rule", "Diverges", "Unsupported", "diverges_if_raises"]
+
+
+def rule(rule_id: str):
+    """Mark a test as the check of catalogue rule ``rule_id``."""
+    return pytest.mark.rule(rule_id)
+
+
+class Diverges(AssertionError):
+    """The framework does not follow the rule (reported as DIVERGES, not ERROR)."""
+
+
+@contextlib.contextmanager
+def diverges_if_raises(*exc_types: type[BaseException], what: str = "") -> Iterator[None]:
+    """Inside this block, an exception of ``exc_types`` means the rule does not hold.
+
+    Use it around the operation a rule is about (``weakref.ref(t)`` for a weakref rule):
+    a framework that refuses the operation diverges from the rule; an exception anywhere
+    else in the test is still an ERROR.
+    """
+    try:
+        yield
+    except exc_types as exc:
+        prefix = f"{what}: " if what else ""
+        raise Diverges(f"{prefix}{type(exc).__name__}: {exc}") from exc
