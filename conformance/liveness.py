@@ -1,0 +1,373 @@
+"""Liveness checks for the conformance suites: is an object freed, and if not, what holds it?
+
+Two ways an object can be freed, and the rules care which one:
+
+* by **reference counting** alone: the check runs with the cycle collector switched off
+  (:func:`gc_disabled`), so only objects that are not part of a reference cycle die;
+* by the **cycle collector**: :func:`collect` runs ``gc.collect()`` until nothing more is freed.
+
+How the suites watch an object (a :class:`Probe`):
+
+* :func:`weak` takes a ``weakref.ref`` to the object itself (tensors on torch and the reference
+  engine, grad_fn nodes, ctx objects);
+* where the framework refuses weak references (OneFlow tensors and ctx objects have neither
+  ``__weakref__`` nor ``__dict__``), a **sentinel** is planted: a plain Python object stored somewhere
+  the framework object owns (:func:`sentinel_in_hook`: a tensor hook's closure;
+  :func:`sentinel_attr`: an attribute of a ctx; :func:`sentinel_in_metadata`: ``node.metadata``).
+  The sentinel dies when its owner drops it, so its weak reference stands for the owner.
+  :func:`tensor_probe` picks a weak reference and falls back to a hook sentinel; a hook that returns
+  None never changes a gradient, and its closure holds only the sentinel, so it adds no cycle.
+
+When an object that should be dead is alive, :func:`assert_freed` raises :class:`StillAlive` (an
+``AssertionError``, so the outcome is DIVERGES) whose message names the chain of references that
+keeps it alive, found with objgraph (``find_backref_chain``) and rendered as text (type names and the
+attribute, key or index on each edge). The chain is also attached as data
+(:attr:`StillAlive.chain`, a :class:`KeepAliveChain` with ``types``, ``edges`` and ``as_data()``) so a
+report can draw it.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import sys
+import types
+import warnings
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from conformance.api import Diverges
+
+__all__ = [
+    "Sentinel", "Probe", "weak", "sentinel_attr", "sentinel_in_metadata", "sentinel_in_hook",
+    "tensor_probe", "gc_disabled", "collect", "assert_freed", "assert_alive", "StillAlive",
+    "KeepAliveChain", "keep_alive_chain",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# probes
+# --------------------------------------------------------------------------------------------
+class Sentinel:
+    """A plain Python object planted inside a framework object; its death stands for the owner's."""
+
+    __slots__ = ("label", "__weakref__")
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def __repr__(self) -> str:
+        return f"Sentinel({self.label!r})"
+
+
+class Probe:
+    """Watches one object. ``alive()`` asks whether it (or, for a sentinel, its owner) still lives."""
+
+    def __init__(self, what: str, ref: Callable[[], Any], how: str) -> None:
+        self.what = what
+        self.how = how
+        self._ref = ref
+
+    def alive(self) -> bool:
+        return self._ref() is not None
+
+    def get(self) -> Any:
+        """The watched object (or the sentinel), or None once it died."""
+        return self._ref()
+
+    def __repr__(self) -> str:
+        state = "alive" if self.alive() else "dead"
+        return f"<Probe {self.what} via {self.how}: {state}>"
+
+
+def weak(obj: Any, what: str | None = None) -> Probe:
+    """Probe ``obj`` through a weak reference. Raises TypeError if ``obj`` refuses weakrefs."""
+    ref = weakref.ref(obj)
+    return Probe(what or type(obj).__name__, ref, "weakref")
+
+
+def sentinel_attr(owner: Any, what: str, name: str = "_liveness_sentinel") -> Probe:
+    """Probe ``owner`` (a ctx, a Function instance, any object with attributes) by an attribute."""
+    s = Sentinel(what)
+    setattr(owner, name, s)
+    return Probe(what, weakref.ref(s), f"sentinel in attribute {name!r}")
+
+
+def sentinel_in_metadata(node: Any, what: str, key: str = "_liveness_sentinel") -> Probe:
+    """Probe a graph node through its ``metadata`` dict (torch's check_graph_dies technique)."""
+    s = Sentinel(what)
+    node.metadata[key] = s
+    return Probe(what, weakref.ref(s), f"sentinel in node.metadata[{key!r}]")
+
+
+def _sentinel_hook(s: Sentinel) -> Callable[[Any], None]:
+    def liveness_hook(grad):  # returns None: never changes a gradient
+        return None if s is None else None
+    return liveness_hook
+
+
+def sentinel_in_hook(tensor: Any, what: str) -> Probe:
+    """Probe a tensor that requires grad through the closure of a no-op hook registered on it.
+
+    The sentinel lives as long as whatever owns the tensor's hooks: the tensor's autograd state,
+    which is what a lifetime rule about the tensor cares about.
+    """
+    s = Sentinel(what)
+    tensor.register_hook(_sentinel_hook(s))
+    return Probe(what, weakref.ref(s), "sentinel in a hook closure")
+
+
+def tensor_probe(tensor: Any, what: str) -> Probe:
+    """A weak reference to ``tensor`` if the framework allows one, else a hook sentinel.
+
+    Raises TypeError when neither is possible (no weakref and the tensor does not require grad);
+    wrap the call in ``diverges_if_raises(TypeError, ...)`` if that should count against the rule.
+    """
+    try:
+        return weak(tensor, what)
+    except TypeError as exc:
+        if not getattr(tensor, "requires_grad", False):
+            raise TypeError(f"cannot watch {what}: {exc}, and it has no hooks") from exc
+        return sentinel_in_hook(tensor, what)
+
+
+# --------------------------------------------------------------------------------------------
+# gc control
+# --------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def gc_disabled() -> Iterator[None]:
+    """Run the block with the cycle collector off (reference counting only); restores its state."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def collect(rounds: int = 4) -> int:
+    """``gc.collect()`` until a round frees nothing (at most ``rounds``); returns objects found."""
+    total = 0
+    for _ in range(rounds):
+        n = gc.collect()
+        total += n
+        if n == 0:
+            break
+    return total
+
+
+# --------------------------------------------------------------------------------------------
+# keep-alive chains
+# --------------------------------------------------------------------------------------------
+@dataclass
+class KeepAliveChain:
+    """The references that keep an object alive, root first, the object last.
+
+    ``kind``: ``"root"`` (reachable from a module or a frame), ``"cycle"`` (garbage cycle through
+    the object: ``types[0]`` and ``types[-1]`` are the same object), ``"external"`` (no Python
+    referrer found: held by framework-internal state (C/C++) or a local variable), or ``"dead"``.
+    ``edges``: ``(from_index, to_index, label)`` with label an attribute (``.name``), key
+    (``['k']``), index (``[0]``), closure variable or ``?`` when it could not be named.
+    """
+
+    kind: str
+    types: list[str] = field(default_factory=list)
+    edges: list[tuple[int, int, str]] = field(default_factory=list)
+    note: str = ""
+
+    def as_data(self) -> dict:
+        return {"kind": self.kind, "types": list(self.types),
+                "edges": [list(e) for e in self.edges], "note": self.note}
+
+    def render(self) -> str:
+        if not self.types:
+            return self.note or self.kind
+        parts = [self.types[0]]
+        for (_, j, label) in self.edges:
+            parts.append(f" -[{label}]-> {self.types[j]}")
+        text = "".join(parts)
+        head = {"root": "reachable from a root: ", "cycle": "in a reference cycle: ",
+                "external": ""}.get(self.kind, "")
+        tail = f" ({self.note})" if self.note else ""
+        return head + text + tail
+
+
+def _type_label(obj: Any) -> str:
+    if isinstance(obj, types.ModuleType):
+        return f"module {obj.__name__}"
+    if isinstance(obj, types.FrameType):
+        return f"frame {obj.f_code.co_name}"
+    if isinstance(obj, types.FunctionType):
+        return f"function {obj.__qualname__}"
+    if isinstance(obj, Sentinel):
+        return f"Sentinel({obj.label})"
+    return type(obj).__name__
+
+
+# Attributes that autograd objects expose as descriptors (not in __dict__) and that commonly hold
+# references worth naming in a chain.
+_KNOWN_ATTRS = ("_backward_hooks", "_post_accumulate_grad_hooks", "grad", "grad_fn", "metadata",
+                "variable", "next_functions", "saved_tensors", "_forward_cls", "ctx")
+
+
+def _edge_label(source: Any, target: Any) -> str:
+    try:
+        if isinstance(source, dict):
+            for k, v in source.items():
+                if v is target:
+                    return f"[{k!r}]"
+        if isinstance(source, (list, tuple)):
+            for i, v in enumerate(source):
+                if v is target:
+                    return f"[{i}]"
+        if isinstance(source, types.CellType):
+            return "cell_contents"
+        if isinstance(source, types.FunctionType):
+            if source.__closure__ is target:
+                return "__closure__"
+            if source.__globals__ is target:
+                return "__globals__"
+            for name, cell in zip(source.__code__.co_freevars, source.__closure__ or ()):
+                if cell is target:
+                    return f"closure {name!r}"
+            if source.__defaults__ is target:
+                return "__defaults__"
+        if isinstance(source, types.MethodType):
+            if source.__self__ is target:
+                return "__self__"
+            if source.__func__ is target:
+                return "__func__"
+        if isinstance(source, types.FrameType):
+            if source.f_globals is target:
+                return "f_globals"
+            for k, v in source.f_locals.items():
+                if v is target:
+                    return f"local {k!r}"
+        if getattr(source, "__dict__", None) is target:
+            return "__dict__"
+        d = getattr(source, "__dict__", None)
+        if isinstance(d, dict):
+            for k, v in d.items():
+                if v is target:
+                    return f".{k}"
+        for slot in getattr(type(source), "__slots__", ()) or ():
+            if isinstance(slot, str) and getattr(source, slot, None) is target:
+                return f".{slot}"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for name in _KNOWN_ATTRS:
+                if getattr(source, name, None) is target:
+                    return f".{name}"
+    except Exception:  # labelling is best effort; framework objects may refuse introspection
+        pass
+    return "?"
+
+
+def _chain_from(objs: list[Any], kind: str, note: str = "") -> KeepAliveChain:
+    types_ = [_type_label(o) for o in objs]
+    edges = [(i, i + 1, _edge_label(objs[i], objs[i + 1])) for i in range(len(objs) - 1)]
+    return KeepAliveChain(kind, types_, edges, note)
+
+
+def _is_root(obj: Any) -> bool:
+    import objgraph
+
+    return objgraph.is_proper_module(obj) or isinstance(obj, types.FrameType)
+
+
+def _identity_predicate(target: Any) -> Callable[[Any], bool]:
+    # Built in its own scope so that keep_alive_chain's frame holds no closure cell over obj
+    # (such a cell would be reported as a referrer).
+    return lambda o: o is target
+
+
+def keep_alive_chain(obj: Any, max_depth: int = 12) -> KeepAliveChain:
+    """Find what keeps ``obj`` alive, with objgraph's ``find_backref_chain``.
+
+    First a chain from a root (a module or a frame); failing that, the shortest reference cycle
+    through ``obj``; failing that, ``kind="external"``: no Python object refers to it, so it is
+    held by the framework's internal state or by a local variable of a running function.
+    """
+    try:
+        import objgraph
+    except ImportError:  # pragma: no cover - objgraph is a test dependency
+        return KeepAliveChain("external", [_type_label(obj)], [],
+                              "objgraph not installed: cannot name the keep-alive chain")
+    here = sys._getframe()
+    ignore = [id(here)]
+    chain = objgraph.find_backref_chain(obj, _is_root, max_depth=max_depth, extra_ignore=ignore)
+    if len(chain) > 1:
+        return _chain_from(chain, "root")
+    del chain  # the [obj] list objgraph returns would otherwise show up as a referrer
+    # A garbage cycle: from each direct referrer, walk back to obj itself.
+    referrers = [r for r in gc.get_referrers(obj) if r is not here and id(r) not in ignore]
+    ignore.append(id(referrers))
+    best: list[Any] | None = None
+    for r in referrers[:8]:
+        if isinstance(r, types.FrameType):
+            continue
+        sub = objgraph.find_backref_chain(r, _identity_predicate(obj), max_depth=max_depth,
+                                          extra_ignore=ignore)
+        if len(sub) > 1 and sub[0] is obj:
+            cyc = sub + [obj]
+            if best is None or len(cyc) < len(best):
+                best = cyc
+    if best is not None:
+        return _chain_from(best, "cycle")
+    if referrers:
+        first = [r for r in referrers if not isinstance(r, types.FrameType)][:1]
+        if first:
+            return _chain_from([first[0], obj], "external",
+                               "referrer not reachable from a module, and not in a cycle")
+    return KeepAliveChain("external", [_type_label(obj)], [],
+                          "no Python object refers to it: held by the framework's internal "
+                          "(C/C++) state, e.g. a live graph node or saved tensor, or by a local "
+                          "variable")
+
+
+# --------------------------------------------------------------------------------------------
+# assertions
+# --------------------------------------------------------------------------------------------
+class StillAlive(Diverges):
+    """An object that a rule says is freed is alive. ``chain`` holds what keeps it alive."""
+
+    def __init__(self, message: str, chain: KeepAliveChain) -> None:
+        super().__init__(message)
+        self.chain = chain
+
+
+def assert_freed(probe: Probe, *, by: str, context: str = "") -> None:
+    """Assert the probed object is dead.
+
+    ``by="refcount"``: must already be dead; call it inside :func:`gc_disabled` (a test bug
+    otherwise). ``by="gc"``: runs :func:`collect` first.
+    """
+    if by == "refcount":
+        if gc.isenabled():
+            raise RuntimeError("assert_freed(by='refcount') must run inside gc_disabled()")
+    elif by == "gc":
+        collect()
+    else:
+        raise ValueError(f"by must be 'refcount' or 'gc', not {by!r}")
+    obj = probe.get()
+    if obj is None:
+        return
+    how = "reference counting alone (gc disabled)" if by == "refcount" else "gc.collect()"
+    chain = keep_alive_chain(obj)
+    del obj
+    ctx = f" {context}" if context else ""
+    raise StillAlive(
+        f"{probe.what} (watched via {probe.how}) is still alive after {how}{ctx}; "
+        f"kept alive by: {chain.render()}",
+        chain,
+    )
+
+
+def assert_alive(probe: Probe, context: str = "") -> None:
+    """Assert the probed object is still alive (it must not be freed from under its owner)."""
+    if not probe.alive():
+        ctx = f" {context}" if context else ""
+        raise AssertionError(f"{probe.what} (watched via {probe.how}) was freed{ctx}, "
+                             "but something that is still alive needs it")
