@@ -1,0 +1,648 @@
+"""Suite `legacy_function`: custom autograd.Function semantics, legacy (instance) and new (static).
+
+Rules: conformance/catalogue/legacy_function.toml. Functions are defined inside each test (they
+need ``fw``). Error-message rules match the stable part of the message. Features a framework may
+lack entirely (``ctx.mark_dirty``, ``once_differentiable``, ``setup_context``) are UNSUPPORTED there.
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+from conformance.api import Diverges, Unsupported, diverges_if_raises, rule
+
+FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved "
+             "tensors after they have already been freed).")
+LEGACY_MSG = "Legacy autograd function with non-static forward method is deprecated"
+
+
+@contextlib.contextmanager
+def raises(exc_types, match=None, what="the operation"):
+    """The block must raise ``exc_types`` with a message matching ``match``; else DIVERGES."""
+    try:
+        yield
+    except (Unsupported, Diverges):
+        raise
+    except Exception as exc:
+        if not isinstance(exc, exc_types):
+            raise Diverges(f"{what} raised {type(exc).__name__}: {exc}") from exc
+        if match is not None and not re.search(match, str(exc)):
+            raise Diverges(f"{what} raised {type(exc).__name__} with message {str(exc)!r}, "
+                           f"expected to match {match!r}") from exc
+    else:
+        raise Diverges(f"{what} raised nothing")
+
+
+def quietly(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
+
+
+def mark_dirty(adapter, ctx, *tensors):
+    adapter.require("mark_dirty")
+    fn = getattr(ctx, "mark_dirty", None)
+    if fn is None:
+        raise Unsupported(f"{adapter.name} has no ctx.mark_dirty")
+    fn(*tensors)
+
+
+def version(adapter, t):
+    return adapter.feature("version_counter", lambda: t._version)
+
+
+def once_differentiable(adapter, fw):
+    return adapter.feature("once_differentiable", lambda: fw.autograd.function.once_differentiable)
+
+
+def square_fn(fw):
+    class Sq(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+    return Sq
+
+
+# --------------------------------------------------------------------------------------------
+@rule("legacy_function.instance-call-raises")
+def test_legacy_instance_call_raises(fw, device):
+    class Legacy(fw.autograd.Function):
+        def forward(self, x):
+            return x
+
+        def backward(self, g):
+            return g
+
+    f = quietly(Legacy)
+    with raises(RuntimeError, match=re.escape(LEGACY_MSG), what="Legacy()(x)"):
+        f(fw.randn(3, 4, device=device))
+
+
+@rule("legacy_function.instance-call-raises")
+def test_instance_call_of_static_function_raises(fw, device):
+    class Id(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    f = quietly(Id)
+    with raises(RuntimeError, match=re.escape(LEGACY_MSG), what="Id()(x)"):
+        f(fw.zeros(1, requires_grad=True, device=device))
+
+
+@rule("legacy_function.instantiation-warns")
+def test_instantiation_warns_deprecation(fw, adapter, device):
+    class Id(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        f = Id()
+    cats = [w.category.__name__ for w in caught]
+    assert any(issubclass(w.category, DeprecationWarning) for w in caught), \
+        f"Id() emitted no DeprecationWarning (warnings: {cats})"
+    assert isinstance(f, Id), f"Id() returned {type(f).__name__}"
+    x = fw.ones(2, requires_grad=True, device=device)
+    Id.apply(x).sum().backward()
+    np.testing.assert_allclose(adapter.to_numpy(x.grad), [1.0, 1.0])
+
+
+@rule("legacy_function.bare-instance-node-attributes")
+def test_bare_instance_node_attributes(fw, observe):
+    class Id(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    f = quietly(Id)
+
+    def probe(fn):
+        try:
+            return f"-> {fn()!r}"
+        except Exception as exc:
+            return f"{type(exc).__name__}: {str(exc)[:60]}"
+
+    observe({"name()": probe(lambda: f.name()),
+             "next_functions": probe(lambda: f.next_functions),
+             "metadata": probe(lambda: f.metadata)})
+
+
+@rule("legacy_function.apply-with-plain-methods")
+def test_apply_with_plain_methods(fw, adapter, device):
+    class Mul2(fw.autograd.Function):
+        def forward(self, x):
+            self.k = 2
+            return x * 2
+
+        def backward(self, g):
+            return g * self.k
+
+    x = fw.ones(3, requires_grad=True, device=device)
+    y = Mul2.apply(x)
+    np.testing.assert_allclose(adapter.to_numpy(y), [2.0, 2.0, 2.0])
+    y.sum().backward()
+    np.testing.assert_allclose(adapter.to_numpy(x.grad), [2.0, 2.0, 2.0],
+                               err_msg="ctx attribute set in a plain-method forward not seen in backward")
+
+
+@rule("legacy_function.missing-forward-raises")
+def test_missing_forward_raises(fw, device):
+    class BadFw(fw.autograd.Function):
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    inp = fw.ones(1, requires_grad=True, device=device)
+    with raises(NotImplementedError, match="forward", what="apply without forward"):
+        BadFw.apply(inp)
+
+
+@rule("legacy_function.missing-backward-raises-at-backward")
+def test_missing_backward_raises_at_backward(fw, device):
+    class BadBw(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+    inp = fw.ones(1, requires_grad=True, device=device)
+    out = BadBw.apply(inp)          # building the graph must work
+    assert out.requires_grad, "output of a Function without backward does not require grad"
+    with raises(NotImplementedError, match="backward", what="backward through a Function without backward"):
+        out.sum().backward()
+
+
+@rule("legacy_function.saved-tensors-after-free-message")
+def test_saved_tensors_after_free_message(fw, device):
+    box = []
+
+    class MyFn(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            box.append(ctx)
+            ctx.save_for_backward(x)
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            ctx.saved_tensors
+            return g
+
+    a = fw.randn(5, requires_grad=True, device=device)
+    y = MyFn.apply(a)
+    y.sum().backward()
+    ctx = box.pop()
+    with raises(RuntimeError, match=re.escape(FREED_MSG) + ".*Specify retain_graph=True",
+                what="ctx.saved_tensors after backward"):
+        ctx.saved_tensors
+
+
+@rule("legacy_function.save-none-roundtrip")
+def test_save_none_roundtrip(fw, adapter, device):
+    seen = []
+
+    class MyFn(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, None)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            saved = ctx.saved_tensors
+            seen.append(saved)
+            return g * 2
+
+    a = fw.ones(3, requires_grad=True, device=device)
+    MyFn.apply(a).sum().backward()
+    (saved,) = seen
+    assert len(saved) == 2, f"saved_tensors has {len(saved)} entries, expected 2"
+    assert saved[1] is None, f"saved None came back as {saved[1]!r}"
+    np.testing.assert_allclose(adapter.to_numpy(saved[0]), [1.0, 1.0, 1.0])
+
+
+@rule("legacy_function.second-backward-without-retain-graph")
+def test_second_backward_without_retain_graph(fw, adapter, device):
+    Sq = square_fn(fw)
+    x = fw.tensor([3.0], requires_grad=True, device=device)
+    y = Sq.apply(x)
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(adapter.to_numpy(x.grad), [12.0],
+                               err_msg="gradients of two retained backwards did not accumulate")
+    with raises(RuntimeError, match=re.escape(FREED_MSG), what="third backward (graph freed)"):
+        y.backward()
+
+
+@rule("legacy_function.saved-tensors-version-check")
+def test_saved_tensors_version_check(fw, device):
+    Sq = square_fn(fw)
+    a = fw.ones(3, requires_grad=True, device=device)
+    b = a.clone()
+    y = Sq.apply(b)
+    b.add_(1)
+    with raises(RuntimeError, match="modified by an inplace operation",
+                what="backward after the saved input was modified in place"):
+        y.sum().backward()
+
+
+@rule("legacy_function.mark-dirty-returns-same-object")
+def test_mark_dirty_returns_same_object(fw, adapter, device):
+    class Inplace(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            mark_dirty(adapter, ctx, a)
+            return a.add_(b), b + 2
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return ga, ga + gb
+
+    x = fw.randn(2, 2, device=device)
+    y = fw.randn(2, 2, requires_grad=True, device=device)
+    v0 = version(adapter, x)
+    q, p = Inplace.apply(x, y)
+    assert q is x, "the dirty input was returned as a different object"
+    assert q.requires_grad, "the dirty input does not require grad after the Function"
+    assert q.grad_fn is not None, "the dirty input has no grad_fn after the Function"
+    assert version(adapter, x) > v0, f"version counter not bumped ({v0} -> {version(adapter, x)})"
+    q.sum().backward()
+    np.testing.assert_allclose(adapter.to_numpy(y.grad), np.ones((2, 2)))
+
+
+@rule("legacy_function.mark-dirty-leaf-raises")
+def test_mark_dirty_leaf_raises(fw, adapter, device):
+    class Dirty(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, inp):
+            inp.add_(1)
+            mark_dirty(adapter, ctx, inp)
+            return inp
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    leaf = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
+    with raises(RuntimeError, match=re.escape("a leaf Variable that requires grad has been used in an in-place operation"),
+                what="Dirty.apply(leaf)"):
+        Dirty.apply(leaf)
+    with raises(RuntimeError, match=re.escape("a view of a leaf Variable that requires grad is being used in an in-place operation"),
+                what="Dirty.apply(view of leaf)"):
+        Dirty.apply(leaf.view(2))
+
+
+@rule("legacy_function.mark-dirty-not-returned-raises")
+def test_mark_dirty_not_returned_raises(fw, adapter, device):
+    class NotReturned(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            a.add_(b)
+            mark_dirty(adapter, ctx, a)
+            return a.clone(), a + b
+
+        @staticmethod
+        def backward(ctx, ga, gab):
+            return ga + gab, ga + 2 * gab
+
+    a = fw.ones(2, requires_grad=True, device=device)
+    b = fw.ones(2, requires_grad=True, device=device)
+    with raises(RuntimeError, match="marked as dirty during the forward method were not returned",
+                what="mark_dirty on an input that is not returned"):
+        NotReturned.apply(a.clone().view(2), b)
+
+
+@rule("legacy_function.mark-dirty-non-input-reported")
+def test_mark_dirty_view_of_intermediate_raises(fw, adapter, device):
+    class ViewOfIntermediate(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, inp):
+            out = inp.clone().view(2)
+            mark_dirty(adapter, ctx, out)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = fw.ones(2, requires_grad=True, device=device)
+    with raises(RuntimeError, match=re.escape("received a tensor that was not an input"),
+                what="mark_dirty on a view of an intermediate"):
+        ViewOfIntermediate.apply(a.clone())
+
+
+@pytest.mark.parametrize("materialize", [True, False], ids=["default-zeros", "none"])
+@rule("legacy_function.materialize-grads")
+def test_materialize_grads(fw, adapter, device, materialize):
+    seen = []
+
+    class Two(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            if not materialize:
+                ctx.set_materialize_grads(False)
+            return x.clone(), x.clone()
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            seen.append(g2)
+            return g1
+
+    x = fw.ones(2, requires_grad=True, device=device)
+    Two.apply(x)[0].sum().backward()
+    (g2,) = seen
+    if materialize:
+        assert g2 is not None, "unused output's grad is None although grads are materialised by default"
+        np.testing.assert_allclose(adapter.to_numpy(g2), [0.0, 0.0])
+    else:
+        assert g2 is None, f"set_materialize_grads(False), but backward got {g2!r}"
+    np.testing.assert_allclose(adapter.to_numpy(x.grad), [1.0, 1.0])
+
+
+@rule("legacy_function.once-differentiable-no-grad")
+def test_once_differentiable_runs_without_grad(fw, adapter, device):
+    once = once_differentiable(adapter, fw)
+    inside = []
+
+    class F(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @once
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            r = 2 * x * g
+            inside.append((x * 1.0).requires_grad)
+            return r
+
+    x = fw.tensor([3.0], requires_grad=True, device=device)
+    (g,) = fw.autograd.grad(F.apply(x), x, create_graph=True)
+    assert inside == [False], "a tensor computed from a saved tensor requires grad inside a once_differentiable backward"
+    assert not g.requires_grad, "result requires grad although grad_output did not"
+    np.testing.assert_allclose(adapter.to_numpy(g), [6.0])
+
+
+@rule("legacy_function.once-differentiable-double-backward-raises")
+def test_once_differentiable_double_backward_raises(fw, adapter, device):
+    once = once_differentiable(adapter, fw)
+
+    class F(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @once
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = fw.tensor([3.0], requires_grad=True, device=device)
+    go = fw.ones(1, requires_grad=True, device=device)
+    (g,) = fw.autograd.grad(F.apply(x), x, grad_outputs=go, create_graph=True)
+    assert g.requires_grad, "with a differentiable grad_output, the result should carry an error node"
+    with raises(RuntimeError, match="differentiate twice a function that was marked with @once_differentiable",
+                what="double backward through once_differentiable"):
+        g.backward()
+
+
+def _non_tensor_fn(fw, log):
+    class F(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, t, scale, flag):
+            log["needs_input_grad"] = tuple(ctx.needs_input_grad)
+            return t * scale, "bar", None
+
+        @staticmethod
+        def backward(ctx, g, g_str, g_none):
+            log["grads"] = (g_str, g_none)
+            return None, None, None
+    return F
+
+
+@rule("legacy_function.non-tensor-outputs-pass-through")
+def test_non_tensor_outputs_pass_through(fw, device):
+    log = {}
+    F = _non_tensor_fn(fw, log)
+    x = fw.ones(2, requires_grad=True, device=device)
+    y, s, n = F.apply(x, 3, True)
+    assert s == "bar" and type(s) is str, f"non-tensor output came back as {s!r}"
+    assert n is None, f"None output came back as {n!r}"
+    assert y.requires_grad
+    y.sum().backward()
+    assert log.get("grads") == (None, None), f"backward got {log.get('grads')!r} for non-tensor outputs"
+
+
+@rule("legacy_function.needs-input-grad")
+def test_needs_input_grad(fw, device):
+    log = {}
+    F = _non_tensor_fn(fw, log)
+    x = fw.ones(2, requires_grad=True, device=device)
+    F.apply(x, 3, True)
+    assert log["needs_input_grad"] == (True, False, False), f"needs_input_grad = {log['needs_input_grad']}"
+    log.clear()
+    F.apply(fw.ones(2, requires_grad=True, device=device) * fw.ones(2, device=device), 3, True)
+    assert log["needs_input_grad"] == (True, False, False)
+
+
+@rule("legacy_function.none-grads-leave-grad-unset")
+def test_none_grads_leave_grad_unset(fw, device):
+    log = {}
+    F = _non_tensor_fn(fw, log)
+    x = fw.ones(2, requires_grad=True, device=device)
+    y, _, _ = F.apply(x, 3, True)
+    y.sum().backward()
+    assert x.grad is None, f"backward returned None, but x.grad = {x.grad!r}"
+
+
+def _setup_context_square(fw):
+    class MySquare(fw.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x ** 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            (x,) = inputs
+            ctx.save_for_backward(x)
+            ctx.two = 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * ctx.two * x
+    return MySquare
+
+
+@rule("legacy_function.setup-context-style")
+def test_setup_context_style(fw, adapter, device):
+    MySquare = _setup_context_square(fw)
+    x = fw.tensor([1.5, -2.0], requires_grad=True, device=device)
+    with diverges_if_raises(TypeError, what="Function with setup_context (forward without ctx)"):
+        y = MySquare.apply(x)
+    np.testing.assert_allclose(adapter.to_numpy(y), [2.25, 4.0])
+    (gx,) = fw.autograd.grad(y.sum(), x)
+    np.testing.assert_allclose(adapter.to_numpy(gx), [3.0, -4.0])
+
+
+def _ctx_style_cube(fw):
+    class Cube(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.three = 3.0
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * ctx.three * x * x
+    return Cube
+
+
+@pytest.mark.parametrize("style", ["ctx-in-forward", "setup-context"])
+@rule("legacy_function.fresh-ctx-per-apply")
+def test_fresh_ctx_per_apply(fw, adapter, device, style):
+    if style == "setup-context":
+        F, deriv = _setup_context_square(fw), (lambda v: 2 * v)
+    else:
+        F, deriv = _ctx_style_cube(fw), (lambda v: 3 * v * v)
+    x1 = fw.tensor([2.0], requires_grad=True, device=device)
+    x2 = fw.tensor([5.0], requires_grad=True, device=device)
+    with diverges_if_raises(TypeError, what=f"Function in {style} style"):
+        y1 = F.apply(x1)
+        y2 = F.apply(x2)
+    y1.backward()
+    np.testing.assert_allclose(adapter.to_numpy(x1.grad), [deriv(2.0)],
+                               err_msg="backward of the first apply used another call's saved state")
+    assert x2.grad is None
+    y2.backward()
+    np.testing.assert_allclose(adapter.to_numpy(x2.grad), [deriv(5.0)])
+
+
+@rule("legacy_function.kwargs-are-inputs")
+def test_kwargs_are_inputs(fw, adapter, device):
+    log = {}
+
+    class F(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w=None):
+            log["needs"] = tuple(ctx.needs_input_grad)
+            ctx.save_for_backward(x, w)
+            return x * w
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = ctx.saved_tensors
+            return g * w, g * x
+
+    x = fw.ones(2, requires_grad=True, device=device)
+    w = fw.full((2,), 3.0, requires_grad=True, device=device)
+    with diverges_if_raises(TypeError, what="apply with a keyword argument"):
+        y = F.apply(x, w=w)
+    assert log["needs"] == (True, True), f"needs_input_grad = {log['needs']} with w passed by keyword"
+    y.sum().backward()
+    np.testing.assert_allclose(adapter.to_numpy(x.grad), [3.0, 3.0])
+    assert w.grad is not None, "tensor passed by keyword received no gradient"
+    np.testing.assert_allclose(adapter.to_numpy(w.grad), [1.0, 1.0])
+
+
+@rule("legacy_function.output-container-preserved")
+def test_output_container_preserved(fw, device):
+    class T(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return (x * 2,)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class L(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return [x * 2, x * 3]
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    class B(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = fw.ones(2, requires_grad=True, device=device)
+    t, lst, b = T.apply(x), L.apply(x), B.apply(x)
+    assert type(t) is tuple and len(t) == 1, f"1-tuple came back as {type(t).__name__}"
+    assert type(lst) is list and len(lst) == 2, f"list came back as {type(lst).__name__}"
+    assert isinstance(b, fw.Tensor), f"bare tensor came back as {type(b).__name__}"
+
+
+@pytest.mark.parametrize("returned", [1, 3], ids=["too-few", "too-many"])
+@rule("legacy_function.wrong-number-of-grads-raises")
+def test_wrong_number_of_grads_raises(fw, device, returned):
+    class F(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g,) * returned
+
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = fw.ones(2, requires_grad=True, device=device)
+    out = F.apply(x, y)
+    with raises(RuntimeError, match=re.escape(f"function FBackward returned an incorrect number of "
+                                              f"gradients (expected 2, got {returned})"),
+                what=f"backward returning {returned} gradients for 2 inputs"):
+        out.sum().backward()
+
+
+@rule("legacy_function.grad-fn-name")
+def test_grad_fn_name(fw, device):
+    class MyFn(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    y = MyFn.apply(fw.ones(2, requires_grad=True, device=device))
+    assert y.grad_fn.name() == "MyFnBackward", f"grad_fn.name() = {y.grad_fn.name()!r}"
+    assert type(y.grad_fn).__name__ == "MyFnBackward", \
+        f"type(grad_fn).__name__ = {type(y.grad_fn).__name__!r}"
