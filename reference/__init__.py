@@ -1,0 +1,91 @@
+"""The reference autograd engine: pure Python on numpy (or cupy), PyTorch's names.
+
+Read it top to bottom: ``array_backend`` (numpy or cupy), ``dtypes``, ``grad_mode``,
+``tensor`` (the Tensor object), ``autograd.graph`` (nodes, saved tensors, hooks),
+``ops`` (each op's forward and backward node), ``autograd.engine`` (running backward),
+``autograd.accumulate`` (how gradients land in ``.grad``), ``autograd.function``
+(custom Functions), ``autograd.forward_ad`` (forward-mode levels and tangents).
+Its behaviour is the specification the conformance suites check other engines against.
+"""
+from reference import dtypes as _dtypes
+from reference.array_backend import CudaUnavailable
+from reference.tensor import Size, Tensor, _bind_operators, device
+
+_bind_operators()
+
+from reference import autograd  # noqa: E402
+from reference.autograd.function import Function  # noqa: E402,F401
+from reference.creation import (  # noqa: E402
+    arange, empty, empty_like, from_numpy, full, full_like, manual_seed, ones, ones_like, rand, randn,
+    tensor, zeros, zeros_like,
+)
+from reference.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from reference.ops import linalg as _linalg, pointwise as _pointwise, reduction as _reduction, views as _views  # noqa: E402
+
+__version__ = "0.1.0"
+
+float32 = _dtypes.float32
+float64 = _dtypes.float64
+int64 = _dtypes.int64
+bool = _dtypes.bool_  # noqa: A001 - torch's name
+float = _dtypes.float32  # noqa: A001
+double = _dtypes.float64
+long = _dtypes.int64
+dtype = _dtypes.dtype
+
+exp = _pointwise.exp
+log = _pointwise.log
+tanh = _pointwise.tanh
+sigmoid = _pointwise.sigmoid
+relu = _pointwise.relu
+sin = _pointwise.sin
+cos = _pointwise.cos
+sqrt = _pointwise.sqrt
+abs = _pointwise.abs  # noqa: A001
+neg = _pointwise.neg
+sign = _pointwise.sign
+clone = _pointwise.clone
+add = _pointwise.add
+sub = _pointwise.sub
+mul = _pointwise.mul
+div = _pointwise.div
+pow = _pointwise.pow  # noqa: A001
+matmul = _linalg.matmul
+mm = _linalg.matmul
+sum = _reduction.sum  # noqa: A001
+mean = _reduction.mean
+reshape = _views.reshape
+transpose = _views.transpose
+t = _views.t
+squeeze = _views.squeeze
+unsqueeze = _views.unsqueeze
+flatten = _views.flatten
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def equal(a, b) -> bool:
+    return a.shape == b.shape and bool((a == b)._data.all())
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08) -> bool:
+    from reference.array_backend import namespace_of
+
+    return bool(namespace_of(a._data).allclose(a._data, b._data, rtol=rtol, atol=atol))
+
+
+def cuda_is_available() -> bool:
+    from reference.array_backend import cuda_available
+
+    return cuda_available()
+
+
+class cuda:  # noqa: N801 - torch's namespace name
+    """``reference.cuda.is_available()``, as in torch."""
+
+    is_available = staticmethod(cuda_is_available)
+
+
+__all__ = [name for name in dir() if not name.startswith("_")]

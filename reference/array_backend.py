@@ -1,0 +1,81 @@
+"""The one place that decides which array library backs a tensor: numpy or cupy.
+
+A tensor's device is fixed when it is created; every op then asks this module for the
+array namespace of its inputs (``namespace_of``) instead of branching on the backend
+itself. cupy is imported lazily, only when a CUDA tensor is first requested, so the
+reference runs anywhere numpy does.
+"""
+from __future__ import annotations
+
+import numpy
+
+_cupy = None
+
+
+class CudaUnavailable(RuntimeError):
+    """Raised when a CUDA tensor is requested but cupy or a GPU is missing."""
+
+
+def _load_cupy():
+    global _cupy
+    if _cupy is None:
+        try:
+            import cupy
+        except ImportError as exc:
+            raise CudaUnavailable(
+                "device='cuda' needs cupy, which is not installed. Install it with "
+                "`pip install autograd-conformance[cuda]` (or a cupy wheel matching your CUDA, "
+                "e.g. `pip install cupy-cuda12x`), or use device='cpu'."
+            ) from exc
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:  # cupy raises its own CUDARuntimeError
+            raise CudaUnavailable(f"device='cuda' needs a GPU, but CUDA reports none: {exc}") from exc
+        if count < 1:
+            raise CudaUnavailable("device='cuda' needs a GPU, but CUDA reports none")
+        _cupy = cupy
+    return _cupy
+
+
+def cuda_available() -> bool:
+    try:
+        _load_cupy()
+    except CudaUnavailable:
+        return False
+    return True
+
+
+def namespace_for_device(device_type: str):
+    """The array namespace for a device type ('cpu' or 'cuda')."""
+    if device_type == "cpu":
+        return numpy
+    if device_type == "cuda":
+        return _load_cupy()
+    raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {device_type}")
+
+
+def namespace_of(array):
+    """The array namespace an array belongs to (numpy unless it is a cupy array)."""
+    if type(array) is numpy.ndarray or _cupy is None:
+        return numpy
+    return _cupy.get_array_module(array)
+
+
+def device_type_of(array) -> str:
+    return "cpu" if namespace_of(array) is numpy else "cuda"
+
+
+def to_host(array):
+    """A numpy view or copy of an array from either backend."""
+    if namespace_of(array) is numpy:
+        return array
+    return _cupy.asnumpy(array)
+
+
+def to_device(array, device_type: str):
+    """Move an array to ``device_type``; a no-op when it is already there."""
+    if device_type_of(array) == device_type:
+        return array
+    if device_type == "cpu":
+        return _cupy.asnumpy(array)
+    return namespace_for_device("cuda").asarray(array)

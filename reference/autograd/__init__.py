@@ -1,0 +1,177 @@
+"""``reference.autograd``: PyTorch's public autograd API on the reference engine."""
+from __future__ import annotations
+
+import warnings
+
+from reference.autograd import graph
+from reference.autograd.function import Function, FunctionCtx, once_differentiable
+from reference.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+
+__all__ = [
+    "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
+    "set_grad_enabled", "is_grad_enabled", "graph",
+]
+
+CREATE_GRAPH_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the parameter "
+    "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
+    "the graph to avoid this. If you have to use this function, make sure to reset the .grad fields "
+    "of your parameters to None after use to break the cycle and avoid the leak."
+)
+
+
+def _as_tuple(value, what):
+    from reference.tensor import Tensor
+
+    if value is None:
+        return None
+    if isinstance(value, Tensor):
+        return (value,)
+    if isinstance(value, (tuple, list)):
+        return tuple(value)
+    raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(value).__name__}")
+
+
+def _root_edges(outputs):
+    from reference.ops.recording import edge
+
+    edges = []
+    for index, out in enumerate(outputs):
+        node, nr = edge(out)
+        if node is None:
+            raise RuntimeError(f"element {index} of tensors does not require grad and does not have a grad_fn")
+        edges.append((node, nr))
+    return edges
+
+
+def _root_grads(outputs, grad_outputs, create_graph):
+    """The gradient to start from at each root, validated; arrays unless create_graph."""
+    from reference import creation
+    from reference.tensor import Tensor
+
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad requires one gradient per output: got {len(grad_outputs)} gradients for {len(outputs)} outputs")
+    grads = []
+    for index, (out, grad) in enumerate(zip(outputs, grad_outputs)):
+        if grad is None:
+            if out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            grad = creation.ones_like(out)
+        elif not isinstance(grad, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(grad).__name__}")
+        elif grad.shape != out.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{index}] has a shape of {grad.shape!r} and output[{index}] "
+                f"has a shape of {out.shape!r}."
+            )
+        elif grad.dtype is not out.dtype:
+            raise RuntimeError(
+                f"Mismatch in dtype: grad_output[{index}] has a dtype of {grad.dtype!r} and output[{index}] "
+                f"has a dtype of {out.dtype!r}."
+            )
+        grads.append(grad if create_graph else grad._data)
+    return grads
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradients of ``tensors`` into the ``.grad`` of the graph's leaves."""
+    from reference.autograd import engine
+    from reference.autograd.accumulate import store_grad
+    from reference.ops.backward_ops import RAW_OPS, TENSOR_OPS
+    from reference.ops.recording import edge
+
+    outputs = _as_tuple(tensors, "tensors")
+    grad_outputs = _as_tuple(grad_tensors, "grad_tensors")
+    if retain_graph is None:
+        retain_graph = create_graph
+    if create_graph:
+        warnings.warn(CREATE_GRAPH_WARNING, UserWarning, stacklevel=3)
+    root_edges = _root_edges(outputs)
+    root_grads = _root_grads(outputs, grad_outputs, create_graph)
+    captures = None
+    leaves = True
+    if inputs is not None:
+        inputs = _as_tuple(inputs, "inputs")
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        ops = TENSOR_OPS if create_graph else RAW_OPS
+        captures, leaves = {}, set()
+        for tensor in inputs:
+            node, nr = edge(tensor)
+            if node is None:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            if tensor.is_leaf:
+                leaves.add(node)
+            else:
+                captures[(node, nr)] = _storing_capture(tensor, ops, store_grad, captures.get((node, nr)))
+    engine.execute(root_edges, root_grads, retain_graph, create_graph, captures, leaves)
+
+
+def _storing_capture(tensor, ops, store_grad, previous):
+    def capture(grad):
+        if previous is not None:
+            previous(grad)
+        if grad is not None:
+            store_grad(tensor, grad, ops)
+
+    return capture
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of ``outputs`` w.r.t. ``inputs``, returned, with ``.grad`` untouched."""
+    from reference import creation
+    from reference.autograd import engine
+    from reference.ops.recording import edge
+
+    outputs = _as_tuple(outputs, "outputs")
+    inputs = _as_tuple(inputs, "inputs")
+    grad_outputs = _as_tuple(grad_outputs, "grad_outputs")
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched=True is not supported by the reference engine")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    elif materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False.")
+    if retain_graph is None:
+        retain_graph = create_graph
+    root_edges = _root_edges(outputs)
+    root_grads = _root_grads(outputs, grad_outputs, create_graph)
+    results = [None] * len(inputs)
+    captures = {}
+    for index, tensor in enumerate(inputs):
+        node, nr = edge(tensor)
+        if node is None:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        captures[(node, nr)] = _result_capture(results, index, captures.get((node, nr)))
+    engine.execute(root_edges, root_grads, retain_graph, create_graph, captures, set())
+    out = []
+    for index, (tensor, value) in enumerate(zip(inputs, results)):
+        if value is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {index} appears to not have been used in the graph. "
+                    "Set allow_unused=True if this is the desired behavior."
+                )
+            out.append(creation.zeros_like(tensor) if materialize_grads else None)
+        else:
+            out.append(value if create_graph else _wrap_result(value))
+    return tuple(out)
+
+
+def _result_capture(results, index, previous):
+    def capture(grad):
+        if previous is not None:
+            previous(grad)
+        if grad is not None:
+            results[index] = grad if results[index] is None else results[index] + grad
+
+    return capture
+
+
+def _wrap_result(array):
+    from reference.tensor import Tensor
+
+    return Tensor._wrap(array)

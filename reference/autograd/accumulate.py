@@ -1,0 +1,34 @@
+"""How a gradient lands in ``.grad``: leaves (AccumulateGrad) and retained non-leaves.
+
+PyTorch's contract, kept here: the first gradient is stored as a tensor of its own (never
+an alias of another tensor's gradient, never the variable itself); later ones are added
+in place, so references to ``x.grad`` see the sum, except under ``create_graph=True``,
+where the sum is a new differentiable tensor and old references keep their old value.
+"""
+from __future__ import annotations
+
+POST_ACCUMULATE_RETURN = "Tensor post accumulate grad hooks should return None."
+
+
+def store_grad(variable, grad, ops) -> None:
+    """Add ``grad`` (an array, or a tensor under create_graph) into ``variable.grad``."""
+    current = variable._grad
+    if current is None:
+        variable._grad = ops.fresh_grad(grad)
+    elif ops.differentiable or current._requires_grad:
+        variable._grad = ops.as_tensor(current) + ops.as_tensor(grad)
+    else:
+        current._data += ops.raw(grad)
+        current._version_counter.value += 1
+
+
+def accumulate_into_leaf(variable, grad, ops) -> None:
+    """AccumulateGrad's body: store the gradient, then run post-accumulate-grad hooks."""
+    if grad is None:
+        return
+    store_grad(variable, grad, ops)
+    hooks = variable._post_accumulate_hooks
+    if hooks:
+        for hook in tuple(hooks.values()):
+            if hook(variable) is not None:
+                raise RuntimeError(POST_ACCUMULATE_RETURN)

@@ -1,0 +1,206 @@
+"""The backward engine: from root gradients to leaf ``.grad`` (or to returned gradients).
+
+One call is one *graph task*:
+  1. discover the nodes reachable from the roots (iteratively: graphs may be 100,000
+     nodes deep) and, when ``inputs`` are given, keep only the nodes that lead to them;
+  2. count, per node, the edges that will deliver a gradient to it;
+  3. run ready nodes from a heap keyed by creation order, newest first (a node is ready
+     once every edge into it has delivered), each exactly once with its gradients summed.
+Running a node: tensor hooks per output (then retain_grad), node pre-hooks, ``apply``,
+node post-hooks; then its saved tensors are released unless ``retain_graph``.
+
+Gradients travel as raw arrays, so a plain backward builds no graph and allocates no
+tensor objects; only hooks and custom Functions see tensors. Under ``create_graph=True``
+they travel as tensors and the formulas record a graph of their own.
+"""
+from __future__ import annotations
+
+import heapq
+
+from reference import grad_mode
+from reference.autograd.graph import AccumulateGrad
+from reference.ops.backward_ops import RAW_OPS, TENSOR_OPS
+
+NONE_REPLACED = "can't replace a None gradient with a non-None value"
+
+
+def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, accumulate_leaves=True):
+    """Run one graph task.
+
+    ``root_edges``: (node, output_nr) per root; ``root_grads``: matching arrays/tensors.
+    ``captures``: optional {(node, output_nr): callback(grad)} for autograd.grad and
+    non-leaf ``backward(inputs=...)``: the gradient flowing into that edge, after the
+    tensor hooks, is handed to the callback. With captures, only the nodes on a path to
+    a captured edge (or to an AccumulateGrad listed in ``accumulate_leaves``) run.
+    """
+    ops = TENSOR_OPS if create_graph else RAW_OPS
+    targets = None
+    if captures is not None:
+        targets = accumulate_leaves if isinstance(accumulate_leaves, set) else set()
+    executable, dependencies = _plan(root_edges, captures, targets)
+
+    buffers: dict = {}
+    ready: list = []
+    for (node, nr), grad in zip(root_edges, root_grads):
+        _deliver(buffers, node, nr, grad, ops)
+        remaining = dependencies[node] - 1
+        dependencies[node] = remaining
+        if remaining == 0:
+            heapq.heappush(ready, (-node._seq, id(node), node))
+
+    with grad_mode.set_grad_enabled(create_graph):
+        while ready:
+            node = heapq.heappop(ready)[2]
+            grads = buffers.pop(node)
+            _run_tensor_hooks(node, grads, ops)
+            if captures is not None:
+                for nr, grad in enumerate(grads):
+                    callback = captures.get((node, nr))
+                    if callback is not None:
+                        callback(grad)
+            if node not in executable:
+                continue
+            grad_inputs = _run_node(node, grads, ops)
+            if not retain_graph:
+                node._release_saved()
+            for (child, nr), grad in zip(node._next_functions, grad_inputs):
+                if child is None or child not in dependencies:
+                    continue
+                if grad is not None:
+                    _deliver(buffers, child, nr, grad, ops)
+                elif child not in buffers:
+                    buffers[child] = [None] * child.num_outputs
+                remaining = dependencies[child] - 1
+                dependencies[child] = remaining
+                if remaining == 0:
+                    heapq.heappush(ready, (-child._seq, id(child), child))
+
+
+def _plan(root_edges, captures, targets):
+    """The nodes to execute and, for every node that receives gradients, its in-degree."""
+    reachable = []
+    seen = set()
+    stack = [node for node, _ in root_edges]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        reachable.append(node)
+        for child, _ in node._next_functions:
+            if child is not None and child not in seen:
+                stack.append(child)
+
+    if captures is None:
+        executable = seen
+    else:
+        captured_nodes = {node for node, _ in captures}
+        executable = set()
+        # children before parents: reverse of a topological order by sequence number
+        for node in sorted(reachable, key=lambda n: n._seq):
+            if node in targets or any(
+                child is not None and (child in executable or child in captured_nodes)
+                for child, _ in node._next_functions
+            ):
+                executable.add(node)
+        seen = executable | captured_nodes
+
+    dependencies = dict.fromkeys(seen, 0)
+    for node, _ in root_edges:
+        dependencies[node] = dependencies.get(node, 0) + 1
+    for node in executable:
+        for child, _ in node._next_functions:
+            if child is not None and child in dependencies:
+                dependencies[child] += 1
+    return executable, dependencies
+
+
+def _deliver(buffers, node, nr, grad, ops):
+    buffer = buffers.get(node)
+    if buffer is None:
+        buffer = buffers[node] = [None] * node.num_outputs
+    previous = buffer[nr]
+    buffer[nr] = grad if previous is None else previous + grad
+
+
+def _run_tensor_hooks(node, grads, ops):
+    """Hooks registered through tensors (before any node hook), then retain_grad."""
+    if type(node) is AccumulateGrad:
+        hooks = node.variable._leaf_hooks
+        if hooks:
+            grads[0] = _call_tensor_hooks(hooks, grads[0], ops)
+        return
+    if node._tensor_pre_hooks:
+        for nr, hooks in node._tensor_pre_hooks.items():
+            if hooks:
+                grads[nr] = _call_tensor_hooks(hooks, grads[nr], ops)
+    if node._retains_grad:
+        from reference.autograd.accumulate import store_grad
+
+        for nr, tensor_ref in node._retains_grad.items():
+            tensor = tensor_ref()
+            if tensor is not None and grads[nr] is not None:
+                store_grad(tensor, grads[nr], ops)
+
+
+def _call_tensor_hooks(hooks, grad, ops):
+    value = None if grad is None else ops.as_tensor(grad)
+    for hook in tuple(hooks.values()):
+        result = hook(value)
+        if result is None:
+            continue
+        if value is None:
+            raise RuntimeError(NONE_REPLACED)
+        _check_hook_result(hook, value, result)
+        value = result
+    if value is None:
+        return None
+    return ops.from_tensor(value)
+
+
+def _check_hook_result(hook, before, after):
+    from reference.tensor import Tensor
+
+    if not isinstance(after, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(after).__name__}'")
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if after.shape != before.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if after.dtype is not before.dtype:
+        raise RuntimeError(
+            f"hook '{name}' has changed the type of value (was reference.{before.dtype.legacy_name} "
+            f"got reference.{after.dtype.legacy_name})"
+        )
+    if after.device != before.device:
+        raise RuntimeError(f"hook '{name}' has changed the device of value")
+
+
+def _run_node(node, grads, ops):
+    if node._pre_hooks:
+        outputs = tuple(None if g is None else ops.as_tensor(g) for g in grads)
+        for hook in tuple(node._pre_hooks.values()):
+            result = hook(outputs)
+            if result is not None:
+                outputs = _check_node_hook_result(node, result, len(outputs), "pre-hook")
+        grads = [None if g is None else ops.from_tensor(g) for g in outputs]
+    if node._post_hooks:
+        grad_outputs = tuple(None if g is None else ops.as_tensor(g) for g in grads)
+    grad_inputs = node.apply(ops, grads)
+    if node._post_hooks:
+        inputs = tuple(None if g is None else ops.as_tensor(g) for g in grad_inputs)
+        for hook in tuple(node._post_hooks.values()):
+            result = hook(inputs, grad_outputs)
+            if result is not None:
+                inputs = _check_node_hook_result(node, result, len(inputs), "hook")
+        grad_inputs = [None if g is None else ops.from_tensor(g) for g in inputs]
+    return grad_inputs
+
+
+def _check_node_hook_result(node, result, expected, kind):
+    if not isinstance(result, (tuple, list)):
+        raise TypeError(f"{kind} of {node.name()} must return None or a tuple of gradients, got {type(result).__name__}")
+    if len(result) != expected:
+        raise RuntimeError(
+            f"{kind} of {node.name()} returned an incorrect number of gradients (expected {expected}, got {len(result)})"
+        )
+    return tuple(result)

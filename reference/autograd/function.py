@@ -1,0 +1,402 @@
+"""Custom autograd Functions: user-written forward/backward pairs.
+
+The ctx passed to ``forward`` *is* the graph node (``y.grad_fn is ctx``), an instance of
+``F._backward_cls`` named ``FBackward``; a fresh one is made for every ``apply``, so two
+applications never share saved state. Tensors saved with ``save_for_backward`` follow
+the same rule as built-in nodes: inputs are kept as themselves, the function's own
+outputs as raw data (no output -> ctx -> output cycle). What users put in ctx
+attributes is theirs: ``ctx.out = out`` is a real cycle, which ``gc.collect()`` frees.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+
+from reference import grad_mode
+from reference.autograd.graph import FREED_MESSAGE, Error, Node, SavedTensor, _sequence
+from reference.tensor import Tensor
+
+LEGACY_CALL = (
+    "Legacy autograd function with non-static forward method is deprecated. Please use new-style "
+    "autograd function with static forward method. (Example: "
+    "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)"
+)
+ONCE_DIFFERENTIABLE = "trying to differentiate twice a function that was marked with @once_differentiable"
+
+
+class FunctionCtx(Node):
+    """What ``forward``/``setup_context`` use to talk to ``backward``."""
+
+    __slots__ = (
+        "__dict__",
+        "_to_save",
+        "_dirty",
+        "_non_differentiable",
+        "_materialize_grads",
+        "_input_info",
+        "_output_info",
+        "needs_input_grad",
+    )
+
+    def __init__(self):
+        Node.__init__(self, ())
+        self._to_save = None
+        self._dirty = ()
+        self._non_differentiable = ()
+        self._materialize_grads = True
+        self._input_info = ()
+        self._output_info = ()
+        self.needs_input_grad = ()
+
+    def save_for_backward(self, *tensors):
+        for value in tensors:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(
+                    "save_for_backward can only save variables, but argument "
+                    f"{tensors.index(value)} is of type {type(value).__name__}"
+                )
+        self._to_save = tensors
+
+    def save_for_forward(self, *tensors):
+        self._saved_for_forward = tensors
+
+    def mark_dirty(self, *tensors):
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool):
+        self._materialize_grads = bool(value)
+
+    @property
+    def saved_tensors(self):
+        saved = self._saved
+        if saved is None:
+            raise RuntimeError(FREED_MESSAGE)
+        return tuple(None if s is None else s.unpack(self, True) for s in saved)
+
+    @property
+    def _raw_saved_tensors(self):
+        if self._saved is None:
+            raise RuntimeError(FREED_MESSAGE)
+        return self._saved
+
+    @property
+    def saved_variables(self):
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2)
+        return self.saved_tensors
+
+
+class FunctionMeta(type):
+    """Gives every Function subclass its node class, ``<Name>Backward``."""
+
+    def __init__(cls, name, bases, attrs):
+        backward_cls = type(f"{name}Backward", (BackwardCFunction,), {"_forward_cls": cls, "__slots__": ()})
+        cls._backward_cls = backward_cls
+        super().__init__(name, bases, attrs)
+
+
+class BackwardCFunction(FunctionCtx):
+    """The node of one application of a custom Function (and its ctx)."""
+
+    __slots__ = ()
+    _forward_cls = None
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self._output_info)
+
+    def apply(self, ops, grads):
+        fn_cls = self._forward_cls
+        grads = list(grads)
+        for index, grad in enumerate(grads):
+            if grad is None and self._materialize_grads:
+                info = self._output_info[index]
+                if info is not None:
+                    grads[index] = _zeros(info)
+        tensors = [None if g is None else ops.as_tensor(g) for g in grads]
+        backward_fn = _backward_of(fn_cls)
+        once = getattr(backward_fn, "_once_differentiable", False)
+        if once:
+            with grad_mode.no_grad():
+                results = backward_fn(self, *tensors)
+        else:
+            results = backward_fn(self, *tensors)
+        results = self._validate(results)
+        if once and ops.differentiable:
+            results = _guard_once_differentiable(results, tensors, self._next_functions)
+        return [None if r is None else ops.from_tensor(r) for r in results]
+
+    def _validate(self, results):
+        name = self.name()
+        if not isinstance(results, tuple):
+            results = (results,)
+        expected = len(self._input_info)
+        if len(results) != expected:
+            if len(results) > expected and all(r is None for r in results[expected:]):
+                results = results[:expected]
+            else:
+                raise RuntimeError(
+                    f"function {name} returned an incorrect number of gradients (expected {expected}, got {len(results)})"
+                )
+        checked = []
+        for index, (result, info) in enumerate(zip(results, self._input_info)):
+            if result is None:
+                checked.append(None)
+                continue
+            if info is None:
+                raise RuntimeError(
+                    f"function {name} returned a gradient different than None at position {index + 1}, "
+                    "but the corresponding forward input was not a Variable"
+                )
+            if not isinstance(result, Tensor):
+                raise TypeError(f"function {name} returned a non-Tensor gradient at position {index + 1}: {type(result).__name__}")
+            shape = info[0]
+            if tuple(result.shape) != shape:
+                from reference.ops.reduction import sum_to_size
+
+                try:
+                    result = sum_to_size(result, shape)
+                except Exception:
+                    raise RuntimeError(
+                        f"Function {name} returned an invalid gradient at index {index} - got {list(result.shape)} "
+                        f"but expected shape compatible with {list(shape)}"
+                    ) from None
+            if self._next_functions[index][0] is None:
+                result = None
+            checked.append(result)
+        return checked
+
+
+def _zeros(info):
+    from reference import creation
+
+    shape, dtype, device = info
+    return creation.zeros(*shape, dtype=dtype, device=device)
+
+
+def _backward_of(fn_cls):
+    has_backward = _overrides(fn_cls, "backward")
+    has_vjp = _overrides(fn_cls, "vjp")
+    if has_backward and has_vjp:
+        raise RuntimeError(
+            "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should only implement one of them."
+        )
+    return fn_cls.vjp if has_vjp else fn_cls.backward
+
+
+def _overrides(fn_cls, name):
+    for klass in fn_cls.__mro__:
+        if klass is Function:
+            return False
+        if name in klass.__dict__:
+            return True
+    return False
+
+
+def _guard_once_differentiable(results, grad_outputs, next_functions):
+    """Results that would be differentiated again go through an Error node."""
+    from reference.ops.recording import attach, edge
+
+    if not any(g is not None and g.requires_grad for g in grad_outputs):
+        return results
+    guarded = []
+    error = Error(ONCE_DIFFERENTIABLE, tuple(edge(g) for g in grad_outputs if g is not None))
+    for result in results:
+        if result is None:
+            guarded.append(None)
+            continue
+        out = result.detach()
+        attach(out, error)
+        guarded.append(out)
+    return guarded
+
+
+class Function(FunctionCtx, metaclass=FunctionMeta):
+    """Base class of custom autograd functions: define static forward/backward, call apply."""
+
+    __slots__ = ()
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn(
+            f"{type(self)} should not be instantiated. Methods on autograd functions are all static, so you "
+            "should invoke them on the class itself. Instantiating an autograd function will raise an error "
+            "in a future version of PyTorch.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        super().__init__()
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(LEGACY_CALL)
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    @staticmethod
+    def forward(*args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom autograd.Function to use it with backward mode AD."
+        )
+
+    vjp = backward
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it with forward mode AD."
+        )
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        return _apply(cls, args, kwargs)
+
+
+def _bind_arguments(fn_cls, args, kwargs, uses_setup_context):
+    """Keyword arguments become positional inputs, in forward's parameter order."""
+    if not kwargs:
+        return args
+    signature = inspect.signature(fn_cls.forward)
+    params = list(signature.parameters)
+    if not uses_setup_context:
+        params = params[1:]
+    bound = inspect.signature(fn_cls.forward).bind_partial(*((None,) if not uses_setup_context else ()), *args, **kwargs)
+    bound.apply_defaults()
+    values = [bound.arguments[p] for p in params if p in bound.arguments]
+    return tuple(values)
+
+
+def _apply(fn_cls, args, kwargs):
+    from reference.ops.recording import edge
+
+    uses_setup_context = _overrides(fn_cls, "setup_context")
+    if not _overrides(fn_cls, "forward"):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+    inputs = _bind_arguments(fn_cls, args, kwargs, uses_setup_context)
+    ctx = fn_cls._backward_cls()
+    is_tensor = [isinstance(value, Tensor) for value in inputs]
+    ctx.needs_input_grad = tuple(t and value._requires_grad for t, value in zip(is_tensor, inputs))
+    record = grad_mode._state.enabled and any(ctx.needs_input_grad)
+
+    with grad_mode.no_grad():
+        if uses_setup_context:
+            output = fn_cls.forward(*inputs)
+        else:
+            output = fn_cls.forward(ctx, *inputs)
+    if uses_setup_context:
+        fn_cls.setup_context(ctx, inputs, output)
+
+    container = type(output) if isinstance(output, (tuple, list)) else None
+    outputs = list(output) if container is not None else [output]
+    input_ids = {id(value) for value, t in zip(inputs, is_tensor) if t}
+    dirty_ids = {id(t) for t in ctx._dirty}
+    _check_dirty(ctx, inputs, outputs, input_ids)
+    non_diff_ids = {id(t) for t in ctx._non_differentiable}
+
+    ctx._input_info = tuple(
+        (tuple(value.shape), value.dtype, value.device.type) if t else None for value, t in zip(inputs, is_tensor)
+    )
+    ctx._output_info = tuple(
+        (tuple(out.shape), out.dtype, out.device.type) if isinstance(out, Tensor) else None for out in outputs
+    )
+    if record:
+        ctx._next_functions = tuple(edge(value) if t else (None, 0) for value, t in zip(inputs, is_tensor))
+        ctx._seq = next(_sequence)  # after any accumulator its edges created: children run first
+
+    results = []
+    for index, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            results.append(out)
+            continue
+        if id(out) in dirty_ids:
+            from reference.ops import inplace
+
+            inplace.check_inplace(out)
+            result = out
+        elif id(out) in input_ids:
+            result = out.detach() if not record else _alias_output(out)
+        else:
+            result = out
+        if record and id(out) not in non_diff_ids and out.dtype.is_floating_point:
+            from reference.ops import inplace
+
+            if id(out) in dirty_ids:
+                inplace.rebase_history(result, ctx)
+                result._output_nr = index
+            else:
+                result._node = ctx
+                result._output_nr = index
+                result._requires_grad = True
+        elif id(out) in non_diff_ids and result._node is None:
+            result._requires_grad = False
+        results.append(result)
+
+    _save(ctx, results, outputs, input_ids)
+    if container is None:
+        return results[0]
+    return container(results)
+
+
+def _alias_output(tensor):
+    """An input returned as-is becomes a new object sharing its data (as in PyTorch)."""
+    out = Tensor._wrap(tensor._data)
+    out._version_counter = tensor._version_counter
+    return out
+
+
+def _check_dirty(ctx, inputs, outputs, input_ids):
+    output_ids = {id(o) for o in outputs if isinstance(o, Tensor)}
+    for tensor in ctx._dirty:
+        if id(tensor) not in input_ids:
+            raise RuntimeError(
+                "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been "
+                "mutated should be passed to ctx.mark_dirty()."
+            )
+        if tensor._node is None and tensor._requires_grad and tensor._base is None and grad_mode._state.enabled:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+        if id(tensor) not in output_ids:
+            raise RuntimeError(
+                "Some elements marked as dirty during the forward method were not returned as output. The inputs "
+                "that are modified inplace must all be outputs of the Function."
+            )
+
+
+def _save(ctx, results, outputs, input_ids):
+    to_save = ctx._to_save
+    ctx._to_save = None
+    if not to_save:
+        ctx._saved = ()
+        return
+    output_positions = {id(o): i for i, o in enumerate(outputs) if isinstance(o, Tensor)}
+    saved = []
+    for tensor in to_save:
+        if tensor is None:
+            saved.append(None)
+        elif id(tensor) in output_positions:
+            saved.append(SavedTensor(results[output_positions[id(tensor)]], True))
+        else:
+            saved.append(SavedTensor(tensor, False))
+    ctx._saved = tuple(saved)
+
+
+def once_differentiable(fn):
+    """Mark a backward as not differentiable: it runs without grad mode, and its results
+    raise if differentiated again."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with grad_mode.no_grad():
+            return fn(ctx, *args)
+
+    wrapper._once_differentiable = True
+    return wrapper

@@ -1,0 +1,159 @@
+"""Creating tensors: from data, filled, random, and like another tensor."""
+from __future__ import annotations
+
+import numbers
+
+import numpy
+
+from reference import array_backend, dtypes
+from reference.tensor import Tensor, device as _device
+
+_generator = numpy.random.default_rng()
+
+
+def manual_seed(seed: int):
+    """Reseed the generator behind ``randn`` (one process-wide generator)."""
+    global _generator
+    _generator = numpy.random.default_rng(int(seed))
+    return _generator
+
+
+def _device_type(device) -> str:
+    return "cpu" if device is None else _device(device).type
+
+
+def _resolve_dtype(dtype, default=dtypes.float32):
+    if dtype is None:
+        return default
+    if not isinstance(dtype, dtypes.dtype):
+        raise TypeError(f"dtype must be a reference dtype such as reference.float32, got {dtype!r}")
+    return dtype
+
+
+def _infer_dtype(data):
+    if isinstance(data, bool):
+        return dtypes.bool_
+    if isinstance(data, numbers.Integral):
+        return dtypes.int64
+    if isinstance(data, numbers.Real):
+        return dtypes.float32
+    if isinstance(data, (list, tuple)):
+        kinds = [_infer_dtype(item) for item in data]
+        for candidate in (dtypes.float32, dtypes.int64, dtypes.bool_):
+            if candidate in kinds:
+                return candidate
+        return dtypes.float32
+    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+
+
+def _to_array(data, dtype, device_type):
+    xp = array_backend.namespace_for_device(device_type)
+    if isinstance(data, Tensor):
+        data = array_backend.to_host(data._data)
+    if isinstance(data, numpy.ndarray) or hasattr(data, "__cuda_array_interface__"):
+        dt = dtypes.from_numpy_dtype(data.dtype) if dtype is None else dtype
+    else:
+        dt = _infer_dtype(data) if dtype is None else dtype
+    return xp.array(data, dtype=dt.numpy)
+
+
+def _leaf(data, requires_grad) -> Tensor:
+    out = Tensor._wrap(data)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new leaf tensor holding a copy of ``data`` (nested lists, numbers, arrays)."""
+    return _leaf(_to_array(data, _resolve_dtype(dtype, None) if dtype is not None else None, _device_type(device)), requires_grad)
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, numbers.Integral):
+            raise TypeError(f"size must contain only integers, got {type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+    return tuple(int(s) for s in size)
+
+
+def _filled(fill, size, dtype, device, requires_grad):
+    dt = _resolve_dtype(dtype)
+    xp = array_backend.namespace_for_device(_device_type(device))
+    return _leaf(xp.full(_shape(size), fill, dtype=dt.numpy), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _filled(1, size, dtype, device, requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _filled(0, size, dtype, device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    dt = _resolve_dtype(dtype)
+    xp = array_backend.namespace_for_device(_device_type(device))
+    return _leaf(xp.empty(_shape(size), dtype=dt.numpy), requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if dtype is None:
+        dtype = _infer_dtype(fill_value)
+    return _filled(fill_value, tuple(size), dtype, device, requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
+    dt = _resolve_dtype(dtype)
+    if not dt.is_floating_point:
+        raise RuntimeError(f'"normal_kernel_cpu" not implemented for \'{dt.legacy_name}\'')
+    host = (generator or _generator).standard_normal(_shape(size)).astype(dt.numpy)
+    return _leaf(array_backend.to_device(host, _device_type(device)), requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    dt = _resolve_dtype(dtype)
+    host = _generator.random(_shape(size)).astype(dt.numpy)
+    return _leaf(array_backend.to_device(host, _device_type(device)), requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = dtypes.float32 if any(isinstance(v, float) for v in (start, end, step)) else dtypes.int64
+    xp = array_backend.namespace_for_device(_device_type(device))
+    return _leaf(xp.arange(start, end, step, dtype=dtype.numpy), requires_grad)
+
+
+def from_numpy(array) -> Tensor:
+    """A tensor sharing memory with a numpy array (no copy)."""
+    if not isinstance(array, numpy.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    dtypes.from_numpy_dtype(array.dtype)
+    return Tensor._wrap(array)
+
+
+def _like(fill, other, dtype, device, requires_grad):
+    dt = other.dtype if dtype is None else dtype
+    dev = other.device if device is None else device
+    return _filled(fill, tuple(other.shape), dt, dev, requires_grad)
+
+
+def ones_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
+    return _like(1, input, dtype, device, requires_grad)
+
+
+def zeros_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
+    return _like(0, input, dtype, device, requires_grad)
+
+
+def empty_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
+    return _like(0, input, dtype, device, requires_grad)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
+    return _like(fill_value, input, dtype, device, requires_grad)

@@ -1,0 +1,59 @@
+"""Tensor dtypes with PyTorch's public names, each backed by a numpy dtype."""
+from __future__ import annotations
+
+import numpy
+
+
+class dtype:
+    """A tensor element type (``reference.float32`` ...), comparable by identity."""
+
+    __slots__ = ("name", "numpy", "is_floating_point", "legacy_name", "__weakref__")
+
+    def __init__(self, name: str, numpy_dtype, is_floating_point: bool, legacy_name: str):
+        self.name = name
+        self.numpy = numpy.dtype(numpy_dtype)
+        self.is_floating_point = is_floating_point
+        self.legacy_name = legacy_name  # as in torch's error messages: FloatTensor, ...
+
+    @property
+    def itemsize(self) -> int:
+        return self.numpy.itemsize
+
+    def __repr__(self) -> str:
+        return f"reference.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+
+float32 = dtype("float32", numpy.float32, True, "FloatTensor")
+float64 = dtype("float64", numpy.float64, True, "DoubleTensor")
+int64 = dtype("int64", numpy.int64, False, "LongTensor")
+bool_ = dtype("bool", numpy.bool_, False, "BoolTensor")
+float = float32  # noqa: A001 - torch's alias
+double = float64
+long = int64
+
+_ALL = (float32, float64, int64, bool_)
+_BY_NUMPY = {d.numpy: d for d in _ALL}
+_BY_NAME = {d.name: d for d in _ALL}
+
+
+def _by_name(name: str) -> dtype:
+    return _BY_NAME[name]
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    """The reference dtype of a numpy dtype; other numpy types are refused clearly."""
+    try:
+        return _BY_NUMPY[numpy.dtype(np_dtype)]
+    except KeyError:
+        raise TypeError(
+            f"the reference engine supports float32, float64, int64 and bool; got numpy dtype {np_dtype}"
+        ) from None
+
+
+def to_numpy_dtype(dt) -> numpy.dtype:
+    if isinstance(dt, dtype):
+        return dt.numpy
+    raise TypeError(f"dtype must be a reference dtype such as reference.float32, got {dt!r}")

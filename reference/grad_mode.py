@@ -1,0 +1,74 @@
+"""Gradient mode: whether ops record the graph. Thread-local, as in PyTorch.
+
+Each thread starts with grad mode enabled; ``no_grad`` in one thread never changes
+what another thread records.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+
+
+class _State(threading.local):
+    enabled = True
+
+
+_state = _State()
+
+
+def is_grad_enabled() -> bool:
+    return _state.enabled
+
+
+class _GradModeContext:
+    """Base of the grad-mode context managers; also usable as decorators."""
+
+    _target: bool
+
+    def __enter__(self):
+        self._prev = _state.enabled
+        _state.enabled = self._target
+        return None
+
+    def __exit__(self, *exc):
+        _state.enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_GradModeContext):
+    _target = False
+
+
+class enable_grad(_GradModeContext):
+    _target = True
+
+
+class set_grad_enabled(_GradModeContext):
+    """``set_grad_enabled(mode)``: sets the mode at once, and restores it as a context."""
+
+    def __init__(self, mode: bool):
+        self._prev = _state.enabled
+        self._target = bool(mode)
+        _state.enabled = self._target
+
+    def __enter__(self):
+        return None
+
+    def __call__(self, fn):
+        mode = self._target
+        _state.enabled = self._prev
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper

@@ -1,0 +1,253 @@
+"""The op-set that backward formulas are written against.
+
+Every node's ``apply(ops, grads)`` is written once. In a plain backward ``ops`` is
+``RAW_OPS``: gradients are raw arrays and formulas cost what numpy costs, with no graph
+and no tensor objects. Under ``create_graph=True`` it is ``TENSOR_OPS``: gradients are
+tensors and the same formulas record a differentiable graph (double backward). Python's
+operators (``+ - * / **``) work on both, so formulas use them directly and call
+``ops.<name>`` only for what operators cannot say.
+"""
+from __future__ import annotations
+
+from reference.array_backend import namespace_of
+
+
+def _sum_to_raw(grad, shape):
+    """Reduce a broadcast gradient back to ``shape``."""
+    if grad.shape == shape:
+        return grad
+    xp = namespace_of(grad)
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, size in enumerate(shape) if size == 1 and grad.shape[i + lead] != 1
+    )
+    out = xp.sum(grad, axis=axes, keepdims=True) if axes else grad
+    if lead:
+        out = out.reshape(out.shape[lead:])
+    return out.reshape(shape)
+
+
+class RawOps:
+    """Formulas on raw arrays: the fast path of every backward."""
+
+    differentiable = False
+
+    # conversions between the engine's values and tensors (for hooks, custom Functions)
+    @staticmethod
+    def as_tensor(value):
+        from reference.tensor import Tensor
+
+        return Tensor._wrap(value)
+
+    @staticmethod
+    def from_tensor(tensor):
+        return tensor._data
+
+    @staticmethod
+    def raw(value):
+        return value
+
+    @staticmethod
+    def fresh_grad(grad):
+        from reference.tensor import Tensor
+
+        return Tensor._wrap(namespace_of(grad).array(grad, copy=True))
+
+    sum_to = staticmethod(_sum_to_raw)
+
+    @staticmethod
+    def expand_to(grad, shape):
+        return namespace_of(grad).broadcast_to(grad, shape)
+
+    @staticmethod
+    def reshape(grad, shape):
+        return grad.reshape(shape)
+
+    @staticmethod
+    def swapaxes(grad, a, b):
+        return namespace_of(grad).swapaxes(grad, a, b)
+
+    @staticmethod
+    def mT(grad):
+        return namespace_of(grad).swapaxes(grad, -1, -2)
+
+    @staticmethod
+    def matmul(a, b):
+        return namespace_of(a).matmul(a, b)
+
+    @staticmethod
+    def exp(x):
+        return namespace_of(x).exp(x)
+
+    @staticmethod
+    def log(x):
+        return namespace_of(x).log(x)
+
+    @staticmethod
+    def sin(x):
+        return namespace_of(x).sin(x)
+
+    @staticmethod
+    def cos(x):
+        return namespace_of(x).cos(x)
+
+    @staticmethod
+    def sign(x):
+        return namespace_of(x).sign(x)
+
+    @staticmethod
+    def positive_mask(x):
+        """1 where x > 0 else 0, in x's dtype."""
+        return (x > 0).astype(x.dtype)
+
+    @staticmethod
+    def sum_dims(grad, dims, keepdim):
+        return namespace_of(grad).sum(grad, axis=dims, keepdims=keepdim)
+
+    @staticmethod
+    def unsqueeze_dims(grad, dims):
+        return namespace_of(grad).expand_dims(grad, dims) if dims else grad
+
+    @staticmethod
+    def scatter_index(grad, shape, index):
+        """A zero array of ``shape`` with ``grad`` added at ``index``."""
+        xp = namespace_of(grad)
+        out = xp.zeros(shape, dtype=grad.dtype)
+        out[index] += grad
+        return out
+
+    @staticmethod
+    def index(grad, index):
+        return grad[index]
+
+    @staticmethod
+    def zero_at_index(grad, index):
+        out = grad.copy()
+        out[index] = 0
+        return out
+
+    @staticmethod
+    def to_dtype_of(grad, like_dtype):
+        return grad.astype(like_dtype.numpy, copy=False)
+
+    @staticmethod
+    def to_device(grad, device_type):
+        from reference.array_backend import to_device
+
+        return to_device(grad, device_type)
+
+
+class TensorOps:
+    """The same formulas on tensors, recording a graph (``create_graph=True``)."""
+
+    differentiable = True
+
+    @staticmethod
+    def as_tensor(value):
+        return value
+
+    @staticmethod
+    def from_tensor(tensor):
+        return tensor
+
+    @staticmethod
+    def raw(value):
+        return value._data
+
+    @staticmethod
+    def fresh_grad(grad):
+        return grad.clone()
+
+    @staticmethod
+    def sum_to(grad, shape):
+        from reference.ops.reduction import sum_to_size
+
+        return sum_to_size(grad, shape)
+
+    @staticmethod
+    def expand_to(grad, shape):
+        return grad.expand(*shape)
+
+    @staticmethod
+    def reshape(grad, shape):
+        return grad.reshape(*shape) if shape else grad.reshape(())
+
+    @staticmethod
+    def swapaxes(grad, a, b):
+        return grad.transpose(a, b)
+
+    @staticmethod
+    def mT(grad):
+        return grad.transpose(-1, -2)
+
+    @staticmethod
+    def matmul(a, b):
+        return a @ b
+
+    @staticmethod
+    def exp(x):
+        return x.exp()
+
+    @staticmethod
+    def log(x):
+        return x.log()
+
+    @staticmethod
+    def sin(x):
+        return x.sin()
+
+    @staticmethod
+    def cos(x):
+        return x.cos()
+
+    @staticmethod
+    def sign(x):
+        return x.sign()
+
+    @staticmethod
+    def positive_mask(x):
+        from reference.ops.pointwise import to_dtype
+
+        return to_dtype(x.detach() > 0, x.dtype)
+
+    @staticmethod
+    def sum_dims(grad, dims, keepdim):
+        return grad.sum(dim=dims, keepdim=keepdim)
+
+    @staticmethod
+    def unsqueeze_dims(grad, dims):
+        for d in sorted(dims):
+            grad = grad.unsqueeze(d)
+        return grad
+
+    @staticmethod
+    def scatter_index(grad, shape, index):
+        from reference.ops.views import scatter_index
+
+        return scatter_index(grad, shape, index)
+
+    @staticmethod
+    def index(grad, index):
+        return grad[index]
+
+    @staticmethod
+    def zero_at_index(grad, index):
+        from reference.ops.views import zero_at_index
+
+        return zero_at_index(grad, index)
+
+    @staticmethod
+    def to_dtype_of(grad, like_dtype):
+        from reference.ops.pointwise import to_dtype
+
+        return to_dtype(grad, like_dtype)
+
+    @staticmethod
+    def to_device(grad, device_type):
+        from reference.ops.pointwise import to_device
+
+        return to_device(grad, device_type)
+
+
+RAW_OPS = RawOps()
+TENSOR_OPS = TensorOps()

@@ -1,0 +1,247 @@
+"""In-place ops: they change the array, bump the version counter, rewrite history.
+
+After ``b.mul_(2)`` the tensor ``b`` is the same Python object with a new grad_fn whose
+input is b's previous history; hooks registered on b before the op stay with the old
+history (they are stored on the old node), ``retain_grad`` moves to the new one, and
+every node that saved b will refuse to unpack it (version mismatch).
+"""
+from __future__ import annotations
+
+from reference import grad_mode
+from reference.autograd.graph import Node
+from reference.ops.recording import attach, edges, needs_grad, raw, save_input, shape_of
+from reference.tensor import Tensor
+
+LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_OF_LEAF_INPLACE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_INPLACE_UNSUPPORTED = (
+    "the reference engine does not record in-place operations on views of tensors that require "
+    "grad (PyTorch rewrites the base's history with CopySlices). Apply the op out of place, or "
+    "modify the base tensor directly."
+)
+
+
+def check_inplace(tensor: Tensor) -> None:
+    """PyTorch's guards on modifying a tensor in place while grad mode is on."""
+    if not grad_mode._state.enabled:
+        return
+    if tensor._node is None and tensor._requires_grad and tensor._base is None:
+        raise RuntimeError(LEAF_INPLACE)
+    base = tensor._base
+    if base is not None and base._node is None and base._requires_grad:
+        raise RuntimeError(VIEW_OF_LEAF_INPLACE)
+
+
+def bump_version(tensor: Tensor) -> None:
+    tensor._version_counter.value += 1
+
+
+def rebase_history(tensor: Tensor, node) -> None:
+    """Make ``node`` the new grad_fn of ``tensor``; retain_grad follows the newest version."""
+    old = tensor._node
+    if tensor._retains_grad and old is not None and old._retains_grad:
+        ref = old._retains_grad.pop(tensor._output_nr, None)
+        if ref is not None:
+            if node._retains_grad is None:
+                node._retains_grad = {}
+            node._retains_grad[0] = ref
+    attach(tensor, node)
+
+
+class _InplaceBinary(Node):
+    __slots__ = ("_shapes",)
+
+
+class AddBackward1(_InplaceBinary):
+    """self += alpha * other"""
+
+    __slots__ = ("_alpha",)
+
+    def apply(self, ops, grads):
+        g = grads[0]
+        (a_node, _), (b_node, _) = self._next_functions
+        sa, sb = self._shapes
+        return (
+            g if a_node is not None else None,
+            ops.sum_to(g * self._alpha, sb) if b_node is not None else None,
+        )
+
+
+class MulBackward1(_InplaceBinary):
+    """self *= other (saves other, and a copy of the old self if other needs a gradient)"""
+
+    __slots__ = ()
+    saved_names = ("self", "other")
+
+    def apply(self, ops, grads):
+        g = grads[0]
+        (a_node, _), (b_node, _) = self._next_functions
+        sa, sb = self._shapes
+        as_tensor = ops.differentiable
+        return (
+            g * self._unpack(1, as_tensor) if a_node is not None else None,
+            ops.sum_to(g * self._unpack(0, as_tensor), sb) if b_node is not None else None,
+        )
+
+
+class DivBackward1(_InplaceBinary):
+    __slots__ = ()
+    saved_names = ("self", "other")
+
+    def apply(self, ops, grads):
+        g = grads[0]
+        (a_node, _), (b_node, _) = self._next_functions
+        sa, sb = self._shapes
+        as_tensor = ops.differentiable
+        other = self._unpack(1, as_tensor)
+        return (
+            g / other if a_node is not None else None,
+            ops.sum_to(-g * self._unpack(0, as_tensor) / (other * other), sb) if b_node is not None else None,
+        )
+
+
+class FillBackward0(Node):
+    """zero_ / fill_: the old values no longer matter."""
+
+    __slots__ = ("_shapes",)
+
+    def apply(self, ops, grads):
+        g = grads[0]
+        (_, _), (b_node, _) = self._next_functions
+        grad_value = None
+        if b_node is not None:
+            grad_value = ops.sum_to(g, self._shapes[1])
+        return (g * 0, grad_value)
+
+
+class CopyBackwards(Node):
+    __slots__ = ("_shapes", "_src_dtype", "_src_device")
+
+    def apply(self, ops, grads):
+        g = grads[0]
+        (_, _), (b_node, _) = self._next_functions
+        grad_src = None
+        if b_node is not None:
+            grad_src = ops.to_device(ops.to_dtype_of(ops.sum_to(g, self._shapes[1]), self._src_dtype), self._src_device)
+        return (g * 0, grad_src)
+
+
+class IndexPutBackward0(Node):
+    """self[index] = value"""
+
+    __slots__ = ("_shapes", "_index")
+
+    def apply(self, ops, grads):
+        g = grads[0]
+        (a_node, _), (b_node, _) = self._next_functions
+        return (
+            ops.zero_at_index(g, self._index) if a_node is not None else None,
+            ops.sum_to(ops.index(g, self._index), self._shapes[1]) if b_node is not None else None,
+        )
+
+
+def _old_self(self):
+    """A snapshot of self before it is overwritten, for backward formulas that need it."""
+    return save_input(Tensor._wrap(self._data.copy()))
+
+
+def _apply_inplace(self, other, node_cls, mutate, configure=None):
+    check_inplace(self)
+    record = needs_grad(self, other)
+    node = None
+    if record:
+        if self._base is not None:
+            raise RuntimeError(VIEW_INPLACE_UNSUPPORTED)
+        node = node_cls(edges(self, other))
+        node._shapes = (shape_of(self), shape_of(other))
+        if configure is not None:
+            configure(node)
+    mutate(self._data)
+    bump_version(self)
+    if node is not None:
+        rebase_history(self, node)
+    return self
+
+
+def add_(self, other, alpha=1):
+    value = raw(other) if alpha == 1 else raw(other) * alpha
+
+    def mutate(data):
+        data += value
+
+    return _apply_inplace(self, other, AddBackward1, mutate, lambda n: setattr(n, "_alpha", alpha))
+
+
+def sub_(self, other, alpha=1):
+    return add_(self, other, alpha=-alpha)
+
+
+def mul_(self, other):
+    value = raw(other)
+
+    def configure(node):
+        needs_other = isinstance(other, Tensor) and other._requires_grad
+        node._saved = (_old_self(self) if needs_other else None, save_input(other))
+
+    def mutate(data):
+        data *= value
+
+    return _apply_inplace(self, other, MulBackward1, mutate, configure)
+
+
+def div_(self, other):
+    value = raw(other)
+
+    def configure(node):
+        needs_other = isinstance(other, Tensor) and other._requires_grad
+        node._saved = (_old_self(self) if needs_other else None, save_input(other))
+
+    def mutate(data):
+        data /= value
+
+    return _apply_inplace(self, other, DivBackward1, mutate, configure)
+
+
+def fill_(self, value):
+    raw_value = raw(value)
+
+    def mutate(data):
+        data[...] = raw_value
+
+    return _apply_inplace(self, value, FillBackward0, mutate)
+
+
+def zero_(self):
+    return fill_(self, 0)
+
+
+def copy_(self, src, non_blocking=False):
+    from reference.array_backend import device_type_of, to_device
+
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'other' must be Tensor, not {type(src).__name__}")
+    src_data = to_device(src._data, device_type_of(self._data))
+
+    def configure(node):
+        node._src_dtype = src.dtype
+        node._src_device = src.device.type
+
+    def mutate(data):
+        data[...] = src_data
+
+    return _apply_inplace(self, src, CopyBackwards, mutate, configure)
+
+
+def setitem(self, index, value):
+    from reference.ops.views import _normalize_index
+
+    key, _ = _normalize_index(index)
+    raw_value = raw(value)
+
+    def configure(node):
+        node._index = key
+
+    def mutate(data):
+        data[key] = raw_value
+
+    _apply_inplace(self, value, IndexPutBackward0, mutate, configure)

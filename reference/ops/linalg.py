@@ -1,0 +1,72 @@
+"""Matrix multiplication (numpy's matmul semantics, batched and broadcast)."""
+from __future__ import annotations
+
+from reference.array_backend import namespace_of
+from reference.autograd.graph import Node
+from reference.ops.recording import attach, edges, needs_grad, save_input
+from reference.tensor import Tensor
+
+
+class MmBackward0(Node):
+    __slots__ = ("_shapes",)
+    saved_names = ("self", "mat2")
+
+    def apply(self, ops, grads):
+        g = grads[0]
+        (a_node, _), (b_node, _) = self._next_functions
+        sa, sb = self._shapes
+        as_tensor = ops.differentiable
+        ga = gb = None
+        a = self._unpack(0, as_tensor) if b_node is not None else None
+        b = self._unpack(1, as_tensor) if a_node is not None else None
+        # promote vectors to matrices so one formula serves every case
+        if len(sa) == 1 and len(sb) == 1:
+            if a_node is not None:
+                ga = g * b
+            if b_node is not None:
+                gb = g * a
+            return (ga, gb)
+        if len(sa) == 1:
+            g = ops.reshape(g, g.shape[:-1] + (1,) + g.shape[-1:])
+            if a is not None:
+                a = ops.reshape(a, (1,) + tuple(sa))
+        if len(sb) == 1:
+            g = ops.reshape(g, tuple(g.shape) + (1,))
+            if b is not None:
+                b = ops.reshape(b, tuple(sb) + (1,))
+        if a_node is not None:
+            ga = ops.matmul(g, ops.mT(b))
+            ga = ops.reshape(ops.sum_to(ga, (1,) + tuple(sa)) if len(sa) == 1 else ops.sum_to(ga, sa), sa)
+        if b_node is not None:
+            gb = ops.matmul(ops.mT(a), g)
+            gb = ops.reshape(ops.sum_to(gb, tuple(sb) + (1,)) if len(sb) == 1 else ops.sum_to(gb, sb), sb)
+        return (ga, gb)
+
+
+def matmul(self, other):
+    if not isinstance(other, Tensor):
+        return NotImplemented
+    a, b = self._data, other._data
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{a.ndim}D and {b.ndim}D")
+    try:
+        data = namespace_of(a).matmul(a, b)
+    except ValueError as exc:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape} and {b.shape}): {exc}") from None
+    out = Tensor._wrap(data)
+    if needs_grad(self, other):
+        node = MmBackward0(edges(self, other))
+        node._shapes = (a.shape, b.shape)
+        attach(out, node)
+        node._saved = (
+            save_input(self) if other._requires_grad else None,
+            save_input(other) if self._requires_grad else None,
+        )
+    return out
+
+
+def rmatmul(self, other):
+    if not isinstance(other, Tensor):
+        return NotImplemented
+    return matmul(other, self)

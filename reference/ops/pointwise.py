@@ -1,0 +1,439 @@
+"""Elementwise ops with broadcasting: arithmetic, unary math, comparisons, copies.
+
+Each op computes its result on arrays, and only when the graph must be recorded does
+it allocate a node that saves exactly what its backward needs (``x * y`` saves ``y``
+only if ``x`` requires grad, and the reverse): keeping inputs "just in case" is what
+makes some engines use several times the memory of the arithmetic itself.
+"""
+from __future__ import annotations
+
+import numbers
+
+from reference import dtypes
+from reference.array_backend import namespace_of, to_device as _move
+from reference.autograd.graph import Node
+from reference.ops.recording import attach, edges, needs_grad, raw, save_input, save_output, shape_of
+from reference.tensor import Tensor
+
+
+def _check_operand(value):
+    if isinstance(value, (Tensor, numbers.Number)):
+        return True
+    return False
+
+
+class _Binary(Node):
+    """Base of two-input nodes: remembers the input shapes to undo broadcasting."""
+
+    __slots__ = ("_shapes",)
+
+
+class AddBackward0(_Binary):
+    __slots__ = ("_alpha",)
+
+    def apply(self, ops, grads):
+        g = grads[0]
+        (a_node, _), (b_node, _) = self._next_functions
+        sa, sb = self._shapes
+        ga = ops.sum_to(g, sa) if a_node is not None else None
+        gb = None
+        if b_node is not None:
+            gb = ops.sum_to(g if self._alpha == 1 else g * self._alpha, sb)
+        return (ga, gb)
+
+
+class SubBackward0(_Binary):
+    __slots__ = ()
+
+    def apply(self, ops, grads):
+        g = grads[0]
+        (a_node, _), (b_node, _) = self._next_functions
+        sa, sb = self._shapes
+        return (
+            ops.sum_to(g, sa) if a_node is not None else None,
+            ops.sum_to(-g, sb) if b_node is not None else None,
+        )
+
+
+class MulBackward0(_Binary):
+    __slots__ = ()
+    saved_names = ("self", "other")
+
+    def apply(self, ops, grads):
+        g = grads[0]
+        (a_node, _), (b_node, _) = self._next_functions
+        sa, sb = self._shapes
+        as_tensor = ops.differentiable
+        ga = gb = None
+        if a_node is not None:
+            ga = ops.sum_to(g * self._unpack(1, as_tensor), sa)
+        if b_node is not None:
+            gb = ops.sum_to(g * self._unpack(0, as_tensor), sb)
+        return (ga, gb)
+
+
+class DivBackward0(_Binary):
+    __slots__ = ()
+    saved_names = ("self", "other")
+
+    def apply(self, ops, grads):
+        g = grads[0]
+        (a_node, _), (b_node, _) = self._next_functions
+        sa, sb = self._shapes
+        as_tensor = ops.differentiable
+        other = self._unpack(1, as_tensor)
+        ga = gb = None
+        if a_node is not None:
+            ga = ops.sum_to(g / other, sa)
+        if b_node is not None:
+            gb = ops.sum_to(-g * self._unpack(0, as_tensor) / (other * other), sb)
+        return (ga, gb)
+
+
+class PowBackward0(Node):
+    """tensor ** number"""
+
+    __slots__ = ()
+    saved_names = ("self", "exponent")
+
+    def apply(self, ops, grads):
+        x = self._unpack(0, ops.differentiable)
+        exponent = self._unpack(1, ops.differentiable)
+        if exponent == 0:
+            return (grads[0] * 0,)
+        return (grads[0] * exponent * x ** (exponent - 1),)
+
+
+class PowBackward1(_Binary):
+    """tensor ** tensor (or number ** tensor)"""
+
+    __slots__ = ()
+    saved_names = ("self", "exponent", "result")
+
+    def apply(self, ops, grads):
+        g = grads[0]
+        (a_node, _), (b_node, _) = self._next_functions
+        sa, sb = self._shapes
+        as_tensor = ops.differentiable
+        base = self._unpack(0, as_tensor)
+        exponent = self._unpack(1, as_tensor)
+        ga = gb = None
+        if a_node is not None:
+            ga = ops.sum_to(g * exponent * base ** (exponent - 1), sa)
+        if b_node is not None:
+            log_base = ops.log(base) if not isinstance(base, numbers.Number) else _log_scalar(base)
+            gb = ops.sum_to(g * self._unpack(2, as_tensor) * log_base, sb)
+        return (ga, gb)
+
+
+def _log_scalar(value):
+    import math
+
+    return math.log(value) if value > 0 else float("nan")
+
+
+def _binary(node_cls, a, b, out_data, save=None):
+    out = Tensor._wrap(out_data)
+    if needs_grad(a, b):
+        node = node_cls(edges(a, b))
+        node._shapes = (shape_of(a), shape_of(b))
+        attach(out, node)
+        if save is not None:
+            node._saved = save(out)
+    return out
+
+
+def add(self, other, alpha=1):
+    if not _check_operand(other):
+        return NotImplemented
+    data = raw(self) + (raw(other) if alpha == 1 else raw(other) * alpha)
+    out = Tensor._wrap(data)
+    if needs_grad(self, other):
+        node = AddBackward0(edges(self, other))
+        node._shapes = (shape_of(self), shape_of(other))
+        node._alpha = alpha
+        attach(out, node)
+    return out
+
+
+def radd(self, other):
+    if not _check_operand(other):
+        return NotImplemented
+    return add(self, other)
+
+
+def sub(self, other, alpha=1):
+    if not _check_operand(other):
+        return NotImplemented
+    if alpha != 1:
+        return add(self, other, alpha=-alpha)
+    return _binary(SubBackward0, self, other, raw(self) - raw(other))
+
+
+def rsub(self, other):
+    if not _check_operand(other):
+        return NotImplemented
+    return _binary(SubBackward0, other, self, raw(other) - raw(self))
+
+
+def mul(self, other):
+    if not _check_operand(other):
+        return NotImplemented
+    a_needs = isinstance(self, Tensor) and self._requires_grad
+    b_needs = isinstance(other, Tensor) and other._requires_grad
+    return _binary(
+        MulBackward0, self, other, raw(self) * raw(other),
+        lambda out: (save_input(self) if b_needs else None, save_input(other) if a_needs else None),
+    )
+
+
+def rmul(self, other):
+    if not _check_operand(other):
+        return NotImplemented
+    return mul(other, self)
+
+
+def div(self, other):
+    if not _check_operand(other):
+        return NotImplemented
+    b_needs = isinstance(other, Tensor) and other._requires_grad
+    data = raw(self) / raw(other)
+    return _binary(
+        DivBackward0, self, other, data,
+        lambda out: (save_input(self) if b_needs else None, save_input(other)),
+    )
+
+
+def rdiv(self, other):
+    if not _check_operand(other):
+        return NotImplemented
+    return div(other, self)
+
+
+def pow(self, exponent):
+    if not _check_operand(exponent):
+        return NotImplemented
+    if isinstance(exponent, numbers.Number):
+        out = Tensor._wrap(raw(self) ** exponent)
+        if needs_grad(self):
+            node = PowBackward0(edges(self))
+            attach(out, node)
+            node._saved = (save_input(self), exponent)
+        return out
+    data = raw(self) ** raw(exponent)
+    return _binary(
+        PowBackward1, self, exponent, data,
+        lambda out: (save_input(self), save_input(exponent), save_output(out)),
+    )
+
+
+def rpow(self, base):
+    if not _check_operand(base):
+        return NotImplemented
+    return _binary(
+        PowBackward1, base, self, raw(base) ** raw(self),
+        lambda out: (base, save_input(self), save_output(out)),
+    )
+
+
+# -- unary ---------------------------------------------------------------------------
+class NegBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, ops, grads):
+        return (-grads[0],)
+
+
+class ExpBackward0(Node):
+    __slots__ = ()
+    saved_names = ("result",)
+
+    def apply(self, ops, grads):
+        return (grads[0] * self._unpack(0, ops.differentiable),)
+
+
+class LogBackward0(Node):
+    __slots__ = ()
+    saved_names = ("self",)
+
+    def apply(self, ops, grads):
+        return (grads[0] / self._unpack(0, ops.differentiable),)
+
+
+class TanhBackward0(Node):
+    __slots__ = ()
+    saved_names = ("result",)
+
+    def apply(self, ops, grads):
+        y = self._unpack(0, ops.differentiable)
+        return (grads[0] * (1 - y * y),)
+
+
+class SigmoidBackward0(Node):
+    __slots__ = ()
+    saved_names = ("result",)
+
+    def apply(self, ops, grads):
+        y = self._unpack(0, ops.differentiable)
+        return (grads[0] * (y * (1 - y)),)
+
+
+class ReluBackward0(Node):
+    __slots__ = ()
+    saved_names = ("result",)
+
+    def apply(self, ops, grads):
+        return (grads[0] * ops.positive_mask(self._unpack(0, ops.differentiable)),)
+
+
+class SinBackward0(Node):
+    __slots__ = ()
+    saved_names = ("self",)
+
+    def apply(self, ops, grads):
+        return (grads[0] * ops.cos(self._unpack(0, ops.differentiable)),)
+
+
+class CosBackward0(Node):
+    __slots__ = ()
+    saved_names = ("self",)
+
+    def apply(self, ops, grads):
+        return (-grads[0] * ops.sin(self._unpack(0, ops.differentiable)),)
+
+
+class SqrtBackward0(Node):
+    __slots__ = ()
+    saved_names = ("result",)
+
+    def apply(self, ops, grads):
+        return (grads[0] / (2 * self._unpack(0, ops.differentiable)),)
+
+
+class AbsBackward0(Node):
+    __slots__ = ()
+    saved_names = ("self",)
+
+    def apply(self, ops, grads):
+        return (grads[0] * ops.sign(self._unpack(0, ops.differentiable)),)
+
+
+class SignBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, ops, grads):
+        return (grads[0] * 0,)
+
+
+class CloneBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, ops, grads):
+        return (grads[0],)
+
+
+class ToCopyBackward0(Node):
+    __slots__ = ("_dtype", "_device")
+
+    def apply(self, ops, grads):
+        g = ops.to_dtype_of(grads[0], self._dtype)
+        return (ops.to_device(g, self._device),)
+
+
+def _unary(node_cls, x, data, saves=None):
+    out = Tensor._wrap(data)
+    if needs_grad(x):
+        node = node_cls(edges(x))
+        attach(out, node)
+        if saves == "self":
+            node._saved = (save_input(x),)
+        elif saves == "result":
+            node._saved = (save_output(out),)
+    return out
+
+
+def neg(self):
+    return _unary(NegBackward0, self, -self._data)
+
+
+def exp(self):
+    return _unary(ExpBackward0, self, namespace_of(self._data).exp(self._data), "result")
+
+
+def log(self):
+    return _unary(LogBackward0, self, namespace_of(self._data).log(self._data), "self")
+
+
+def tanh(self):
+    return _unary(TanhBackward0, self, namespace_of(self._data).tanh(self._data), "result")
+
+
+def sigmoid(self):
+    data = self._data
+    xp = namespace_of(data)
+    return _unary(SigmoidBackward0, self, 1 / (1 + xp.exp(-data)), "result")
+
+
+def relu(self):
+    data = self._data
+    return _unary(ReluBackward0, self, namespace_of(data).maximum(data, 0).astype(data.dtype, copy=False), "result")
+
+
+def sin(self):
+    return _unary(SinBackward0, self, namespace_of(self._data).sin(self._data), "self")
+
+
+def cos(self):
+    return _unary(CosBackward0, self, namespace_of(self._data).cos(self._data), "self")
+
+
+def sqrt(self):
+    return _unary(SqrtBackward0, self, namespace_of(self._data).sqrt(self._data), "result")
+
+
+def abs(self):
+    return _unary(AbsBackward0, self, namespace_of(self._data).abs(self._data), "self")
+
+
+def sign(self):
+    return _unary(SignBackward0, self, namespace_of(self._data).sign(self._data))
+
+
+def clone(self):
+    return _unary(CloneBackward0, self, self._data.copy())
+
+
+def to_dtype(self, dtype):
+    out = _unary(ToCopyBackward0, self, self._data.astype(dtypes.to_numpy_dtype(dtype)))
+    if out._node is not None:
+        if not dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        out._node._dtype = self.dtype
+        out._node._device = self.device.type
+    return out
+
+
+def to_device(self, device_type):
+    out = _unary(ToCopyBackward0, self, _move(self._data, device_type))
+    if out._node is not None:
+        out._node._dtype = self.dtype
+        out._node._device = self.device.type
+    return out
+
+
+# -- comparisons: results never require grad ------------------------------------------
+def _compare(op):
+    def compare(self, other):
+        if not _check_operand(other):
+            return NotImplemented
+        return Tensor._wrap(op(raw(self), raw(other)))
+
+    return compare
+
+
+eq = _compare(lambda a, b: a == b)
+ne = _compare(lambda a, b: a != b)
+lt = _compare(lambda a, b: a < b)
+le = _compare(lambda a, b: a <= b)
+gt = _compare(lambda a, b: a > b)
+ge = _compare(lambda a, b: a >= b)

@@ -1,0 +1,81 @@
+"""How an op joins the autograd graph: edges to its inputs, saved tensors, its outputs.
+
+This is the hot path of every differentiable op, so it reads grad mode once, checks
+``requires_grad`` on raw slots, and allocates one node per op with its saved tensors
+in one tuple (no closures, no per-op dicts).
+"""
+from __future__ import annotations
+
+import weakref
+
+from reference import grad_mode
+from reference.autograd.graph import AccumulateGrad, SavedTensor
+from reference.tensor import Tensor
+
+
+def needs_grad(*inputs) -> bool:
+    """Whether an op on ``inputs`` must record a node (grad mode on, some input requires grad)."""
+    if not grad_mode._state.enabled:
+        return False
+    for value in inputs:
+        if isinstance(value, Tensor) and value._requires_grad:
+            return True
+    return False
+
+
+def grad_accumulator(leaf: Tensor) -> AccumulateGrad:
+    """The leaf's current AccumulateGrad node, created on demand and cached weakly."""
+    ref = leaf._grad_accumulator
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(leaf)
+        leaf._grad_accumulator = weakref.ref(node)
+    return node
+
+
+def edge(value):
+    """The (node, output_nr) through which a gradient reaches ``value``'s history."""
+    if isinstance(value, Tensor):
+        node = value._node
+        if node is not None:
+            return (node, value._output_nr)
+        if value._requires_grad:
+            return (grad_accumulator(value), 0)
+    return (None, 0)
+
+
+def edges(*inputs) -> tuple:
+    return tuple(edge(value) for value in inputs)
+
+
+def save_input(value):
+    """Save an op input for backward: tensors as themselves (version-checked), else as is."""
+    if isinstance(value, Tensor):
+        return SavedTensor(value, False)
+    return value
+
+
+def save_output(tensor: Tensor) -> SavedTensor:
+    """Save an op's own output without owning it (see SavedTensor)."""
+    return SavedTensor(tensor, True)
+
+
+def attach(out: Tensor, node, output_nr: int = 0) -> Tensor:
+    """Make ``node`` the grad_fn of ``out``."""
+    out._node = node
+    out._output_nr = output_nr
+    out._requires_grad = True
+    return out
+
+
+def raw(value):
+    """The array behind a tensor; Python scalars pass through unchanged."""
+    return value._data if isinstance(value, Tensor) else value
+
+
+def shape_of(value) -> tuple:
+    return value._data.shape if isinstance(value, Tensor) else ()
+
+
+def requires_grad(value) -> bool:
+    return isinstance(value, Tensor) and value._requires_grad

@@ -1,0 +1,102 @@
+"""Reductions: sum and mean over all or some dimensions, and sum_to_size."""
+from __future__ import annotations
+
+from reference.autograd.graph import Node
+from reference.ops.recording import attach, edges, needs_grad
+from reference.tensor import Tensor
+
+
+def _normalize_dims(dim, ndim):
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        dim = (dim,)
+    out = []
+    for d in dim:
+        if not -max(ndim, 1) <= d < max(ndim, 1):
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of [{-max(ndim, 1)}, {max(ndim, 1) - 1}], but got {d})"
+            )
+        out.append(d % ndim if ndim else 0)
+    return tuple(sorted(set(out)))
+
+
+class SumBackward0(Node):
+    """Sum over dims: the gradient is broadcast back over the reduced dims."""
+
+    __slots__ = ("_shape", "_dims", "_keepdim")
+
+    def apply(self, ops, grads):
+        g = grads[0]
+        if not self._keepdim and self._dims:
+            g = ops.unsqueeze_dims(g, self._dims)
+        return (ops.expand_to(g, self._shape),)
+
+
+class MeanBackward0(SumBackward0):
+    __slots__ = ("_count",)
+
+    def apply(self, ops, grads):
+        (g,) = SumBackward0.apply(self, ops, grads)
+        return (g / self._count,)
+
+
+def _reduce(node_cls, self, dim, keepdim, data):
+    out = Tensor._wrap(data)
+    if needs_grad(self):
+        node = node_cls(edges(self))
+        node._shape = self._data.shape
+        node._dims = _normalize_dims(dim, self._data.ndim) if self._data.ndim else ()
+        node._keepdim = keepdim
+        attach(out, node)
+    return out
+
+
+def sum(self, dim=None, keepdim=False, dtype=None):
+    data = self._data
+    axes = None if dim is None else _normalize_dims(dim, data.ndim)
+    if data.ndim == 0:
+        axes = None
+    result = data.sum(axis=axes, keepdims=keepdim)
+    if data.dtype.kind == "b":
+        result = result.astype("int64")
+    return _reduce(SumBackward0, self, dim, keepdim, result)
+
+
+def mean(self, dim=None, keepdim=False):
+    data = self._data
+    if not data.dtype.kind == "f":
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
+            f"Got: {self.dtype.name}"
+        )
+    axes = None if dim is None or data.ndim == 0 else _normalize_dims(dim, data.ndim)
+    out = _reduce(MeanBackward0, self, dim, keepdim, data.mean(axis=axes, keepdims=keepdim))
+    if out._node is not None:
+        count = 1
+        for d in (range(data.ndim) if axes is None else axes):
+            count *= data.shape[d]
+        out._node._count = count
+    return out
+
+
+class SumToSizeBackward0(Node):
+    __slots__ = ("_shape",)
+
+    def apply(self, ops, grads):
+        return (ops.expand_to(grads[0], self._shape),)
+
+
+def sum_to_size(self, shape):
+    """Sum a broadcast tensor back down to ``shape`` (differentiable)."""
+    from reference.ops.backward_ops import RAW_OPS
+
+    shape = tuple(shape)
+    if self._data.shape == shape:
+        return self
+    out = Tensor._wrap(RAW_OPS.sum_to(self._data, shape))
+    if needs_grad(self):
+        node = SumToSizeBackward0(edges(self))
+        node._shape = self._data.shape
+        attach(out, node)
+    return out

@@ -1,0 +1,329 @@
+"""View ops: results share their input's array and version counter.
+
+A view remembers its base (``_base``) so that in-place ops can refuse to modify a
+view of a leaf that requires grad, as PyTorch does. Indexing with integers and slices
+gives a view; indexing with tensors or lists gives a copy.
+"""
+from __future__ import annotations
+
+from reference.array_backend import namespace_of
+from reference.autograd.graph import Node
+from reference.ops.recording import attach, edges, needs_grad
+from reference.tensor import Tensor
+
+VIEW_INCOMPATIBLE = (
+    "view size is not compatible with input tensor's size and stride (at least one dimension "
+    "spans across two contiguous subspaces). Use .reshape(...) instead."
+)
+
+
+class ViewBackward0(Node):
+    __slots__ = ("_shape",)
+
+    def apply(self, ops, grads):
+        return (ops.reshape(grads[0], self._shape),)
+
+
+class TransposeBackward0(Node):
+    __slots__ = ("_dims",)
+
+    def apply(self, ops, grads):
+        return (ops.swapaxes(grads[0], *self._dims),)
+
+
+class ExpandBackward0(Node):
+    __slots__ = ("_shape",)
+
+    def apply(self, ops, grads):
+        return (ops.sum_to(grads[0], self._shape),)
+
+
+class _IndexNode(Node):
+    __slots__ = ("_shape", "_index")
+
+    def apply(self, ops, grads):
+        return (ops.scatter_index(grads[0], self._shape, self._index),)
+
+
+class SelectBackward0(_IndexNode):
+    __slots__ = ()
+
+
+class SliceBackward0(_IndexNode):
+    __slots__ = ()
+
+
+class IndexBackward0(_IndexNode):
+    __slots__ = ()
+
+
+class AliasBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, ops, grads):
+        return (grads[0],)
+
+
+def _make_view(self, data, node_cls=None, configure=None, cls=Tensor):
+    if cls is Tensor:
+        out = Tensor._wrap(data)
+    else:
+        out = cls.__new__(cls)
+        out._data = data
+    out._version_counter = self._version_counter
+    out._base = self._base if self._base is not None else self
+    if node_cls is not None and needs_grad(self):
+        node = node_cls(edges(self))
+        if configure is not None:
+            configure(node)
+        attach(out, node)
+    return out
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _infer(shape, numel):
+    if -1 in shape:
+        known = 1
+        for s in shape:
+            if s != -1:
+                known *= s
+        if shape.count(-1) > 1 or known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    total = 1
+    for s in shape:
+        total *= s
+    if total != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def _set_shape(node, shape):
+    node._shape = shape
+
+
+def view(self, *shape):
+    shape = _infer(_shape_arg(shape), self._data.size)
+    data = self._data.view()
+    try:
+        data.shape = shape
+    except AttributeError:
+        raise RuntimeError(VIEW_INCOMPATIBLE) from None
+    old = self._data.shape
+    return _make_view(self, data, ViewBackward0, lambda n: _set_shape(n, old))
+
+
+def view_as(self, other):
+    return view(self, *other.shape)
+
+
+def reshape(self, *shape):
+    shape = _infer(_shape_arg(shape), self._data.size)
+    try:
+        return view(self, *shape)
+    except RuntimeError:
+        pass
+    from reference.ops.pointwise import clone
+
+    return view(clone(self), *shape)
+
+
+def reshape_as(self, other):
+    return reshape(self, *other.shape)
+
+
+def flatten(self):
+    return reshape(self, -1)
+
+
+def transpose(self, dim0, dim1):
+    ndim = max(self._data.ndim, 1)
+    for d in (dim0, dim1):
+        if not -ndim <= d < ndim:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {d})")
+    if self._data.ndim == 0:
+        return _make_view(self, self._data.view(), TransposeBackward0, lambda n: setattr(n, "_dims", (0, 0)) or None)
+    data = namespace_of(self._data).swapaxes(self._data, dim0, dim1)
+
+    def configure(node):
+        node._dims = (dim0, dim1)
+
+    return _make_view(self, data, TransposeBackward0, configure)
+
+
+class TBackward0(TransposeBackward0):
+    __slots__ = ()
+
+
+def t(self):
+    if self._data.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self._data.ndim}D")
+    if self._data.ndim < 2:
+        return _make_view(self, self._data.view(), AliasBackward0)
+
+    def configure(node):
+        node._dims = (0, 1)
+
+    return _make_view(self, self._data.T, TBackward0, configure)
+
+
+def mT(self):
+    return transpose(self, -2, -1)
+
+
+def expand(self, *sizes):
+    sizes = _shape_arg(sizes)
+    data = self._data
+    if len(sizes) < data.ndim:
+        raise RuntimeError(
+            f"expand(reference.{self.dtype.legacy_name}{{{list(data.shape)}}}, size={list(sizes)}): the number of sizes "
+            f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({data.ndim})"
+        )
+    lead = len(sizes) - data.ndim
+    target = tuple(
+        (data.shape[i - lead] if s == -1 else s) if i >= lead else s for i, s in enumerate(sizes)
+    )
+    try:
+        out_data = namespace_of(data).broadcast_to(data, target)
+    except ValueError:
+        raise RuntimeError(
+            f"The expanded size of the tensor must match the existing size at non-singleton dimensions. "
+            f"Target sizes: {list(sizes)}.  Tensor sizes: {list(data.shape)}"
+        ) from None
+    old = data.shape
+    return _make_view(self, out_data, ExpandBackward0, lambda n: _set_shape(n, old))
+
+
+def expand_as(self, other):
+    return expand(self, *other.shape)
+
+
+class SqueezeBackward0(ViewBackward0):
+    __slots__ = ()
+
+
+class UnsqueezeBackward0(ViewBackward0):
+    __slots__ = ()
+
+
+def squeeze(self, dim=None):
+    data = self._data
+    if dim is None:
+        new_shape = tuple(s for s in data.shape if s != 1)
+    else:
+        ndim = max(data.ndim, 1)
+        if not -ndim <= dim < ndim:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+        d = dim % ndim
+        new_shape = data.shape if data.ndim == 0 or data.shape[d] != 1 else data.shape[:d] + data.shape[d + 1:]
+    old = data.shape
+    return _make_view(self, data.reshape(new_shape), SqueezeBackward0, lambda n: _set_shape(n, old))
+
+
+def unsqueeze(self, dim):
+    data = self._data
+    ndim = data.ndim + 1
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+    d = dim % ndim
+    old = data.shape
+    return _make_view(self, data.reshape(old[:d] + (1,) + old[d:]), UnsqueezeBackward0, lambda n: _set_shape(n, old))
+
+
+def _normalize_index(index):
+    """Tensors inside an index become arrays; reports whether the result is a view."""
+    items = index if isinstance(index, tuple) else (index,)
+    basic = True
+    converted = []
+    for item in items:
+        if isinstance(item, Tensor):
+            basic = False
+            converted.append(item._data)
+        elif isinstance(item, (list,)):
+            basic = False
+            converted.append(item)
+        else:
+            converted.append(item)
+    key = tuple(converted) if isinstance(index, tuple) else converted[0]
+    return key, basic
+
+
+def getitem(self, index):
+    key, basic = _normalize_index(index)
+    if basic:
+        items = key if isinstance(key, tuple) else (key,)
+        if not any(item is Ellipsis for item in items):
+            items = items + (Ellipsis,)  # keeps a 0-d result an array view, not a scalar
+        lookup = items
+    else:
+        lookup = key
+    try:
+        data = self._data[lookup]
+    except IndexError as exc:
+        raise IndexError(str(exc)) from None
+    shape = self._data.shape
+
+    def configure(node):
+        node._shape = shape
+        node._index = key
+
+    if basic:
+        node_cls = SelectBackward0 if isinstance(key, int) else SliceBackward0
+        return _make_view(self, data, node_cls, configure)
+    out = Tensor._wrap(data)
+    if needs_grad(self):
+        node = IndexBackward0(edges(self))
+        configure(node)
+        attach(out, node)
+    return out
+
+
+def alias(self, cls=Tensor):
+    """A new object of ``cls`` with the same data, version counter and history."""
+    out = _make_view(self, self._data.view(), AliasBackward0, cls=cls)
+    if out._node is None and self._requires_grad and not needs_grad(self):
+        out._requires_grad = False
+    return out
+
+
+# differentiable helpers for double backward of indexing
+class ScatterIndexBackward0(Node):
+    __slots__ = ("_index",)
+
+    def apply(self, ops, grads):
+        return (ops.index(grads[0], self._index),)
+
+
+def scatter_index(grad, shape, index):
+    """zeros(shape) with ``grad`` added at ``index``, recording a graph."""
+    from reference.ops.backward_ops import RAW_OPS
+
+    out = Tensor._wrap(RAW_OPS.scatter_index(grad._data, shape, index))
+    if needs_grad(grad):
+        node = ScatterIndexBackward0(edges(grad))
+        node._index = index
+        attach(out, node)
+    return out
+
+
+class ZeroAtIndexBackward0(Node):
+    __slots__ = ("_index",)
+
+    def apply(self, ops, grads):
+        return (ops.zero_at_index(grads[0], self._index),)
+
+
+def zero_at_index(grad, index):
+    from reference.ops.backward_ops import RAW_OPS
+
+    out = Tensor._wrap(RAW_OPS.zero_at_index(grad._data, index))
+    if needs_grad(grad):
+        node = ZeroAtIndexBackward0(edges(grad))
+        node._index = index
+        attach(out, node)
+    return out

@@ -1,0 +1,512 @@
+"""The Tensor: an array, a version counter, and its place in the autograd graph.
+
+A tensor is one Python object for its whole life. What the graph needs of it is held
+in slots; ``__dict__`` is left to users (attributes survive as long as the object does),
+and weakrefs work. Because the engine keeps the very objects it is given (``.grad``,
+saved inputs, ``AccumulateGrad.variable``), identity is preserved without any wrapper
+cache: ``a.grad is a.grad`` always.
+"""
+from __future__ import annotations
+
+import warnings
+import weakref
+
+import numpy as _numpy
+
+from reference import array_backend, dtypes
+
+NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See "
+    "github.com/pytorch/pytorch/pull/30531 for more information."
+)
+NON_LEAF_REQUIRES_GRAD = (
+    "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+    "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+)
+
+
+_numpy_scalar = _numpy.generic
+
+
+class VersionCounter:
+    """Shared by a tensor and all its views; bumped by every in-place op."""
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
+class device:
+    """A device ('cpu' or 'cuda'); compares equal to its string."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type, index=None):  # noqa: A002 - torch's name
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        type, _, idx = str(type).partition(":")
+        if type not in ("cpu", "cuda"):
+            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
+        self.type = type
+        self.index = int(idx) if idx else index
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and self.type == other.type
+
+    def __hash__(self):
+        return hash(self.type)
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        return f"device(type='{self.type}')"
+
+
+class Tensor:
+    """An n-dimensional array that can record the operations applied to it."""
+
+    __slots__ = (
+        "_data",
+        "_version_counter",
+        "_requires_grad",
+        "_node",
+        "_output_nr",
+        "_grad",
+        "_grad_accumulator",
+        "_leaf_hooks",
+        "_post_accumulate_hooks",
+        "_retains_grad",
+        "_base",
+        "_fw_grads",
+        "__dict__",
+        "__weakref__",
+    )
+
+    def __new__(cls, *args, **kwargs):
+        self = object.__new__(cls)
+        self._init_slots(None)
+        return self
+
+    def __init__(self, data=None, *args, **kwargs):
+        if data is not None:
+            from reference.creation import _to_array
+
+            self._data = _to_array(data, None, "cpu")
+        elif self._data is None:
+            from reference.creation import _to_array
+
+            self._data = _to_array([], None, "cpu")
+
+    def _init_slots(self, data):
+        self._data = data
+        self._version_counter = VersionCounter()
+        self._requires_grad = False
+        self._node = None
+        self._output_nr = 0
+        self._grad = None
+        self._grad_accumulator = None
+        self._leaf_hooks = None
+        self._post_accumulate_hooks = None
+        self._retains_grad = False
+        self._base = None
+        self._fw_grads = None
+
+    @classmethod
+    def _wrap(cls, data) -> "Tensor":
+        """A new leaf tensor around ``data`` (no copy); the engine's constructor."""
+        if isinstance(data, _numpy_scalar):
+            data = _numpy.asarray(data)  # numpy turns 0-d results into scalars
+        self = object.__new__(Tensor)
+        self._data = data
+        self._version_counter = VersionCounter()
+        self._requires_grad = False
+        self._node = None
+        self._output_nr = 0
+        self._grad = None
+        self._grad_accumulator = None
+        self._leaf_hooks = None
+        self._post_accumulate_hooks = None
+        self._retains_grad = False
+        self._base = None
+        self._fw_grads = None
+        return self
+
+    # -- metadata ------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[dim]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndim = property(dim)
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    @property
+    def dtype(self):
+        return dtypes.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def device(self):
+        return device(array_backend.device_type_of(self._data))
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    @property
+    def _version(self) -> int:
+        return self._version_counter.value
+
+    def data_ptr(self) -> int:
+        data = self._data
+        if array_backend.namespace_of(data) is array_backend.numpy:
+            return data.__array_interface__["data"][0]
+        return data.data.ptr
+
+    # -- autograd state ------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        if not isinstance(value, bool):
+            raise RuntimeError("requires_grad must be a bool")
+        if self._node is not None:
+            if not value:
+                raise RuntimeError(NON_LEAF_REQUIRES_GRAD)
+            return
+        if value and not self.dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = value
+
+    @requires_grad.deleter
+    def requires_grad(self):
+        raise RuntimeError("requires_grad must be a bool")
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def grad_fn(self):
+        return self._node
+
+    @property
+    def _grad_fn(self):
+        return self._node
+
+    @_grad_fn.deleter
+    def _grad_fn(self):
+        raise RuntimeError("Deletion of _grad_fn not allowed. Detach tensor instead!")
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def _backward_hooks(self):
+        return self._leaf_hooks
+
+    @_backward_hooks.deleter
+    def _backward_hooks(self):
+        raise RuntimeError("Deletion of _backwards_hooks not allowed!")
+
+    @property
+    def grad(self):
+        if self._node is not None and not self._retains_grad:
+            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
+                )
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
+            if value.shape != self.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of size "
+                    f"'{list(self.shape)}'. Please ensure that the gradient and the tensor are the same size"
+                )
+            if value.dtype is not self.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{value.dtype.name}' to a tensor with dtype "
+                    f"'{self.dtype.name}'. Please ensure that the gradient and the tensor have the same dtype"
+                )
+            if value.device != self.device:
+                raise RuntimeError(
+                    f"attempting to assign a gradient located on device '{value.device}' to a tensor located "
+                    f"on device '{self.device}'. Please ensure that the gradient and the tensor are on the same device"
+                )
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
+    def data(self) -> "Tensor":
+        """A new tensor sharing this one's array, outside autograd (own version counter)."""
+        return Tensor._wrap(self._data)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self._requires_grad and not value.dtype.is_floating_point:
+            raise RuntimeError(
+                "data set to a tensor that requires gradients must be floating point or complex dtype"
+            )
+        self._data = value._data
+
+    @data.deleter
+    def data(self):
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._node is None or self._retains_grad:
+            return
+        node = self._node
+        if node._retains_grad is None:
+            node._retains_grad = {}
+        node._retains_grad[self._output_nr] = weakref.ref(self)
+        self._retains_grad = True
+
+    def register_hook(self, hook):
+        """Run ``hook(grad)`` when the gradient w.r.t. this tensor is computed."""
+        from reference.autograd.graph import HookDict, add_hook
+
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._node is None:
+            if self._leaf_hooks is None:
+                self._leaf_hooks = HookDict()
+            return add_hook(self._leaf_hooks, hook)
+        return add_hook(self._node._tensor_hooks_for(self._output_nr, create=True), hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Run ``hook(tensor)`` after this leaf's ``.grad`` has been updated."""
+        from reference.autograd.graph import HookDict, add_hook
+
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._node is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = HookDict()
+        return add_hook(self._post_accumulate_hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from reference.autograd import backward
+
+        if inputs is not None and isinstance(inputs, Tensor):
+            inputs = (inputs,)
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> "Tensor":
+        """A new tensor sharing data and version counter, with no history."""
+        out = Tensor._wrap(self._data)
+        out._version_counter = self._version_counter
+        return out
+
+    def detach_(self) -> "Tensor":
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._node = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    # -- conversion ----------------------------------------------------------------
+    def numpy(self):
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self.device.type != "cpu":
+            raise TypeError(
+                f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+            )
+        return self._data
+
+    def tolist(self):
+        return array_backend.to_host(self._data).tolist()
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return array_backend.to_host(self._data).reshape(()).item()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        data = array_backend.to_host(self._data)
+        return data if dtype is None else data.astype(dtype)
+
+    def to(self, target=None, dtype=None, copy=False):
+        from reference.ops import pointwise
+
+        if isinstance(target, dtypes.dtype):
+            target, dtype = None, target
+        out = self
+        if dtype is not None and dtype is not self.dtype:
+            out = pointwise.to_dtype(out, dtype)
+        if target is not None and device(target) != self.device:
+            out = pointwise.to_device(out, device(target).type)
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self):
+        return self.to("cuda")
+
+    def double(self):
+        return self.to(dtypes.float64)
+
+    def float(self):
+        return self.to(dtypes.float32)
+
+    def long(self):
+        return self.to(dtypes.int64)
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def as_subclass(self, cls):
+        """The same data and history, as an instance of ``cls`` (a Tensor subclass)."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"as_subclass expects a subclass of reference.Tensor, got {cls!r}")
+        from reference.ops import views
+
+        return views.alias(self, cls)
+
+    # -- printing ------------------------------------------------------------------
+    def __repr__(self):
+        import numpy
+
+        body = numpy.array2string(
+            array_backend.to_host(self._data), separator=", ", prefix="tensor(", floatmode="maxprec_equal"
+        )
+        extras = []
+        if self.device.type != "cpu":
+            extras.append(f"device='{self.device}'")
+        if self._data.dtype not in (numpy.float32, numpy.int64, numpy.bool_):
+            extras.append(f"dtype={self.dtype!r}")
+        if self._node is not None:
+            extras.append(f"grad_fn=<{self._node.name()}>")
+        elif self._requires_grad:
+            extras.append("requires_grad=True")
+        if self._fw_grads:
+            extras.append("tangent=...")
+        suffix = "".join(", " + e for e in extras)
+        return f"tensor({body}{suffix})"
+
+    __hash__ = object.__hash__
+
+
+class Size(tuple):
+    """A shape: a tuple that prints as torch.Size does."""
+
+    def __repr__(self):
+        return f"reference.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+def _bind_operators():
+    """Install the arithmetic, comparison and op methods (defined in reference.ops)."""
+    from reference.ops import inplace, linalg, pointwise, reduction, views
+
+    methods = {
+        "__add__": pointwise.add, "__radd__": pointwise.radd,
+        "__sub__": pointwise.sub, "__rsub__": pointwise.rsub,
+        "__mul__": pointwise.mul, "__rmul__": pointwise.rmul,
+        "__truediv__": pointwise.div, "__rtruediv__": pointwise.rdiv,
+        "__pow__": pointwise.pow, "__rpow__": pointwise.rpow,
+        "__neg__": pointwise.neg, "__abs__": pointwise.abs,
+        "__matmul__": linalg.matmul, "__rmatmul__": linalg.rmatmul,
+        "__eq__": pointwise.eq, "__ne__": pointwise.ne, "__lt__": pointwise.lt,
+        "__le__": pointwise.le, "__gt__": pointwise.gt, "__ge__": pointwise.ge,
+        "__getitem__": views.getitem, "__setitem__": inplace.setitem,
+        "__iadd__": inplace.add_, "__isub__": inplace.sub_,
+        "__imul__": inplace.mul_, "__itruediv__": inplace.div_,
+        "add": pointwise.add, "sub": pointwise.sub, "mul": pointwise.mul, "div": pointwise.div,
+        "pow": pointwise.pow, "neg": pointwise.neg, "abs": pointwise.abs,
+        "exp": pointwise.exp, "log": pointwise.log, "tanh": pointwise.tanh,
+        "sigmoid": pointwise.sigmoid, "relu": pointwise.relu, "sin": pointwise.sin,
+        "cos": pointwise.cos, "sqrt": pointwise.sqrt, "sign": pointwise.sign,
+        "clone": pointwise.clone,
+        "eq": pointwise.eq, "ne": pointwise.ne, "lt": pointwise.lt, "le": pointwise.le,
+        "gt": pointwise.gt, "ge": pointwise.ge,
+        "matmul": linalg.matmul, "mm": linalg.matmul,
+        "sum": reduction.sum, "mean": reduction.mean,
+        "reshape": views.reshape, "view": views.view, "view_as": views.view_as,
+        "reshape_as": views.reshape_as, "transpose": views.transpose, "t": views.t,
+        "expand": views.expand, "expand_as": views.expand_as, "squeeze": views.squeeze,
+        "unsqueeze": views.unsqueeze, "flatten": views.flatten,
+        "add_": inplace.add_, "sub_": inplace.sub_, "mul_": inplace.mul_, "div_": inplace.div_,
+        "zero_": inplace.zero_, "copy_": inplace.copy_, "fill_": inplace.fill_,
+    }
+    for name, fn in methods.items():
+        setattr(Tensor, name, fn)
+    Tensor.T = property(views.t)
+    Tensor.mT = property(views.mT)
+    Tensor.__iter__ = lambda self: (self[i] for i in range(len(self)))
