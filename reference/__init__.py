@@ -7,6 +7,8 @@ Read it top to bottom: ``array_backend`` (numpy or cupy), ``dtypes``, ``grad_mod
 (custom Functions), ``autograd.forward_ad`` (forward-mode levels and tangents).
 Its behaviour is the specification the conformance suites check other engines against.
 """
+import builtins as _builtins
+
 from reference import dtypes as _dtypes
 from reference.array_backend import CudaUnavailable
 from reference.tensor import Size, Tensor, _bind_operators, device
@@ -67,13 +69,13 @@ def is_tensor(obj) -> bool:
 
 
 def equal(a, b) -> bool:
-    return a.shape == b.shape and bool((a == b)._data.all())
+    return a.shape == b.shape and _builtins.bool((a == b)._data.all())
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08) -> bool:
     from reference.array_backend import namespace_of
 
-    return bool(namespace_of(a._data).allclose(a._data, b._data, rtol=rtol, atol=atol))
+    return _builtins.bool(namespace_of(a._data).allclose(a._data, b._data, rtol=rtol, atol=atol))
 
 
 def cuda_is_available() -> bool:

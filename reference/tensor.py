@@ -241,7 +241,7 @@ class Tensor:
 
     @property
     def grad(self):
-        if self._node is not None and not self._retains_grad:
+        if self._node is not None and not self._retains_grad and self._grad is None:
             warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 

@@ -102,9 +102,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             node, nr = edge(tensor)
             if node is None:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
-            if tensor.is_leaf:
-                leaves.add(node)
-            else:
+            leaves.add(node)  # runs (hooks included), but what lies beyond runs only if needed
+            if not tensor.is_leaf:
                 captures[(node, nr)] = _storing_capture(tensor, ops, store_grad, captures.get((node, nr)))
     engine.execute(root_edges, root_grads, retain_graph, create_graph, captures, leaves)
 

@@ -15,8 +15,10 @@ def store_grad(variable, grad, ops) -> None:
     current = variable._grad
     if current is None:
         variable._grad = ops.fresh_grad(grad)
-    elif ops.differentiable or current._requires_grad:
-        variable._grad = ops.as_tensor(current) + ops.as_tensor(grad)
+    elif ops.differentiable:
+        variable._grad = current + grad
+    elif current._requires_grad:  # a grad with history (from create_graph): never mutate it
+        variable._grad = ops.as_tensor(current._data + grad)
     else:
         current._data += ops.raw(grad)
         current._version_counter.value += 1

@@ -164,7 +164,10 @@ class Node:
         saved = self._saved
         if saved is None:
             raise RuntimeError(FREED_MESSAGE)
-        return saved[index].unpack(self, as_tensor)
+        value = saved[index]
+        if type(value) is SavedTensor:
+            return value.unpack(self, as_tensor)
+        return value  # a saved number (a scalar operand, an exponent)
 
     def _release_saved(self) -> None:
         if self._saved:
