@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import warnings
 
-from reference.autograd import graph
+from reference.autograd import forward_ad, graph
 from reference.autograd.function import Function, FunctionCtx, once_differentiable
 from reference.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 
 __all__ = [
     "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
-    "set_grad_enabled", "is_grad_enabled", "graph",
+    "set_grad_enabled", "is_grad_enabled", "forward_ad", "graph",
 ]
 
 CREATE_GRAPH_WARNING = (

@@ -14,6 +14,7 @@ import inspect
 import warnings
 
 from reference import grad_mode
+from reference.autograd import forward_ad
 from reference.autograd.graph import FREED_MESSAGE, Error, Node, SavedTensor, _sequence
 from reference.tensor import Tensor
 
@@ -287,8 +288,13 @@ def _apply(fn_cls, args, kwargs):
     is_tensor = [isinstance(value, Tensor) for value in inputs]
     ctx.needs_input_grad = tuple(t and value._requires_grad for t, value in zip(is_tensor, inputs))
     record = grad_mode._state.enabled and any(ctx.needs_input_grad)
+    forward = forward_ad.active(*inputs)
+    if forward and not _overrides(fn_cls, "jvp"):
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it with forward mode AD."
+        )
 
-    with grad_mode.no_grad():
+    with grad_mode.no_grad(), forward_ad.suppress_propagation():
         if uses_setup_context:
             output = fn_cls.forward(*inputs)
         else:
@@ -342,9 +348,31 @@ def _apply(fn_cls, args, kwargs):
         results.append(result)
 
     _save(ctx, results, outputs, input_ids)
+    if forward:
+        _forward_tangents(fn_cls, ctx, inputs, outputs, results, dirty_ids)
+    ctx._dirty = ctx._non_differentiable = ()  # forward's bookkeeping must not own the outputs
     if container is None:
         return results[0]
     return container(results)
+
+
+def _forward_tangents(fn_cls, ctx, inputs, outputs, results, dirty_ids):
+    """Forward AD through a custom Function: its static ``jvp`` gives the output tangents."""
+    tangents = forward_ad.tangents_of(*inputs)
+    with forward_ad.suppress_propagation():
+        out_tangents = fn_cls.jvp(ctx, *tangents)
+    if not isinstance(out_tangents, (tuple, list)):
+        out_tangents = (out_tangents,)
+    input_tangent = {id(value): t for value, t in zip(inputs, tangents)}
+    for out, result, tangent in zip(outputs, results, out_tangents):
+        if tangent is None or not isinstance(result, Tensor):
+            continue
+        if id(out) in dirty_ids and tangent is not input_tangent.get(id(out)) and input_tangent.get(id(out)) is not None:
+            raise RuntimeError(
+                "An inplace custom Function is not modifying the forward mode gradients inplace. If the forward is "
+                "modifying an input inplace, then the jvp function must modify the corresponding gradient inplace."
+            )
+        forward_ad.set_tangent(result, tangent)
 
 
 def _alias_output(tensor):

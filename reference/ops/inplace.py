@@ -8,6 +8,7 @@ every node that saved b will refuse to unpack it (version mismatch).
 from __future__ import annotations
 
 from reference import grad_mode
+from reference.autograd import forward_ad
 from reference.autograd.graph import Node
 from reference.ops.recording import attach, edges, needs_grad, raw, save_input, shape_of
 from reference.tensor import Tensor
@@ -145,8 +146,17 @@ def _old_self(self):
     return save_input(Tensor._wrap(self._data.copy()))
 
 
-def _apply_inplace(self, other, node_cls, mutate, configure=None):
+def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=None, needs_old=False):
+    """Run ``mutate`` on self's array, with autograd's bookkeeping around it.
+
+    ``tangent_rule(t_self, t_other, old_self)`` updates self's tangent (forward AD) in
+    place where it can, returning the tangent self must carry afterwards.
+    """
     check_inplace(self)
+    forward = tangent_rule is not None and forward_ad.active(self, other)
+    if forward:
+        t_self, t_other = forward_ad.tangents_of(self, other)
+        old_self = Tensor._wrap(self._data.copy()) if needs_old and t_other is not None else None
     record = needs_grad(self, other)
     node = None
     if record:
@@ -160,7 +170,21 @@ def _apply_inplace(self, other, node_cls, mutate, configure=None):
     bump_version(self)
     if node is not None:
         rebase_history(self, node)
+    if forward:
+        with forward_ad.suppress_propagation():
+            tangent = tangent_rule(t_self, t_other, old_self)
+        if tangent is not None and tangent is not t_self:
+            forward_ad.set_tangent(self, tangent)
     return self
+
+
+def _fresh_tangent(self, value):
+    """A new tangent for a tensor that had none: ``value`` broadcast to self's shape."""
+    from reference.creation import zeros_like
+
+    out = zeros_like(self, dtype=value.dtype)
+    out.add_(value)
+    return out
 
 
 def add_(self, other, alpha=1):
@@ -169,7 +193,15 @@ def add_(self, other, alpha=1):
     def mutate(data):
         data += value
 
-    return _apply_inplace(self, other, AddBackward1, mutate, lambda n: setattr(n, "_alpha", alpha))
+    def tangent_rule(t_self, t_other, old):
+        if t_other is None:
+            return t_self
+        step = t_other if alpha == 1 else t_other * alpha
+        if t_self is None:
+            return _fresh_tangent(self, step)
+        return t_self.add_(step)
+
+    return _apply_inplace(self, other, AddBackward1, mutate, lambda n: setattr(n, "_alpha", alpha), tangent_rule)
 
 
 def sub_(self, other, alpha=1):
@@ -186,7 +218,15 @@ def mul_(self, other):
     def mutate(data):
         data *= value
 
-    return _apply_inplace(self, other, MulBackward1, mutate, configure)
+    def tangent_rule(t_self, t_other, old):
+        if t_self is not None:
+            t_self.mul_(other)
+        if t_other is None:
+            return t_self
+        term = old * t_other
+        return _fresh_tangent(self, term) if t_self is None else t_self.add_(term)
+
+    return _apply_inplace(self, other, MulBackward1, mutate, configure, tangent_rule, needs_old=True)
 
 
 def div_(self, other):
@@ -199,7 +239,15 @@ def div_(self, other):
     def mutate(data):
         data /= value
 
-    return _apply_inplace(self, other, DivBackward1, mutate, configure)
+    def tangent_rule(t_self, t_other, old):
+        if t_self is not None:
+            t_self.div_(other)
+        if t_other is None:
+            return t_self
+        term = -(old * t_other) / (other * other)
+        return _fresh_tangent(self, term) if t_self is None else t_self.add_(term)
+
+    return _apply_inplace(self, other, DivBackward1, mutate, configure, tangent_rule, needs_old=True)
 
 
 def fill_(self, value):
@@ -208,7 +256,14 @@ def fill_(self, value):
     def mutate(data):
         data[...] = raw_value
 
-    return _apply_inplace(self, value, FillBackward0, mutate)
+    def tangent_rule(t_self, t_value, old):
+        if t_value is None:
+            return None if t_self is None else t_self.zero_()
+        if t_self is None:
+            return _fresh_tangent(self, t_value)
+        return t_self.fill_(t_value)
+
+    return _apply_inplace(self, value, FillBackward0, mutate, tangent_rule=tangent_rule)
 
 
 def zero_(self):
@@ -229,7 +284,14 @@ def copy_(self, src, non_blocking=False):
     def mutate(data):
         data[...] = src_data
 
-    return _apply_inplace(self, src, CopyBackwards, mutate, configure)
+    def tangent_rule(t_self, t_src, old):
+        if t_src is None:
+            return None if t_self is None else t_self.zero_()
+        if t_self is None:
+            return _fresh_tangent(self, t_src)
+        return t_self.copy_(t_src)
+
+    return _apply_inplace(self, src, CopyBackwards, mutate, configure, tangent_rule)
 
 
 def setitem(self, index, value):
@@ -244,4 +306,16 @@ def setitem(self, index, value):
     def mutate(data):
         data[key] = raw_value
 
-    _apply_inplace(self, value, IndexPutBackward0, mutate, configure)
+    def tangent_rule(t_self, t_value, old):
+        if t_value is None:
+            if t_self is not None:
+                t_self[index] = 0
+            return t_self
+        if t_self is None:
+            from reference.creation import zeros_like
+
+            t_self = zeros_like(self, dtype=t_value.dtype)
+        t_self[index] = t_value
+        return t_self
+
+    _apply_inplace(self, value, IndexPutBackward0, mutate, configure, tangent_rule)

@@ -12,7 +12,10 @@ import numbers
 from reference import dtypes
 from reference.array_backend import namespace_of, to_device as _move
 from reference.autograd.graph import Node
-from reference.ops.recording import attach, edges, needs_grad, raw, save_input, save_output, shape_of
+from reference.autograd import forward_ad
+from reference.ops.recording import (
+    add_tangents, attach, edges, needs_grad, propagate_tangent, raw, save_input, save_output, shape_of,
+)
 from reference.tensor import Tensor
 
 
@@ -45,6 +48,10 @@ class AddBackward0(_Binary):
 class SubBackward0(_Binary):
     __slots__ = ()
 
+    @staticmethod
+    def jvp(a, b, out, ta, tb):
+        return _broadcast(add_tangents(ta, None if tb is None else -tb), out)
+
     def apply(self, ops, grads):
         g = grads[0]
         (a_node, _), (b_node, _) = self._next_functions
@@ -58,6 +65,10 @@ class SubBackward0(_Binary):
 class MulBackward0(_Binary):
     __slots__ = ()
     saved_names = ("self", "other")
+
+    @staticmethod
+    def jvp(a, b, out, ta, tb):
+        return _broadcast(add_tangents(None if ta is None else ta * b, None if tb is None else a * tb), out)
 
     def apply(self, ops, grads):
         g = grads[0]
@@ -75,6 +86,10 @@ class MulBackward0(_Binary):
 class DivBackward0(_Binary):
     __slots__ = ()
     saved_names = ("self", "other")
+
+    @staticmethod
+    def jvp(a, b, out, ta, tb):
+        return _broadcast(add_tangents(None if ta is None else ta / b, None if tb is None else -tb * a / (b * b)), out)
 
     def apply(self, ops, grads):
         g = grads[0]
@@ -96,6 +111,12 @@ class PowBackward0(Node):
     __slots__ = ()
     saved_names = ("self", "exponent")
 
+    @staticmethod
+    def jvp(x, exponent, out, t):
+        if t is None:
+            return None
+        return t * 0 if exponent == 0 else t * exponent * x ** (exponent - 1)
+
     def apply(self, ops, grads):
         x = self._unpack(0, ops.differentiable)
         exponent = self._unpack(1, ops.differentiable)
@@ -109,6 +130,12 @@ class PowBackward1(_Binary):
 
     __slots__ = ()
     saved_names = ("self", "exponent", "result")
+
+    @staticmethod
+    def jvp(a, b, out, ta, tb):
+        log_a = a.log() if isinstance(a, Tensor) else _log_scalar(a)
+        return _broadcast(add_tangents(
+            None if ta is None else ta * b * a ** (b - 1), None if tb is None else tb * out * log_a), out)
 
     def apply(self, ops, grads):
         g = grads[0]
@@ -140,6 +167,8 @@ def _binary(node_cls, a, b, out_data, save=None):
         attach(out, node)
         if save is not None:
             node._saved = save(out)
+    if forward_ad.active(a, b):
+        propagate_tangent(out, lambda ta, tb: node_cls.jvp(a, b, out, ta, tb), a, b)
     return out
 
 
@@ -153,7 +182,17 @@ def add(self, other, alpha=1):
         node._shapes = (shape_of(self), shape_of(other))
         node._alpha = alpha
         attach(out, node)
+    if forward_ad.active(self, other):
+        propagate_tangent(out, lambda ta, tb: _broadcast(add_tangents(ta, None if tb is None else tb * alpha), out),
+                          self, other)
     return out
+
+
+def _broadcast(tangent, out):
+    """A tangent with the output's shape (inputs may have broadcast)."""
+    if tangent is None or tangent.shape == out.shape:
+        return tangent
+    return tangent.expand(*out.shape).clone()
 
 
 def radd(self, other):
@@ -219,6 +258,8 @@ def pow(self, exponent):
             node = PowBackward0(edges(self))
             attach(out, node)
             node._saved = (save_input(self), exponent)
+        if forward_ad.active(self):
+            propagate_tangent(out, lambda t: PowBackward0.jvp(self, exponent, out, t), self)
         return out
     data = raw(self) ** raw(exponent)
     return _binary(
@@ -240,6 +281,10 @@ def rpow(self, base):
 class NegBackward0(Node):
     __slots__ = ()
 
+    @staticmethod
+    def jvp(x, out, t):
+        return -t
+
     def apply(self, ops, grads):
         return (-grads[0],)
 
@@ -247,6 +292,10 @@ class NegBackward0(Node):
 class ExpBackward0(Node):
     __slots__ = ()
     saved_names = ("result",)
+
+    @staticmethod
+    def jvp(x, out, t):
+        return t * out
 
     def apply(self, ops, grads):
         return (grads[0] * self._unpack(0, ops.differentiable),)
@@ -256,6 +305,10 @@ class LogBackward0(Node):
     __slots__ = ()
     saved_names = ("self",)
 
+    @staticmethod
+    def jvp(x, out, t):
+        return t / x
+
     def apply(self, ops, grads):
         return (grads[0] / self._unpack(0, ops.differentiable),)
 
@@ -263,6 +316,10 @@ class LogBackward0(Node):
 class TanhBackward0(Node):
     __slots__ = ()
     saved_names = ("result",)
+
+    @staticmethod
+    def jvp(x, out, t):
+        return t * (1 - out * out)
 
     def apply(self, ops, grads):
         y = self._unpack(0, ops.differentiable)
@@ -273,6 +330,10 @@ class SigmoidBackward0(Node):
     __slots__ = ()
     saved_names = ("result",)
 
+    @staticmethod
+    def jvp(x, out, t):
+        return t * (out * (1 - out))
+
     def apply(self, ops, grads):
         y = self._unpack(0, ops.differentiable)
         return (grads[0] * (y * (1 - y)),)
@@ -282,6 +343,10 @@ class ReluBackward0(Node):
     __slots__ = ()
     saved_names = ("result",)
 
+    @staticmethod
+    def jvp(x, out, t):
+        return t * to_dtype(x > 0, x.dtype)
+
     def apply(self, ops, grads):
         return (grads[0] * ops.positive_mask(self._unpack(0, ops.differentiable)),)
 
@@ -289,6 +354,10 @@ class ReluBackward0(Node):
 class SinBackward0(Node):
     __slots__ = ()
     saved_names = ("self",)
+
+    @staticmethod
+    def jvp(x, out, t):
+        return t * x.cos()
 
     def apply(self, ops, grads):
         return (grads[0] * ops.cos(self._unpack(0, ops.differentiable)),)
@@ -298,6 +367,10 @@ class CosBackward0(Node):
     __slots__ = ()
     saved_names = ("self",)
 
+    @staticmethod
+    def jvp(x, out, t):
+        return -t * x.sin()
+
     def apply(self, ops, grads):
         return (-grads[0] * ops.sin(self._unpack(0, ops.differentiable)),)
 
@@ -305,6 +378,10 @@ class CosBackward0(Node):
 class SqrtBackward0(Node):
     __slots__ = ()
     saved_names = ("result",)
+
+    @staticmethod
+    def jvp(x, out, t):
+        return t / (2 * out)
 
     def apply(self, ops, grads):
         return (grads[0] / (2 * self._unpack(0, ops.differentiable)),)
@@ -314,12 +391,20 @@ class AbsBackward0(Node):
     __slots__ = ()
     saved_names = ("self",)
 
+    @staticmethod
+    def jvp(x, out, t):
+        return t * x.sign()
+
     def apply(self, ops, grads):
         return (grads[0] * ops.sign(self._unpack(0, ops.differentiable)),)
 
 
 class SignBackward0(Node):
     __slots__ = ()
+
+    @staticmethod
+    def jvp(x, out, t):
+        return t * 0
 
     def apply(self, ops, grads):
         return (grads[0] * 0,)
@@ -328,12 +413,20 @@ class SignBackward0(Node):
 class CloneBackward0(Node):
     __slots__ = ()
 
+    @staticmethod
+    def jvp(x, out, t):
+        return t.clone()
+
     def apply(self, ops, grads):
         return (grads[0],)
 
 
 class ToCopyBackward0(Node):
     __slots__ = ("_dtype", "_device")
+
+    @staticmethod
+    def jvp(x, out, t):
+        return t.to(out.device).to(out.dtype)
 
     def apply(self, ops, grads):
         g = ops.to_dtype_of(grads[0], self._dtype)
@@ -349,6 +442,8 @@ def _unary(node_cls, x, data, saves=None):
             node._saved = (save_input(x),)
         elif saves == "result":
             node._saved = (save_output(out),)
+    if forward_ad.active(x):
+        propagate_tangent(out, lambda t: None if t is None else node_cls.jvp(x, out, t), x)
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import weakref
 
 from reference import grad_mode
+from reference.autograd import forward_ad
 from reference.autograd.graph import AccumulateGrad, SavedTensor
 from reference.tensor import Tensor
 
@@ -79,3 +80,26 @@ def shape_of(value) -> tuple:
 
 def requires_grad(value) -> bool:
     return isinstance(value, Tensor) and value._requires_grad
+
+
+def propagate_tangent(out: Tensor, rule, *inputs) -> None:
+    """Give ``out`` the tangent ``rule(*tangents_of(inputs))`` (forward-mode AD).
+
+    Called only when ``forward_ad.active(*inputs)``; ``rule`` gets None for an input
+    without a tangent and may return None (no tangent). The rule's own arithmetic does
+    not propagate tangents further.
+    """
+    tangents = forward_ad.tangents_of(*inputs)
+    with forward_ad.suppress_propagation():
+        tangent = rule(*tangents)
+    if tangent is not None:
+        forward_ad.set_tangent(out, tangent)
+
+
+def add_tangents(*terms):
+    """Sum the non-None terms (None when all are None)."""
+    total = None
+    for term in terms:
+        if term is not None:
+            total = term if total is None else total + term
+    return total

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from reference.autograd.graph import Node
-from reference.ops.recording import attach, edges, needs_grad
+from reference.autograd import forward_ad
+from reference.ops.recording import attach, edges, needs_grad, propagate_tangent
 from reference.tensor import Tensor
 
 
@@ -60,7 +61,10 @@ def sum(self, dim=None, keepdim=False, dtype=None):
     result = data.sum(axis=axes, keepdims=keepdim)
     if data.dtype.kind == "b":
         result = result.astype("int64")
-    return _reduce(SumBackward0, self, dim, keepdim, result)
+    out = _reduce(SumBackward0, self, dim, keepdim, result)
+    if forward_ad.active(self):
+        propagate_tangent(out, lambda t: None if t is None else sum(t, dim, keepdim), self)
+    return out
 
 
 def mean(self, dim=None, keepdim=False):
@@ -77,6 +81,8 @@ def mean(self, dim=None, keepdim=False):
         for d in (range(data.ndim) if axes is None else axes):
             count *= data.shape[d]
         out._node._count = count
+    if forward_ad.active(self):
+        propagate_tangent(out, lambda t: None if t is None else mean(t, dim, keepdim), self)
     return out
 
 
@@ -99,4 +105,6 @@ def sum_to_size(self, shape):
         node = SumToSizeBackward0(edges(self))
         node._shape = self._data.shape
         attach(out, node)
+    if forward_ad.active(self):
+        propagate_tangent(out, lambda t: None if t is None else sum_to_size(t, shape), self)
     return out

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from reference.array_backend import namespace_of
 from reference.autograd.graph import Node
-from reference.ops.recording import attach, edges, needs_grad
+from reference.autograd import forward_ad
+from reference.ops.recording import attach, edges, needs_grad, propagate_tangent
 from reference.tensor import Tensor
 
 VIEW_INCOMPATIBLE = (
@@ -64,7 +65,9 @@ class AliasBackward0(Node):
         return (grads[0],)
 
 
-def _make_view(self, data, node_cls=None, configure=None, cls=Tensor):
+def _make_view(self, data, node_cls=None, configure=None, cls=Tensor, view_fn=None):
+    """A view of ``self`` over ``data``; ``view_fn`` redoes the view on another tensor
+    (the tangent of a dual gets the same view of its tangent)."""
     if cls is Tensor:
         out = Tensor._wrap(data)
     else:
@@ -77,6 +80,8 @@ def _make_view(self, data, node_cls=None, configure=None, cls=Tensor):
         if configure is not None:
             configure(node)
         attach(out, node)
+    if view_fn is not None and forward_ad.active(self):
+        propagate_tangent(out, lambda t: None if t is None else view_fn(t), self)
     return out
 
 
@@ -115,7 +120,7 @@ def view(self, *shape):
     except AttributeError:
         raise RuntimeError(VIEW_INCOMPATIBLE) from None
     old = self._data.shape
-    return _make_view(self, data, ViewBackward0, lambda n: _set_shape(n, old))
+    return _make_view(self, data, ViewBackward0, lambda n: _set_shape(n, old), view_fn=lambda t: view(t, *shape))
 
 
 def view_as(self, other):
@@ -147,13 +152,14 @@ def transpose(self, dim0, dim1):
         if not -ndim <= d < ndim:
             raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {d})")
     if self._data.ndim == 0:
-        return _make_view(self, self._data.view(), TransposeBackward0, lambda n: setattr(n, "_dims", (0, 0)) or None)
+        return _make_view(self, self._data.view(), TransposeBackward0, lambda n: setattr(n, "_dims", (0, 0)),
+                          view_fn=lambda t: transpose(t, dim0, dim1))
     data = namespace_of(self._data).swapaxes(self._data, dim0, dim1)
 
     def configure(node):
         node._dims = (dim0, dim1)
 
-    return _make_view(self, data, TransposeBackward0, configure)
+    return _make_view(self, data, TransposeBackward0, configure, view_fn=lambda t: transpose(t, dim0, dim1))
 
 
 class TBackward0(TransposeBackward0):
@@ -164,12 +170,12 @@ def t(self):
     if self._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self._data.ndim}D")
     if self._data.ndim < 2:
-        return _make_view(self, self._data.view(), AliasBackward0)
+        return _make_view(self, self._data.view(), AliasBackward0, view_fn=t)
 
     def configure(node):
         node._dims = (0, 1)
 
-    return _make_view(self, self._data.T, TBackward0, configure)
+    return _make_view(self, self._data.T, TBackward0, configure, view_fn=t)
 
 
 def mT(self):
@@ -196,7 +202,8 @@ def expand(self, *sizes):
             f"Target sizes: {list(sizes)}.  Tensor sizes: {list(data.shape)}"
         ) from None
     old = data.shape
-    return _make_view(self, out_data, ExpandBackward0, lambda n: _set_shape(n, old))
+    return _make_view(self, out_data, ExpandBackward0, lambda n: _set_shape(n, old),
+                      view_fn=lambda t: expand(t, *sizes))
 
 
 def expand_as(self, other):
@@ -222,7 +229,8 @@ def squeeze(self, dim=None):
         d = dim % ndim
         new_shape = data.shape if data.ndim == 0 or data.shape[d] != 1 else data.shape[:d] + data.shape[d + 1:]
     old = data.shape
-    return _make_view(self, data.reshape(new_shape), SqueezeBackward0, lambda n: _set_shape(n, old))
+    return _make_view(self, data.reshape(new_shape), SqueezeBackward0, lambda n: _set_shape(n, old),
+                      view_fn=lambda t: squeeze(t, dim))
 
 
 def unsqueeze(self, dim):
@@ -232,7 +240,8 @@ def unsqueeze(self, dim):
         raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
     d = dim % ndim
     old = data.shape
-    return _make_view(self, data.reshape(old[:d] + (1,) + old[d:]), UnsqueezeBackward0, lambda n: _set_shape(n, old))
+    return _make_view(self, data.reshape(old[:d] + (1,) + old[d:]), UnsqueezeBackward0, lambda n: _set_shape(n, old),
+                      view_fn=lambda t: unsqueeze(t, dim))
 
 
 def _normalize_index(index):
@@ -274,18 +283,20 @@ def getitem(self, index):
 
     if basic:
         node_cls = SelectBackward0 if isinstance(key, int) else SliceBackward0
-        return _make_view(self, data, node_cls, configure)
+        return _make_view(self, data, node_cls, configure, view_fn=lambda t: getitem(t, index))
     out = Tensor._wrap(data)
     if needs_grad(self):
         node = IndexBackward0(edges(self))
         configure(node)
         attach(out, node)
+    if forward_ad.active(self):
+        propagate_tangent(out, lambda t: None if t is None else getitem(t, index), self)
     return out
 
 
 def alias(self, cls=Tensor):
     """A new object of ``cls`` with the same data, version counter and history."""
-    out = _make_view(self, self._data.view(), AliasBackward0, cls=cls)
+    out = _make_view(self, self._data.view(), AliasBackward0, cls=cls, view_fn=alias)
     if out._node is None and self._requires_grad and not needs_grad(self):
         out._requires_grad = False
     return out
@@ -327,3 +338,24 @@ def zero_at_index(grad, index):
         node._index = index
         attach(out, node)
     return out
+
+
+class MakeDualBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, ops, grads):
+        return (grads[0],)
+
+
+class UnpackDualBackward0(MakeDualBackward0):
+    __slots__ = ()
+
+
+def make_dual_view(primal):
+    """The dual's body: a differentiable view of the primal (same data and version)."""
+    return _make_view(primal, primal._data.view(), MakeDualBackward0)
+
+
+def unpack_primal_view(dual):
+    """A fresh tangent-free, differentiable view of a dual's primal."""
+    return _make_view(dual, dual._data.view(), UnpackDualBackward0)

@@ -1,0 +1,199 @@
+"""Forward-mode AD: dual tensors and the process-wide level that scopes their tangents.
+
+The design follows PyTorch's ``forward_grad.h``:
+  * Levels are process-wide (not thread-local) and guarded by one lock. Only one level
+    can be open at a time; its index is reused after it exits (so it is always 0).
+  * A tensor owns its tangents, per level (``tensor._fw_grads``): a tangent lives exactly
+    as long as its dual tensor, never longer because a level still exists.
+  * A level knows, weakly, which tensors carry one of its tangents, so that exiting the
+    level clears every one of them, while a tensor that dies simply drops out of the
+    weak set (nothing grows without bound, nothing is kept alive by the level).
+Ops propagate tangents through the rules next to their backward formulas (``jvp``);
+tangent arithmetic uses ordinary tensor ops, so a tangent that requires grad records a
+reverse-mode graph (reverse-over-forward works).
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import namedtuple
+
+NESTED = "Nested forward mode AD is not supported at the moment"
+NO_LEVEL = "Trying to create a dual Tensor for forward AD but no level exists, make sure to enter_dual_level() first."
+EXIT_NOT_LAST = (
+    "Trying to exit a forward AD level that was not the last one that was created. This is not supported."
+)
+
+UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+
+
+class _LevelRegistry:
+    """The process-wide level state; every mutation holds ``lock``."""
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.current = None  # index of the open level, or None
+        self.carriers = weakref.WeakSet()  # tensors holding a tangent of the open level
+
+    def enter(self) -> int:
+        with self.lock:
+            if self.current is not None:
+                raise RuntimeError(NESTED)
+            self.current = 0
+            return 0
+
+    def exit(self, level) -> None:
+        with self.lock:
+            expected = -1 if self.current is None else self.current
+            if level is None:
+                level = expected
+            if self.current is None or level != self.current:
+                raise RuntimeError(EXIT_NOT_LAST)
+            carriers = list(self.carriers)
+            self.carriers = weakref.WeakSet()
+            self.current = None
+        for tensor in carriers:  # outside the lock: dropping a tangent may free a graph
+            grads = tensor._fw_grads
+            if grads:
+                grads.pop(level, None)
+
+    def register(self, tensor, level) -> bool:
+        with self.lock:
+            if self.current is None or level != self.current:
+                return False
+            self.carriers.add(tensor)
+            return True
+
+
+_registry = _LevelRegistry()
+
+
+class _Suppressed(threading.local):
+    """Per thread: tangent propagation is off while a jvp rule or custom forward runs."""
+
+    depth = 0
+
+
+_suppressed = _Suppressed()
+
+
+class suppress_propagation:
+    def __enter__(self):
+        _suppressed.depth += 1
+
+    def __exit__(self, *exc):
+        _suppressed.depth -= 1
+        return False
+
+
+def __getattr__(name):
+    if name == "_current_level":
+        current = _registry.current
+        return -1 if current is None else current
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# -- public API ----------------------------------------------------------------------
+def enter_dual_level() -> int:
+    """Open the (single) forward-AD level and return its index."""
+    return _registry.enter()
+
+
+def exit_dual_level(*, level=None) -> None:
+    """Close the open level, clearing every tangent registered with it."""
+    _registry.exit(level)
+
+
+class dual_level:
+    """Context manager: ``with dual_level() as level:`` opens a level for its body."""
+
+    def __enter__(self):
+        self._level = enter_dual_level()
+        return self._level
+
+    def __exit__(self, *exc):
+        exit_dual_level(level=self._level)
+        return False
+
+
+def make_dual(tensor, tangent, *, level=None):
+    """A view of ``tensor`` carrying ``tangent`` at ``level`` (the open level by default)."""
+    from reference.ops.views import make_dual_view
+    from reference.tensor import Tensor
+
+    if level is None:
+        level = _registry.current
+    if level is None or level != _registry.current:
+        raise RuntimeError(NO_LEVEL)
+    if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
+        raise TypeError("make_dual expects Tensors for both the primal and the tangent")
+    if not tensor.dtype.is_floating_point:
+        raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
+    if not tangent.dtype.is_floating_point:
+        raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
+    if tangent.shape != tensor.shape:
+        raise RuntimeError(
+            "Trying to set a forward gradient that has a different size than that of the original Tensor, "
+            f"this is not supported. Tensor is of size {list(tensor.shape)} while the given forward gradient "
+            f"is of size {list(tangent.shape)}."
+        )
+    if tangent.device != tensor.device:
+        raise RuntimeError(
+            f"Trying to set a forward gradient on device {tangent.device} for a Tensor on device {tensor.device}."
+        )
+    dual = make_dual_view(tensor)
+    set_tangent(dual, tangent, level)
+    return dual
+
+
+def unpack_dual(tensor, *, level=None):
+    """``UnpackedDualTensor(primal, tangent)``: a new tangent-free view, and the tangent."""
+    from reference.ops.views import unpack_primal_view
+
+    if level is None:
+        level = _registry.current
+    if level is None:
+        return UnpackedDualTensor(tensor, None)
+    tangent = get_tangent(tensor, level)
+    if tangent is None:
+        return UnpackedDualTensor(tensor, None)
+    return UnpackedDualTensor(unpack_primal_view(tensor), tangent)
+
+
+# -- engine side ---------------------------------------------------------------------
+def get_tangent(tensor, level=None):
+    grads = tensor._fw_grads
+    if not grads:
+        return None
+    if level is None:
+        level = _registry.current
+    return grads.get(level)
+
+
+def set_tangent(tensor, tangent, level=None) -> None:
+    if level is None:
+        level = _registry.current
+    if level is None:
+        return
+    if not _registry.register(tensor, level):
+        return
+    if tensor._fw_grads is None:
+        tensor._fw_grads = {}
+    tensor._fw_grads[level] = tangent
+
+
+def active(*values) -> bool:
+    """Whether an op on ``values`` must propagate tangents (cheap when none has one)."""
+    from reference.tensor import Tensor
+
+    for value in values:
+        if isinstance(value, Tensor) and value._fw_grads:
+            return _suppressed.depth == 0 and _registry.current is not None
+    return False
+
+
+def tangents_of(*values):
+    """The open level's tangent of each value (None for non-tensors and tangent-free ones)."""
+    from reference.tensor import Tensor
+
+    return tuple(get_tangent(v) if isinstance(v, Tensor) else None for v in values)
