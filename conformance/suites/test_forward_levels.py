@@ -1,0 +1,645 @@
+"""Suite `forward_levels`: forward-mode AD levels, dual tensors and tangent lifetimes.
+
+Rules: conformance/catalogue/forward_levels.toml. Observed torch behaviour: section 5 of
+shared/semantics/torch-2.13-observed.md; the level design follows torch's forward_grad.h
+(one process-wide level, tangents owned by the dual tensor).
+
+Every test starts with ``adapter.require("forward_ad")``: a framework without forward AD
+is UNSUPPORTED, not an error. No test leaves a level open (an autouse fixture closes any
+level a failing test left behind, so that one failure does not cascade).
+"""
+import gc
+import re
+import threading
+import weakref
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from conformance.api import diverges_if_raises, rule
+
+
+def _forward_ad(adapter, fw):
+    return adapter.feature("forward_ad", lambda: fw.autograd.forward_ad)
+
+
+@pytest.fixture(autouse=True)
+def _close_levels_left_open(adapter, fw):
+    yield
+    if "forward_ad" in adapter.unsupported:
+        return
+    fwad = getattr(getattr(fw, "autograd", None), "forward_ad", None)
+    if fwad is None:
+        return
+    for _ in range(4):
+        try:
+            fwad.exit_dual_level()
+        except Exception:  # noqa: BLE001 - nothing (more) to close
+            break
+
+
+def _expect_error(fn, exc_type, pattern, what):
+    """Run ``fn``; it must raise ``exc_type`` with a message matching ``pattern``."""
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - any other exception is a divergence here
+        assert isinstance(exc, exc_type) and re.search(pattern, str(exc)), (
+            f"{what}: expected {exc_type.__name__} matching {pattern!r}, "
+            f"got {type(exc).__name__}: {exc}"
+        )
+        return exc
+    raise AssertionError(f"{what}: no error (expected {exc_type.__name__} matching {pattern!r})")
+
+
+def _level_is_open(fw, fwad, device):
+    """True if make_dual works (a level is open), False if it raises RuntimeError."""
+    try:
+        fwad.make_dual(fw.zeros(1, device=device), fw.zeros(1, device=device))
+    except RuntimeError:
+        return False
+    return True
+
+
+def _tangent_list(adapter, fwad, t):
+    tangent = fwad.unpack_dual(t).tangent
+    return None if tangent is None else adapter.to_numpy(tangent).tolist()
+
+
+# -- levels --------------------------------------------------------------------------------
+
+@rule("forward_levels.dual-level-yields-zero")
+def test_dual_level_yields_zero(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    with fwad.dual_level() as lvl:
+        assert lvl == 0, f"dual_level() yielded {lvl!r}, expected 0"
+    lvl = fwad.enter_dual_level()
+    try:
+        assert lvl == 0, f"enter_dual_level() returned {lvl!r}, expected 0"
+    finally:
+        fwad.exit_dual_level()
+
+
+@rule("forward_levels.enter-exit-api")
+def test_enter_and_exit_dual_level(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    assert not _level_is_open(fw, fwad, device), "a level is open before the test entered one"
+    lvl = fwad.enter_dual_level()
+    try:
+        d = fwad.make_dual(fw.ones(2, device=device), fw.full((2,), 3.0, device=device))
+        assert _tangent_list(adapter, fwad, d) == [3.0, 3.0], "make_dual inside enter_dual_level() lost the tangent"
+    finally:
+        fwad.exit_dual_level()
+    assert not _level_is_open(fw, fwad, device), "exit_dual_level() did not close the level"
+    lvl = fwad.enter_dual_level()
+    assert _level_is_open(fw, fwad, device), "no level open after a second enter_dual_level()"
+    fwad.exit_dual_level(level=lvl)
+    assert not _level_is_open(fw, fwad, device), "exit_dual_level(level=lvl) did not close the level"
+
+
+@rule("forward_levels.level-index-reused")
+def test_level_index_is_reused_after_exit(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    seen = []
+    for _ in range(3):
+        with fwad.dual_level() as lvl:
+            seen.append(lvl)
+        lvl = fwad.enter_dual_level()
+        seen.append(lvl)
+        fwad.exit_dual_level()
+    assert seen == [0] * 6, f"successive levels had indices {seen}; expected 0 every time"
+
+
+@rule("forward_levels.make-dual-needs-level")
+def test_make_dual_without_level_raises(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    primal, tangent = fw.ones(2, device=device), fw.ones(2, device=device)
+    _expect_error(lambda: fwad.make_dual(primal, tangent), RuntimeError, r"no level exists",
+                  "make_dual with no level ever opened in this test")
+    with fwad.dual_level():
+        pass
+    _expect_error(lambda: fwad.make_dual(primal, tangent), RuntimeError, r"no level exists",
+                  "make_dual after the level exited")
+
+
+@rule("forward_levels.nesting-is-error")
+def test_nested_level_raises_and_outer_level_survives(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    nested = r"Nested forward mode AD is not supported"
+    with fwad.dual_level():
+        _expect_error(fwad.enter_dual_level, RuntimeError, nested, "enter_dual_level() inside dual_level()")
+
+        def nested_with():
+            with fwad.dual_level():
+                pass
+
+        _expect_error(nested_with, RuntimeError, nested, "dual_level() inside dual_level()")
+        d = fwad.make_dual(fw.ones(2, device=device), fw.full((2,), 2.0, device=device))
+        assert _tangent_list(adapter, fwad, d * 3) == [6.0, 6.0], (
+            "the open level no longer works after the failed nested enter")
+    assert not _level_is_open(fw, fwad, device), "a level is still open after the outer dual_level() exited"
+    assert _tangent_list(adapter, fwad, d) is None, "the outer level's exit did not clear its tangents"
+
+
+@rule("forward_levels.exit-not-current-errors")
+def test_exit_of_other_level_raises(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    with fwad.dual_level() as lvl:
+        d = fwad.make_dual(fw.ones(2, device=device), fw.ones(2, device=device))
+        _expect_error(lambda: fwad.exit_dual_level(level=lvl + 1), RuntimeError,
+                      r"not the last one that was created", f"exit_dual_level(level={lvl + 1}) inside level {lvl}")
+        assert _level_is_open(fw, fwad, device), "the failed exit closed the current level"
+        assert _tangent_list(adapter, fwad, d) == [1.0, 1.0], "the failed exit cleared the current level's tangents"
+
+
+@rule("forward_levels.exit-none-open-errors")
+def test_exit_with_no_open_level_raises(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    with fwad.dual_level():
+        pass
+    _expect_error(fwad.exit_dual_level, RuntimeError, "", "exit_dual_level() with no level open")
+    _expect_error(lambda: fwad.exit_dual_level(level=0), RuntimeError, "",
+                  "exit_dual_level(level=0) with no level open")
+    with fwad.dual_level() as lvl:
+        assert lvl == 0, f"after the failed exits the next level is {lvl!r}, expected 0"
+
+
+# -- unpack_dual ---------------------------------------------------------------------------
+
+@rule("forward_levels.unpack-dual-namedtuple")
+def test_unpack_dual_returns_named_tuple_with_same_tangent(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    foo = fw.tensor([1.0, 2.0], device=device)
+    bar = fw.tensor([0.5, -1.0], device=device)
+    with fwad.dual_level():
+        u = fwad.unpack_dual(fwad.make_dual(foo, bar))
+        assert type(u).__name__ == "UnpackedDualTensor", f"unpack_dual returned a {type(u).__name__}"
+        assert isinstance(u, tuple) and getattr(u, "_fields", None) == ("primal", "tangent"), (
+            f"unpack_dual result is not a namedtuple with fields ('primal', 'tangent'): {u!r}")
+        assert u[0] is u.primal and u[1] is u.tangent, "positional and named access disagree"
+        assert u.tangent is bar, "unpack_dual(...).tangent is not the tensor passed to make_dual"
+        assert_allclose(adapter.to_numpy(u.primal), [1.0, 2.0])
+
+
+@rule("forward_levels.unpack-primal-fresh-view")
+def test_unpack_dual_primal_identity(fw, adapter, device, observe):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    with fwad.dual_level():
+        d = fwad.make_dual(fw.ones(2, device=device), fw.ones(2, device=device))
+        p1, p2 = fwad.unpack_dual(d).primal, fwad.unpack_dual(d).primal
+        observe({"same primal object on two unpacks": p1 is p2, "primal is the dual": p1 is d})
+
+
+@rule("forward_levels.unpack-non-dual-tangent-none")
+def test_unpack_of_plain_tensor_in_level_has_no_tangent(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    foo = fw.tensor([1.0, 2.0], device=device)
+    plain = fw.tensor([3.0, 4.0], device=device)
+    with fwad.dual_level():
+        fwad.make_dual(foo, fw.ones(2, device=device))
+        for name, t, values in (("plain tensor", plain, [3.0, 4.0]), ("original primal", foo, [1.0, 2.0])):
+            u = fwad.unpack_dual(t)
+            assert u.tangent is None, f"unpack_dual of the {name} gave tangent {u.tangent!r}, expected None"
+            assert_allclose(adapter.to_numpy(u.primal), values, err_msg=f"primal of the {name}")
+
+
+@rule("forward_levels.unpack-outside-level")
+def test_unpack_outside_any_level(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    t = fw.tensor([1.5, 2.5], device=device)
+    u = fwad.unpack_dual(t)
+    assert type(u).__name__ == "UnpackedDualTensor", f"unpack_dual outside a level returned a {type(u).__name__}"
+    assert u.tangent is None, f"tangent outside any level is {u.tangent!r}, expected None"
+    assert_allclose(adapter.to_numpy(u.primal), [1.5, 2.5])
+
+
+# -- tangent lifetime ----------------------------------------------------------------------
+
+@rule("forward_levels.tangents-cleared-at-exit")
+def test_tangent_cleared_when_level_exits(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    with fwad.dual_level():
+        dual = fwad.make_dual(fw.tensor([1.0, 2.0], device=device), fw.ones(2, device=device))
+        derived = dual * 3
+        assert _tangent_list(adapter, fwad, dual) == [1.0, 1.0]
+    assert _tangent_list(adapter, fwad, dual) is None, "the dual still has a tangent after the level exited"
+    assert _tangent_list(adapter, fwad, derived) is None, "a result computed in the level kept its tangent"
+    assert_allclose(adapter.to_numpy(dual), [1.0, 2.0], err_msg="the dual's values changed at level exit")
+    assert_allclose(adapter.to_numpy(dual * 2), [2.0, 4.0], err_msg="the dual is unusable after level exit")
+
+
+@rule("forward_levels.new-level-starts-clean")
+def test_new_level_does_not_resurrect_old_tangents(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    foo = fw.ones(2, device=device)
+    with fwad.dual_level():
+        old = fwad.make_dual(foo, fw.full((2,), 7.0, device=device))
+    baz = fw.full((2,), 5.0, device=device)
+    with fwad.dual_level():
+        new = fwad.make_dual(foo, baz)
+        assert fwad.unpack_dual(old).tangent is None, "a dual from an earlier level has a tangent in the new level"
+        assert fwad.unpack_dual(new).tangent is baz, "the new level's dual does not carry its own tangent"
+        assert _tangent_list(adapter, fwad, old * 2) is None, "ops on the old dual produce a tangent in the new level"
+
+
+@rule("forward_levels.tangent-owned-by-dual")
+def test_tangent_lives_and_dies_with_its_dual(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    foo = fw.ones(2, device=device)
+    with fwad.dual_level():
+        tangent = fw.full((2,), 4.0, device=device)
+        with diverges_if_raises(TypeError, what="weakref to a tensor"):
+            ref = weakref.ref(tangent)
+        with diverges_if_raises(AttributeError, what="attribute on a tensor"):
+            tangent.note = "kept"
+        dual = fwad.make_dual(foo, tangent)
+        del tangent
+        gc.collect()
+        assert ref() is not None, "the tangent died while its dual is alive"
+        unpacked = fwad.unpack_dual(dual).tangent
+        assert unpacked is ref(), "unpack_dual returns another object than the tangent the dual keeps"
+        assert getattr(unpacked, "note", None) == "kept", "the tangent's attribute was lost"
+        del unpacked, dual
+        gc.collect()
+        assert ref() is None, "the tangent outlives its dual while the level is open (owned by the level?)"
+
+
+# -- make_dual checks and aliasing ---------------------------------------------------------
+
+@rule("forward_levels.make-dual-size-check")
+def test_make_dual_rejects_other_shapes(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    size = r"different size than that of the original Tensor"
+    with fwad.dual_level():
+        p = fw.ones(2, device=device)
+        _expect_error(lambda: fwad.make_dual(p, fw.ones(3, device=device)), RuntimeError, size,
+                      "make_dual of a (2,) primal with a (3,) tangent")
+        _expect_error(lambda: fwad.make_dual(p, fw.ones(1, 2, device=device)), RuntimeError, size,
+                      "make_dual of a (2,) primal with a (1, 2) tangent (no broadcasting)")
+        _expect_error(lambda: fwad.make_dual(fw.ones(2, 3, device=device), fw.ones(3, 2, device=device)),
+                      RuntimeError, size, "make_dual of a (2, 3) primal with a (3, 2) tangent")
+
+
+@rule("forward_levels.make-dual-floating-only")
+def test_make_dual_rejects_integral_tensors(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    with fwad.dual_level():
+        _expect_error(lambda: fwad.make_dual(fw.ones(2, device=device), fw.ones(2, dtype=fw.int64, device=device)),
+                      ValueError, r"Expected tangent to be floating point or complex", "int64 tangent")
+        _expect_error(lambda: fwad.make_dual(fw.ones(2, dtype=fw.int64, device=device), fw.ones(2, device=device)),
+                      ValueError, r"Expected primal to be floating point or complex", "int64 primal")
+        _expect_error(lambda: fwad.make_dual(fw.ones(2, dtype=fw.bool, device=device), fw.ones(2, device=device)),
+                      ValueError, r"Expected primal to be floating point or complex", "bool primal")
+
+
+@rule("forward_levels.make-dual-dtype-may-differ")
+def test_make_dual_with_tangent_of_other_float_dtype(fw, adapter, device, observe):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    with fwad.dual_level():
+        try:
+            d = fwad.make_dual(fw.ones(2, dtype=fw.float32, device=device),
+                               fw.ones(2, dtype=fw.float64, device=device))
+        except Exception as exc:  # noqa: BLE001 - recorded, not judged
+            observe(f"refused: {type(exc).__name__}: {exc}")
+            return
+        observe(f"accepted; unpacked tangent dtype {fwad.unpack_dual(d).tangent.dtype}")
+
+
+@rule("forward_levels.make-dual-aliases-primal")
+def test_dual_shares_data_and_version_with_primal(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    foo = fw.zeros(2, device=device)
+    with fwad.dual_level():
+        d = fwad.make_dual(foo, fw.ones(2, device=device))
+        v0 = d._version
+        foo.add_(1)
+        assert_allclose(adapter.to_numpy(d), [1.0, 1.0], err_msg="in-place on the primal is not visible in the dual")
+        assert d._version == foo._version and d._version > v0, (
+            f"versions after foo.add_: dual {d._version}, primal {foo._version}, dual before {v0}; "
+            "expected a shared, bumped counter")
+        d.mul_(2)
+        assert_allclose(adapter.to_numpy(foo), [2.0, 2.0], err_msg="in-place on the dual is not visible in the primal")
+        assert d._version == foo._version, (
+            f"versions after dual.mul_: dual {d._version}, primal {foo._version}; expected one shared counter")
+
+
+# -- in-place and views --------------------------------------------------------------------
+
+@rule("forward_levels.inplace-updates-tangent")
+def test_inplace_on_dual_updates_tangent(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    foo = fw.tensor([1.0, 2.0], dtype=fw.float64, device=device)
+    bar = fw.ones(2, dtype=fw.float64, device=device)
+    with fwad.dual_level():
+        dual = fwad.make_dual(foo, bar)
+        dual *= 2
+        assert _tangent_list(adapter, fwad, dual) == [2.0, 2.0], "dual *= 2 did not double the tangent"
+        assert fwad.unpack_dual(foo).tangent is None, "the original primal acquired a tangent"
+        p, t = fwad.unpack_dual(dual)
+        p *= 2
+        assert _tangent_list(adapter, fwad, dual) == [2.0, 2.0], "in-place on the unpacked primal changed the tangent"
+        assert_allclose(adapter.to_numpy(dual), [4.0, 8.0])
+        t *= 2
+        assert _tangent_list(adapter, fwad, dual) == [4.0, 4.0], (
+            "in-place on the unpacked tangent did not change the dual's tangent")
+
+
+@rule("forward_levels.inplace-keeps-tangent-object")
+def test_inplace_on_dual_updates_tangent_object_in_place(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    bar = fw.ones(2, device=device)
+    with fwad.dual_level():
+        dual = fwad.make_dual(fw.tensor([1.0, 2.0], device=device), bar)
+        dual *= 2
+        assert fwad.unpack_dual(dual).tangent is bar, "after dual *= 2 the tangent is a new object"
+        assert_allclose(adapter.to_numpy(bar), [2.0, 2.0], err_msg="the user's tangent was not updated in place")
+
+
+@rule("forward_levels.views-propagate-tangent")
+def test_views_of_dual_carry_and_update_tangent(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    with fwad.dual_level():
+        d = fwad.make_dual(fw.tensor([1.0, 2.0, 3.0], device=device), fw.tensor([1.0, 2.0, 3.0], device=device))
+        assert _tangent_list(adapter, fwad, d[1:]) == [2.0, 3.0], "slice of a dual has the wrong tangent"
+        assert _tangent_list(adapter, fwad, d[1]) == 2.0, "element of a dual has the wrong tangent"
+        assert _tangent_list(adapter, fwad, d.view(3, 1)) == [[1.0], [2.0], [3.0]], "view() lost the tangent"
+        assert _tangent_list(adapter, fwad, d.reshape(1, 3)) == [[1.0, 2.0, 3.0]], "reshape() lost the tangent"
+        v = d[0:2]
+        v *= 10
+        assert _tangent_list(adapter, fwad, d) == [10.0, 20.0, 3.0], (
+            "in-place on a slice did not update the base dual's tangent")
+        assert _tangent_list(adapter, fwad, v) == [10.0, 20.0], "in-place on a slice: the slice's own tangent"
+
+
+@rule("forward_levels.inplace-write-makes-dual")
+def test_writing_a_dual_into_a_plain_tensor_gives_it_a_tangent(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    with fwad.dual_level():
+        d = fwad.make_dual(fw.tensor([1.0, 2.0, 3.0], device=device), fw.tensor([1.0, 2.0, 3.0], device=device))
+        b = fw.zeros(3, device=device)
+        b += d
+        assert _tangent_list(adapter, fwad, b) == [1.0, 2.0, 3.0], "b += dual: b has the wrong tangent"
+        b = fw.zeros(3, device=device)
+        b.copy_(d)
+        assert _tangent_list(adapter, fwad, b) == [1.0, 2.0, 3.0], "b.copy_(dual): b has the wrong tangent"
+        b = fw.zeros(3, device=device)
+        b[1] = d[1]
+        assert _tangent_list(adapter, fwad, b) == [0.0, 2.0, 0.0], (
+            "b[1] = dual[1]: expected a tangent with zeros where b was not written")
+        b = fw.zeros(3, device=device)
+        b.detach().add_(d)
+        assert_allclose(adapter.to_numpy(b), [1.0, 2.0, 3.0], err_msg="write through b.detach() not visible in b")
+        assert fwad.unpack_dual(b).tangent is None, "writing through b.detach() gave b a tangent"
+
+
+@rule("forward_levels.detach-drops-tangent")
+def test_detach_drops_tangent(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    with fwad.dual_level():
+        d = fwad.make_dual(fw.tensor([1.0, 2.0], device=device), fw.ones(2, device=device))
+        det = d.detach()
+        assert fwad.unpack_dual(det).tangent is None, "detach() kept the tangent"
+        assert _tangent_list(adapter, fwad, det * 2) is None, "ops on a detached dual produce a tangent"
+        assert_allclose(adapter.to_numpy(det), [1.0, 2.0])
+        assert _tangent_list(adapter, fwad, d) == [1.0, 1.0], "detach() removed the tangent from the dual itself"
+
+
+@rule("forward_levels.no-grad-keeps-tangent")
+def test_no_grad_does_not_disable_forward_ad(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    with fwad.dual_level():
+        d = fwad.make_dual(fw.tensor([1.0, 2.0], device=device), fw.ones(2, device=device))
+        with fw.no_grad():
+            y = d * 3
+            d2 = fwad.make_dual(fw.ones(2, device=device), fw.full((2,), 5.0, device=device))
+        assert _tangent_list(adapter, fwad, y) == [3.0, 3.0], "an op under no_grad() dropped the tangent"
+        assert _tangent_list(adapter, fwad, d2) == [5.0, 5.0], "make_dual under no_grad() has no tangent"
+
+
+# -- threads -------------------------------------------------------------------------------
+
+def _run_threads(targets, timeout=60.0):
+    threads = [threading.Thread(target=t) for t in targets]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout)
+    stuck = sum(th.is_alive() for th in threads)
+    assert stuck == 0, f"{stuck} thread(s) still running after {timeout}s (deadlock?)"
+
+
+@rule("forward_levels.levels-process-global")
+def test_level_opened_on_main_thread_is_visible_on_others(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    res = {}
+    with fwad.dual_level():
+        main_dual = fwad.make_dual(fw.ones(2, device=device), fw.ones(2, device=device))
+
+        def worker():
+            try:
+                d = fwad.make_dual(fw.ones(2, device=device), fw.ones(2, device=device))
+                res["tangent"] = _tangent_list(adapter, fwad, d * 3)
+                res["main_dual_tangent"] = _tangent_list(adapter, fwad, main_dual)
+            except Exception as exc:  # noqa: BLE001 - reported below
+                res["tangent"] = f"{type(exc).__name__}: {exc}"
+            try:
+                fwad.enter_dual_level()
+                res["nest"] = "no error"
+                fwad.exit_dual_level()
+            except Exception as exc:  # noqa: BLE001 - reported below
+                res["nest"] = f"{type(exc).__name__}: {exc}"
+
+        _run_threads([worker])
+    assert res.get("tangent") == [3.0, 3.0], (
+        f"worker thread under the main thread's level: {res.get('tangent')!r} (level thread-local?)")
+    assert res.get("main_dual_tangent") == [1.0, 1.0], (
+        f"worker thread sees the main thread's dual tangent as {res.get('main_dual_tangent')!r}")
+    assert "Nested forward mode AD is not supported" in res.get("nest", ""), (
+        f"enter_dual_level() on a worker thread while the main thread's level is open: {res.get('nest')!r}")
+
+
+@rule("forward_levels.levels-process-global")
+def test_level_opened_on_worker_thread_is_level_zero_and_closes(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    res = {}
+
+    def worker():
+        with fwad.dual_level() as lvl:
+            res["level"] = lvl
+            res["dual"] = fwad.make_dual(fw.ones(2, device=device), fw.ones(2, device=device))
+
+    _run_threads([worker])
+    assert res.get("level") == 0, f"level entered on a worker thread is {res.get('level')!r}, expected 0"
+    assert fwad.unpack_dual(res["dual"]).tangent is None, "the worker's dual kept its tangent after its level exited"
+    assert not _level_is_open(fw, fwad, device), "the main thread still sees a level after the worker exited it"
+
+
+@rule("forward_levels.concurrent-duals-one-level")
+def test_eight_threads_make_and_unpack_duals_concurrently(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    errors = []
+    barrier = threading.Barrier(8)
+
+    def work(i):
+        def run():
+            try:
+                barrier.wait(30)
+                for k in range(40):
+                    value = float(i * 1000 + k)
+                    tangent = fw.full((3,), value, device=device)
+                    d = fwad.make_dual(fw.full((3,), float(i), device=device), tangent)
+                    y = (d * 2 + d).sum()
+                    primal, yt = fwad.unpack_dual(y)
+                    if fwad.unpack_dual(d).tangent is not tangent:
+                        errors.append(f"thread {i} iter {k}: the dual lost its own tangent object")
+                    if yt is None or float(yt.item()) != 9.0 * value or float(primal.item()) != 9.0 * i:
+                        errors.append(f"thread {i} iter {k}: got primal {primal.item()} tangent "
+                                      f"{None if yt is None else yt.item()}, expected {9.0 * i} and {9.0 * value}")
+                        return
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(f"thread {i}: {type(exc).__name__}: {exc}")
+
+        return run
+
+    with fwad.dual_level():
+        _run_threads([work(i) for i in range(8)])
+    assert errors == [], f"{len(errors)} problem(s), first: {errors[:3]}"
+
+
+# -- custom Functions ----------------------------------------------------------------------
+
+@rule("forward_levels.custom-function-needs-jvp")
+def test_custom_function_without_jvp_refuses_duals(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+
+    class NoJvp(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    with fwad.dual_level():
+        d = fwad.make_dual(fw.ones(2, device=device), fw.ones(2, device=device))
+        _expect_error(lambda: NoJvp.apply(d), NotImplementedError, r"You must implement the jvp function",
+                      "custom Function without jvp applied to a dual")
+        out = NoJvp.apply(fw.ones(2, device=device))
+        assert_allclose(adapter.to_numpy(out), [2.0, 2.0], err_msg="the Function failed on a tensor without tangent")
+        assert fwad.unpack_dual(out).tangent is None
+
+
+@rule("forward_levels.custom-function-static-jvp")
+def test_custom_function_static_jvp_gives_output_tangent(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    calls = []
+
+    class Square(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            raise AssertionError("backward must not run in forward mode")
+
+        @staticmethod
+        def jvp(ctx, x_t):
+            calls.append("classic")
+            return x_t * 7  # deliberately not 2x: proves the jvp result is used
+
+    class SquareSetup(fw.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            raise AssertionError("backward must not run in forward mode")
+
+        @staticmethod
+        def jvp(ctx, x_t):
+            calls.append("setup_context")
+            return x_t * 7
+
+    with fwad.dual_level():
+        for fn in (Square, SquareSetup):
+            d = fwad.make_dual(fw.tensor([1.0, 3.0], device=device), fw.tensor([1.0, 10.0], device=device))
+            primal, tangent = fwad.unpack_dual(fn.apply(d))
+            assert_allclose(adapter.to_numpy(primal), [1.0, 9.0], err_msg=f"{fn.__name__}: primal")
+            assert tangent is not None, f"{fn.__name__}: output has no tangent"
+            assert_allclose(adapter.to_numpy(tangent), [7.0, 70.0],
+                            err_msg=f"{fn.__name__}: output tangent is not jvp's return value")
+    assert calls == ["classic", "setup_context"], f"jvp calls: {calls}"
+
+
+# -- composition and cleanup ---------------------------------------------------------------
+
+@rule("forward_levels.reverse-through-dual")
+def test_reverse_mode_flows_through_make_and_unpack_dual(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
+    with fwad.dual_level():
+        d = fwad.make_dual(x, fw.ones(2, device=device))
+        primal, tangent = fwad.unpack_dual(d * 3)
+        assert primal.requires_grad, "the unpacked primal does not require grad"
+        assert _tangent_list(adapter, fwad, d * 3) == [3.0, 3.0]
+        (primal * primal).sum().backward()
+    assert x.grad is not None, "no gradient reached the tensor behind make_dual"
+    assert_allclose(adapter.to_numpy(x.grad), [18.0, 36.0], err_msg="d/dx sum((3x)^2) = 18x")
+
+
+@rule("forward_levels.level-exit-with-graph-cycle")
+def test_level_exit_with_tangent_graph_referencing_dual(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    done = []
+
+    def run():
+        def make():
+            a = fw.randn(10, requires_grad=True, device=device)
+            da = fwad.make_dual(fw.randn(10, device=device), a)
+            db = da.exp()
+            return db
+        with fwad.dual_level():
+            make()
+            kept = make()
+        done.append(fwad.unpack_dual(kept).tangent is None)
+
+    _run_threads([run], timeout=60.0)
+    assert done == [True], f"level exit did not complete cleanly: {done}"

@@ -1,0 +1,659 @@
+"""Suite `hooks`: tensor hooks, node hooks, post-accumulate-grad hooks and their lifetimes.
+
+Rules: conformance/catalogue/hooks.toml. Observed torch behaviour: section 3 of
+shared/semantics/torch-2.13-observed.md.
+"""
+import gc
+import re
+import weakref
+
+import numpy as np
+from numpy.testing import assert_allclose
+
+from conformance.api import diverges_if_raises, rule
+
+
+def _expect_error(fn, exc_type, pattern, what):
+    """Run ``fn``; it must raise ``exc_type`` with a message matching ``pattern``."""
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - any other exception is a divergence here
+        assert isinstance(exc, exc_type) and re.search(pattern, str(exc)), (
+            f"{what}: expected {exc_type.__name__} matching {pattern!r}, "
+            f"got {type(exc).__name__}: {exc}"
+        )
+        return exc
+    raise AssertionError(f"{what}: no error (expected {exc_type.__name__} matching {pattern!r})")
+
+
+def _remove(handle, what="handle.remove()"):
+    with diverges_if_raises(AttributeError, TypeError, what=f"{what} (register_hook returned {handle!r})"):
+        handle.remove()
+
+
+def _node(t, what="grad_fn"):
+    with diverges_if_raises(AttributeError, TypeError, what=what):
+        node = t.grad_fn
+    assert node is not None, f"{what}: tensor has no grad_fn"
+    return node
+
+
+def _accumulator(t):
+    """The AccumulateGrad node of the leaf that ``t`` was computed from (single input)."""
+    with diverges_if_raises(AttributeError, IndexError, TypeError, what="grad_fn.next_functions[0][0]"):
+        return t.grad_fn.next_functions[0][0]
+
+
+# -- registration ------------------------------------------------------------------------
+
+@rule("hooks.register-hook-needs-requires-grad")
+def test_register_hook_on_tensor_without_grad_raises(fw, device):
+    t = fw.randn(3, device=device)
+    _expect_error(lambda: t.register_hook(lambda g: g), RuntimeError,
+                  "cannot register a hook on a tensor that doesn't require gradient",
+                  "register_hook on a tensor with requires_grad=False")
+
+
+@rule("hooks.post-accumulate-hook-leaf-only")
+def test_post_accumulate_hook_refused_on_non_leaf(fw, device):
+    leaf = fw.randn(3, requires_grad=True, device=device)
+    nonleaf = leaf * 2.0
+    _expect_error(lambda: nonleaf.register_post_accumulate_grad_hook(lambda p: None), RuntimeError,
+                  "post accumulate grad hooks cannot be registered on non-leaf tensors",
+                  "register_post_accumulate_grad_hook on a non-leaf")
+    leaf.register_post_accumulate_grad_hook(lambda p: None)  # accepted on a leaf
+
+
+@rule("hooks.register-hook-returns-handle")
+def test_register_hook_returns_removable_handle(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    h_leaf = x.register_hook(lambda g: None)
+    y = x * 2
+    h_nonleaf = y.register_hook(lambda g: None)
+    for where, h in (("leaf", h_leaf), ("non-leaf", h_nonleaf)):
+        assert h is not None, f"register_hook on a {where} returned None instead of a handle"
+        assert callable(getattr(h, "remove", None)), (
+            f"register_hook on a {where} returned {type(h).__name__} without a remove() method")
+
+
+# -- return values and order ---------------------------------------------------------------
+
+@rule("hooks.return-none-keeps-tensor-replaces")
+def test_none_keeps_gradient_and_tensor_replaces_it(fw, adapter, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    y = x * 1
+    seen = []
+    y.register_hook(lambda g: seen.append(adapter.to_numpy(g).tolist()))  # returns None
+    y.register_hook(lambda g: g * 10)
+    y.register_hook(lambda g: seen.append(adapter.to_numpy(g).tolist()))  # returns None
+    y.sum().backward()
+    assert seen == [[1.0] * 3, [10.0] * 3], (
+        f"hooks saw {seen}; expected the first to see 1s (None keeps) and the last 10s (tensor replaces)")
+    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 10.0),
+                    err_msg="the tensor returned by the hook did not replace the propagated gradient")
+
+
+@rule("hooks.chain-in-registration-order")
+def test_hooks_chain_in_registration_order(fw, adapter, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = x * 1
+    log = []
+
+    def make(name, factor):
+        def hook(g):
+            log.append((name, float(adapter.to_numpy(g)[0])))
+            return g * factor
+        return hook
+
+    y.register_hook(make("h1", 2.0))
+    y.register_hook(make("h2", 3.0))
+    y.register_hook(make("h3", 5.0))
+    y.sum().backward()
+    assert log == [("h1", 1.0), ("h2", 2.0), ("h3", 6.0)], (
+        f"observed {log}; expected h1, h2, h3 in registration order, each seeing the previous result")
+    assert_allclose(adapter.to_numpy(x.grad), np.full(2, 30.0))
+
+
+# -- removal -------------------------------------------------------------------------------
+
+@rule("hooks.handle-remove-idempotent")
+def test_handle_remove_is_idempotent(fw, device):
+    x = fw.ones(5, 5, requires_grad=True, device=device)
+    z = x * 2
+    counter = [0]
+    z.register_hook(lambda g: counter.__setitem__(0, counter[0] + 1))
+    z.backward(fw.ones(5, 5, device=device), retain_graph=True)
+    h2 = z.register_hook(lambda g: counter.__setitem__(0, counter[0] + 2))
+    z.backward(fw.ones(5, 5, device=device), retain_graph=True)
+    assert counter[0] == 4, f"after two passes the counter is {counter[0]}, expected 1 + (1 + 2) = 4"
+    _remove(h2)
+    _remove(h2, what="second handle.remove()")
+    z.backward(fw.ones(5, 5, device=device), retain_graph=True)
+    assert counter[0] == 5, (
+        f"counter is {counter[0]} after removing h2 twice and one more pass; expected 5 "
+        "(removed hook silent, the other hook still firing)")
+
+
+@rule("hooks.handle-remove-mid-backward")
+def test_tensor_hook_removed_by_another_hook_is_gone_afterwards(fw, adapter, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    y = x * 2
+    ran = []
+    handles = {}
+
+    def remover(g):
+        ran.append("remover")
+        if "victim" in handles:
+            _remove(handles.pop("victim"), what="remove() called inside a running hook")
+
+    y.register_hook(remover)
+    handles["victim"] = y.register_hook(lambda g: ran.append("victim"))
+    y.sum().backward(retain_graph=True)
+    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 2.0),
+                    err_msg="removing a hook mid-backward disturbed the gradient")
+    ran.clear()
+    y.sum().backward()
+    assert ran == ["remover"], f"hooks that ran in the next pass: {ran}; the removed hook still fires"
+
+
+@rule("hooks.handle-remove-mid-backward")
+def test_node_prehook_removed_by_another_prehook_is_gone_afterwards(fw, adapter, device):
+    a = fw.ones(3, requires_grad=True, device=device)
+    b = a * 2
+    node = _node(b)
+    cnt = [0]
+    handles = {}
+
+    def pre1(grad_outputs):
+        if "victim" in handles:
+            _remove(handles.pop("victim"), what="remove() of a node pre-hook inside another pre-hook")
+
+    with diverges_if_raises(AttributeError, TypeError, what="grad_fn.register_prehook"):
+        node.register_prehook(pre1)
+        handles["victim"] = node.register_prehook(lambda go: cnt.__setitem__(0, cnt[0] + 1))
+    b.sum().backward(retain_graph=True)
+    assert_allclose(adapter.to_numpy(a.grad), np.full(3, 2.0),
+                    err_msg="removing a node pre-hook mid-backward disturbed the gradient")
+    first = cnt[0]
+    b.sum().backward()
+    assert cnt[0] == first, "a node pre-hook removed during an earlier backward ran again in a later one"
+
+
+@rule("hooks.handle-remove-mid-backward-current-pass")
+def test_hook_removed_mid_backward_in_the_same_pass(fw, device, observe):
+    a = fw.ones(3, requires_grad=True, device=device)
+    b = a * 2
+    ran = {"tensor": 0, "node": 0}
+    handles = {}
+    refused = []
+
+    def remove(kind):
+        try:
+            handles[kind].remove()
+        except Exception as exc:  # noqa: BLE001 - recorded, not judged (implementation-defined)
+            refused.append(f"{kind} handle.remove(): {type(exc).__name__}: {exc}")
+
+    b.register_hook(lambda g: remove("tensor"))
+    handles["tensor"] = b.register_hook(lambda g: ran.__setitem__("tensor", ran["tensor"] + 1))
+    try:
+        node = b.grad_fn
+        node.register_prehook(lambda go: remove("node"))
+        handles["node"] = node.register_prehook(lambda go: ran.__setitem__("node", ran["node"] + 1))
+    except (AttributeError, TypeError) as exc:
+        refused.append(f"grad_fn.register_prehook: {type(exc).__name__}: {exc}")
+    b.sum().backward()
+    seen = {"removed tensor hook ran in the same pass": ran["tensor"] == 1}
+    if "node" in handles:
+        seen["removed node pre-hook ran in the same pass"] = ran["node"] == 1
+    if refused:
+        seen["refused"] = refused
+    observe(seen)
+
+
+# -- leaf hooks ----------------------------------------------------------------------------
+
+@rule("hooks.leaf-hook-fires-once-per-backward")
+def test_two_leaf_hooks_fire_once_each_in_order(fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    log = []
+    x.register_hook(lambda g: log.append(1))
+    x.register_hook(lambda g: log.append(2))
+    (x * 2).sum().backward()
+    assert log == [1, 2], f"leaf hooks ran as {log}; expected [1, 2] (each once, in registration order)"
+
+
+@rule("hooks.leaf-hook-fires-once-per-backward")
+def test_leaf_hook_fires_once_when_leaf_used_several_times(fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    calls = [0]
+    x.register_hook(lambda g: calls.__setitem__(0, calls[0] + 1))
+    (x * 2 + x * 3 + x.exp()).sum().backward()
+    assert calls[0] == 1, f"leaf used 3 times: hook called {calls[0]} times, expected once"
+
+
+@rule("hooks.leaf-hook-before-accumulation")
+def test_leaf_hook_sees_summed_incoming_gradient_before_accumulation(fw, adapter, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    x.grad = fw.full((2,), 100.0, device=device)
+    seen = []
+
+    def hook(g):
+        seen.append(adapter.to_numpy(g).tolist())
+        return g * 2
+
+    x.register_hook(hook)
+    (x * 2 + x * 3).sum().backward()
+    assert seen == [[5.0, 5.0]], (
+        f"leaf hook saw {seen}; expected one call with the summed incoming gradient [5, 5] "
+        "(not per use [2]/[3], not the accumulated 105)")
+    assert_allclose(adapter.to_numpy(x.grad), np.full(2, 110.0),
+                    err_msg="x.grad should be 100 + hook's return value (2 * 5)")
+
+
+# -- phase order ---------------------------------------------------------------------------
+
+@rule("hooks.tensor-prehooks-before-node-prehooks")
+def test_tensor_hooks_run_before_node_prehooks(fw, device):
+    log = []
+
+    def tensor_hook(g):
+        log.append("t")
+        return g * 3
+
+    def node_prehook(gs):
+        log.append("n")
+        return tuple(g * 2 for g in gs)
+
+    a = fw.tensor(1.0, requires_grad=True, device=device)
+    b = a.clone()
+    node = _node(b)
+    with diverges_if_raises(AttributeError, TypeError, what="grad_fn.register_prehook"):
+        node.register_prehook(node_prehook)
+        b.register_hook(tensor_hook)
+        node.register_prehook(node_prehook)
+        acc = _accumulator(b)
+        a.register_hook(tensor_hook)
+        acc.register_prehook(node_prehook)
+        a.register_hook(tensor_hook)
+    b.sum().backward()
+    assert log == ["t", "n", "n", "t", "t", "n"], (
+        f"hook order {log}; expected b's tensor hook, b.grad_fn's two pre-hooks, a's two tensor "
+        "hooks, then the AccumulateGrad pre-hook")
+    assert a.grad.item() == 3.0 * 2 * 2 * 3 * 3 * 2, f"a.grad is {a.grad.item()}, expected 216"
+
+
+@rule("hooks.retain-grad-sees-all-tensor-hooks")
+def test_retain_grad_sees_hooks_registered_before_and_after(fw, device):
+    def double(g):
+        return g * 2
+
+    a = fw.tensor(1.0, requires_grad=True, device=device)
+    b = a.clone()
+    b.register_hook(double)
+    b.retain_grad()
+    b.register_hook(double)
+    b.clone().backward()
+    assert b.grad.item() == 4.0, (
+        f"b.grad is {b.grad.item()} with hooks before and after retain_grad(); expected 4 (both applied)")
+
+    a = fw.tensor(1.0, requires_grad=True, device=device)
+    b = a.clone()
+    b.retain_grad()
+    b.register_hook(double)
+    b.clone().backward()
+    assert b.grad.item() == 2.0, (
+        f"b.grad is {b.grad.item()} with a hook registered after retain_grad(); expected 2")
+
+
+@rule("hooks.inputs-nonleaf-grad-excludes-node-prehooks")
+def test_backward_inputs_nonleaf_grad_after_tensor_hooks_only(fw, device):
+    log = []
+
+    def tensor_hook(g):
+        log.append("t")
+        return g * 3
+
+    def node_prehook(gs):
+        log.append("n")
+        return tuple(g * 2 for g in gs)
+
+    a = fw.tensor(1.0, requires_grad=True, device=device)
+    b = a.clone()
+    with diverges_if_raises(AttributeError, TypeError, what="grad_fn.register_prehook"):
+        _node(b).register_prehook(node_prehook)
+    b.register_hook(tensor_hook)
+    a.register_hook(tensor_hook)
+    with diverges_if_raises(TypeError, what="backward(inputs=...)"):
+        b.sum().backward(inputs=(b,))
+    assert log == ["t", "n"], f"hooks that ran: {log}; expected b's tensor hook then b.grad_fn's pre-hook"
+    assert b.grad is not None and b.grad.item() == 3.0, (
+        f"b.grad is {None if b.grad is None else b.grad.item()}; expected 3 (tensor hook applied, "
+        "node pre-hook not)")
+    assert a.grad is None, "a is beyond inputs=(b,) but received a gradient"
+
+
+# -- node hooks ----------------------------------------------------------------------------
+
+def _check_node_hooks(fw, adapter, device, make_output, kind):
+    a = fw.tensor([1.0], requires_grad=True, device=device)
+    b = make_output(a)
+    node = _node(b)
+    log = []
+
+    def pre(name, factor):
+        def hook(grad_outputs):
+            log.append((name, float(adapter.to_numpy(grad_outputs[0])[0])))
+            return None if factor is None else tuple(g * factor for g in grad_outputs)
+        return hook
+
+    def post(name, factor):
+        def hook(grad_inputs, grad_outputs):
+            log.append((name, float(adapter.to_numpy(grad_inputs[0])[0]),
+                        float(adapter.to_numpy(grad_outputs[0])[0])))
+            return tuple(None if g is None else g * factor for g in grad_inputs)
+        return hook
+
+    with diverges_if_raises(AttributeError, TypeError, what=f"node hooks on a {kind} grad_fn"):
+        node.register_hook(post("q1", 10.0))
+        node.register_prehook(pre("p1", 2.0))
+        node.register_prehook(pre("p2", None))
+        node.register_hook(post("q2", 1.0))
+        node.register_prehook(pre("p3", 3.0))
+    b.sum().backward()
+    expected = [("p1", 1.0), ("p2", 2.0), ("p3", 2.0), ("q1", 12.0, 6.0), ("q2", 120.0, 6.0)]
+    assert log == expected, (
+        f"{kind} node hooks ran as {log}; expected {expected} (pre-hooks in order, None keeps, "
+        "post-hooks after the node seeing modified grad_outputs and chaining replacements)")
+    assert_allclose(adapter.to_numpy(a.grad), [120.0],
+                    err_msg=f"{kind}: post-hook replacement of grad_inputs did not reach a.grad")
+
+
+@rule("hooks.node-hooks-builtin")
+def test_node_pre_and_post_hooks_on_builtin_node(fw, adapter, device):
+    _check_node_hooks(fw, adapter, device, lambda t: t * 2, "built-in")
+
+
+@rule("hooks.node-hooks-custom-function")
+def test_node_pre_and_post_hooks_on_custom_function_node(fw, adapter, device):
+    class Mul2(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    _check_node_hooks(fw, adapter, device, Mul2.apply, "custom Function")
+
+
+# -- which hooks run -----------------------------------------------------------------------
+
+@rule("hooks.off-path-never-fire")
+def test_hook_on_sibling_element_never_fires(fw, adapter, device):
+    x = fw.randn(5, requires_grad=True, device=device)
+    parts = [x[i] for i in range(5)]
+    fired = []
+    parts[0].register_hook(lambda g: fired.append(adapter.to_numpy(g).tolist()))
+    for i in range(1, 5):
+        parts[i].backward()
+    assert fired == [], f"hook on x[0] fired with {fired} during backward of the other elements"
+    assert_allclose(adapter.to_numpy(x.grad), [0.0, 1.0, 1.0, 1.0, 1.0])
+    parts[0].backward()
+    assert fired == [1.0], f"hook on x[0] saw {fired} during its own backward; expected [1.0]"
+
+
+@rule("hooks.off-path-never-fire")
+def test_hooks_off_path_or_beyond_inputs_never_fire(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    fired = []
+    branch = x * 2
+    branch.register_hook(lambda g: fired.append("branch"))
+    other = x * 3
+    mid = other * 4
+    x.register_hook(lambda g: fired.append("x"))
+    other.register_hook(lambda g: fired.append("other"))
+    with diverges_if_raises(TypeError, what="backward(inputs=...)"):
+        mid.sum().backward(inputs=(other,), retain_graph=True)
+    assert fired == ["other"], (
+        f"hooks fired: {fired}; only 'other' is on the path to inputs=(other,) "
+        "('branch' is a sibling, 'x' lies beyond the requested input)")
+    fired.clear()
+    fw.autograd.grad(mid.sum(), (other,))
+    assert fired == ["other"], f"autograd.grad(mid, (other,)) fired hooks {fired}; expected ['other']"
+
+
+@rule("hooks.grad-runs-input-tensor-hooks-only")
+def test_autograd_grad_runs_input_tensor_hooks_but_not_node_hooks(fw, device):
+    a = fw.tensor(1.0, requires_grad=True, device=device)
+    b = a * 2
+    c = b * 2
+    cnt = {"t": 0, "pre": 0, "post": 0}
+
+    def tensor_hook(g):
+        cnt["t"] += 1
+
+    def prehook(g):
+        cnt["pre"] += 1
+
+    def posthook(gi, go):
+        cnt["post"] += 1
+
+    a.register_hook(tensor_hook)
+    b.register_hook(tensor_hook)
+    acc = _accumulator(b)
+    with diverges_if_raises(AttributeError, TypeError, what="node hooks"):
+        acc.register_hook(posthook)
+        acc.register_prehook(prehook)
+        _node(b).register_hook(posthook)
+        _node(b).register_prehook(prehook)
+
+    def run(f):
+        for k in cnt:
+            cnt[k] = 0
+        f()
+        return dict(cnt)
+
+    observed = {
+        "grad(c, (b,))": run(lambda: fw.autograd.grad(c, (b,), retain_graph=True)),
+        "grad(c, (a, b))": run(lambda: fw.autograd.grad(c, (a, b), retain_graph=True)),
+        "c.backward()": run(lambda: c.backward(retain_graph=True)),
+    }
+    with diverges_if_raises(TypeError, what="backward(inputs=...)"):
+        observed["c.backward(inputs=(a, b))"] = run(lambda: c.backward(inputs=(a, b), retain_graph=True))
+    expected = {
+        "grad(c, (b,))": {"t": 1, "pre": 0, "post": 0},
+        "grad(c, (a, b))": {"t": 2, "pre": 1, "post": 1},
+        "c.backward()": {"t": 2, "pre": 2, "post": 2},
+        "c.backward(inputs=(a, b))": {"t": 2, "pre": 2, "post": 2},
+    }
+    assert observed == expected, f"hook call counts {observed}; expected {expected}"
+
+
+# -- in-place and versions -----------------------------------------------------------------
+
+@rule("hooks.hook-bound-to-version")
+def test_hooks_before_and_after_inplace_see_their_own_version(fw, adapter, device):
+    a = fw.tensor([1.0], requires_grad=True, device=device)
+    b = a.clone()
+    seen = []
+
+    def hook(tag):
+        def h(g):
+            seen.append((tag, float(adapter.to_numpy(g)[0])))
+            return g * 2
+        return h
+
+    b.register_hook(hook("before"))
+    b.mul_(2)
+    b.register_hook(hook("after"))
+    b.sum().backward()
+    assert seen == [("after", 1.0), ("before", 4.0)], (
+        f"observed {seen}; expected the hook registered after mul_ to see the new version's gradient "
+        "(1) first, then the earlier hook the old version's gradient (2 * 2 * 1 = 4)")
+    assert_allclose(adapter.to_numpy(a.grad), [8.0])
+
+
+@rule("hooks.retain-grad-latest-version")
+def test_retained_grad_is_for_latest_version(fw, adapter, device):
+    a = fw.tensor([1.0], requires_grad=True, device=device).clone()
+    a.retain_grad()
+    a.mul_(2)
+    a.mul_(2)
+    a.sum().backward()
+    assert a.grad is not None, "retained non-leaf has no .grad after in-place ops"
+    assert_allclose(adapter.to_numpy(a.grad), [1.0],
+                    err_msg="a.grad should be d(sum)/d(latest a) = 1, not the gradient of an older version")
+
+
+# -- validation ----------------------------------------------------------------------------
+
+def _backward_with_hook(fw, device, hook):
+    x = fw.randn(3, requires_grad=True, device=device)
+    y = x * 2
+    y.register_hook(hook)
+    return lambda: y.sum().backward()
+
+
+@rule("hooks.return-type-validated")
+def test_hook_returning_non_tensor_raises_type_error(fw, device):
+    _expect_error(_backward_with_hook(fw, device, lambda g: 1), TypeError, r"hook returned 'int'",
+                  "backward with a hook returning 1")
+
+
+@rule("hooks.return-metadata-validated")
+def test_hook_returning_other_shape_raises_naming_hook(fw, device):
+    def hook_named(g):
+        return fw.ones(2, 2, device=device)
+
+    _expect_error(_backward_with_hook(fw, device, hook_named), RuntimeError,
+                  r"hook 'hook_named' has changed the size of value",
+                  "backward with a hook returning a (2, 2) tensor for a (3,) gradient")
+
+
+@rule("hooks.return-metadata-validated")
+def test_hook_returning_other_dtype_raises(fw, device):
+    def widen(g):
+        return fw.ones(3, dtype=fw.float64, device=device)
+
+    _expect_error(_backward_with_hook(fw, device, widen), RuntimeError,
+                  r"hook 'widen' has changed the type of value",
+                  "backward with a hook returning float64 for a float32 gradient")
+
+
+# -- post-accumulate-grad hooks ------------------------------------------------------------
+
+@rule("hooks.post-accumulate-after-grad-in-order")
+def test_post_accumulate_hooks_see_grad_and_run_in_order(fw, adapter, device):
+    t = fw.tensor([1.0, 2.0, 3.0], requires_grad=True, device=device)
+    log = []
+
+    def first(p):
+        log.append(("first", p is t, None if p.grad is None else adapter.to_numpy(p.grad).tolist()))
+        with fw.no_grad():
+            p.sub_(p.grad)
+
+    def second(p):
+        log.append(("second", p is t, adapter.to_numpy(p).tolist()))
+        with fw.no_grad():
+            p.mul_(4.0)
+
+    with diverges_if_raises(AttributeError, TypeError, what="register_post_accumulate_grad_hook"):
+        t.register_post_accumulate_grad_hook(first)
+        t.register_post_accumulate_grad_hook(second)
+    (t * 2).sum().backward()
+    expected = [("first", True, [2.0, 2.0, 2.0]), ("second", True, [-1.0, 0.0, 1.0])]
+    assert log == expected, (
+        f"observed {log}; expected the hooks in order, receiving the leaf itself, with .grad already set")
+    assert_allclose(adapter.to_numpy(t), [-4.0, 0.0, 4.0])
+
+
+@rule("hooks.post-accumulate-must-return-none")
+def test_post_accumulate_hook_returning_value_raises(fw, device):
+    u = fw.randn(2, 3, requires_grad=True, device=device)
+    with diverges_if_raises(AttributeError, TypeError, what="register_post_accumulate_grad_hook"):
+        u.register_post_accumulate_grad_hook(lambda p: p.grad)
+    _expect_error(lambda: u.sum().backward(), RuntimeError,
+                  r"post accumulate grad hooks should return None",
+                  "backward with a post-accumulate hook returning p.grad")
+
+
+# -- lifetimes -----------------------------------------------------------------------------
+
+@rule("hooks.leaf-hooks-persist-across-graphs")
+def test_leaf_hook_fires_in_every_new_graph(fw, device):
+    x = fw.randn(2, requires_grad=True, device=device)
+    cnt = [0]
+    x.register_hook(lambda g: cnt.__setitem__(0, cnt[0] + 1))
+    (x * 2).sum().backward()
+    gc.collect()
+    (x * 3).sum().backward()
+    (x.exp() * 5).sum().backward()
+    assert cnt[0] == 3, f"leaf hook fired {cnt[0]} times over three separate graphs, expected 3"
+
+
+@rule("hooks.accumulate-grad-node-shared-while-alive")
+def test_referenced_accumulator_is_reused_by_new_graphs(fw, device):
+    x = fw.randn(2, requires_grad=True, device=device)
+    y = x * 2
+    acc = _accumulator(y)
+    cnt = [0]
+    with diverges_if_raises(AttributeError, TypeError, what="AccumulateGrad.register_prehook"):
+        acc.register_prehook(lambda go: cnt.__setitem__(0, cnt[0] + 1))
+    del y
+    z = x * 5
+    assert _accumulator(z) is acc, "a new graph on x got a different AccumulateGrad node while the old one is alive"
+    z.sum().backward()
+    (x * 7).sum().backward()
+    assert cnt[0] == 2, f"hook on the kept AccumulateGrad node fired {cnt[0]} times over two graphs, expected 2"
+
+
+@rule("hooks.accumulate-grad-node-hooks-die-with-node")
+def test_unreferenced_accumulator_and_its_hooks_are_dropped(fw, device):
+    class Marker:
+        pass
+
+    x = fw.randn(2, requires_grad=True, device=device)
+    y = x * 2
+    acc = _accumulator(y)
+    m = Marker()
+    marker_ref = weakref.ref(m)
+    cnt = [0]
+    with diverges_if_raises(AttributeError, TypeError, what="AccumulateGrad metadata / register_prehook"):
+        acc.metadata["m"] = m
+        acc.register_prehook(lambda go: cnt.__setitem__(0, cnt[0] + 1))
+    del m, y, acc
+    gc.collect()
+    assert marker_ref() is None, (
+        "the leaf keeps its AccumulateGrad node (and its metadata) alive after every graph using it is gone")
+    (x * 5).sum().backward()
+    assert cnt[0] == 0, f"a hook on a dropped AccumulateGrad node fired {cnt[0]} time(s) in a later graph"
+
+
+@rule("hooks.retain-graph-hooks-fire-each-backward")
+def test_tensor_hooks_fire_on_every_retained_backward(fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = x * 2
+    log = []
+    y.register_hook(lambda g: log.append("tensor"))
+    x.register_hook(lambda g: log.append("leaf"))
+    for _ in range(3):
+        y.sum().backward(retain_graph=True)
+    assert log == ["tensor", "leaf"] * 3, (
+        f"over three retained passes the tensor hooks ran as {log}; expected ['tensor', 'leaf'] three times")
+
+
+@rule("hooks.retain-graph-hooks-fire-each-backward")
+def test_node_hooks_fire_on_every_retained_backward(fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = x * 2
+    log = []
+    y.register_hook(lambda g: log.append("tensor"))
+    node = _node(y)
+    with diverges_if_raises(AttributeError, TypeError, what="grad_fn.register_prehook / register_hook"):
+        node.register_prehook(lambda go: log.append("pre"))
+        node.register_hook(lambda gi, go: log.append("post"))
+    for _ in range(3):
+        y.sum().backward(retain_graph=True)
+    one = ["tensor", "pre", "post"]
+    assert log == one * 3, f"over three retained passes the hooks ran as {log}; expected {one} three times"
