@@ -117,8 +117,13 @@ def sentinel_in_hook(tensor: Any, what: str) -> Probe:
     return Probe(what, weakref.ref(s), "sentinel in a hook closure")
 
 
-def tensor_probe(tensor: Any, what: str) -> Probe:
+def tensor_probe(tensor: Any, what: str, allow_hook: bool = True) -> Probe:
     """A weak reference to ``tensor`` if the framework allows one, else a hook sentinel.
+
+    A hook sentinel stands for "the tensor, or the graph node that holds its hooks" (OneFlow keeps
+    a non-leaf's hooks on its producing node, so they live as long as the graph): pass
+    ``allow_hook=False`` when the rule separates a tensor's life from its graph's (a saved tensor
+    freed by backward while the graph is alive).
 
     Raises TypeError when neither is possible (no weakref and the tensor does not require grad);
     wrap the call in ``diverges_if_raises(TypeError, ...)`` if that should count against the rule.
@@ -126,6 +131,9 @@ def tensor_probe(tensor: Any, what: str) -> Probe:
     try:
         return weak(tensor, what)
     except TypeError as exc:
+        if not allow_hook:
+            raise TypeError(f"cannot watch {what}: {exc} (a hook sentinel would outlive it "
+                            "with the graph)") from exc
         if not getattr(tensor, "requires_grad", False):
             raise TypeError(f"cannot watch {what}: {exc}, and it has no hooks") from exc
         return sentinel_in_hook(tensor, what)
