@@ -1,0 +1,923 @@
+"""Suite `engine`: what the backward engine does when ``Tensor.backward`` / ``autograd.grad`` runs.
+
+Rules: conformance/catalogue/engine.toml. Orders and counts are observed through custom
+Functions (whose backward the test writes) and hooks; numbers are compared through numpy.
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+import threading
+import warnings
+
+import numpy as np
+
+from conformance import liveness
+from conformance.api import Diverges, Unsupported, diverges_if_raises, rule
+
+FREED = "Trying to backward through the graph a second time"
+INPLACE = "one of the variables needed for gradient computation has been modified by an inplace operation"
+DEEP = 10_000
+
+
+@contextlib.contextmanager
+def raises(exc_types, match=None, what="the operation"):
+    """The rule says the block raises ``exc_types`` (message matching ``match``).
+
+    Unlike ``pytest.raises``, a missing or different exception is DIVERGES, not ERROR.
+    """
+    try:
+        yield
+    except (Unsupported, Diverges):
+        raise
+    except Exception as exc:
+        if not isinstance(exc, exc_types):
+            raise Diverges(f"{what} raised {type(exc).__name__}: {exc}") from exc
+        if match is not None and not re.search(match, str(exc)):
+            raise Diverges(f"{what} raised {type(exc).__name__} with message {str(exc)!r}, "
+                           f"expected to match {match!r}") from exc
+    else:
+        raise Diverges(f"{what} raised nothing")
+
+
+def close(adapter, t, expected, what="values"):
+    np.testing.assert_allclose(adapter.to_numpy(t), np.asarray(expected, dtype=np.float64),
+                               rtol=1e-5, err_msg=what)
+
+
+def logging_identity(fw, log, name):
+    """A custom Function ``name`` that appends ``name`` to ``log`` each time its backward runs."""
+
+    def backward(ctx, g):
+        log.append(name)
+        return g
+
+    return type(name, (fw.autograd.Function,), {
+        "forward": staticmethod(lambda ctx, a: a.clone()),
+        "backward": staticmethod(backward),
+    })
+
+
+def probe(t, what):
+    """Watch ``t`` (a weakref, or a hook sentinel where the framework refuses weakrefs)."""
+    try:
+        return liveness.tensor_probe(t, what)
+    except TypeError as exc:
+        raise Unsupported(f"cannot watch {what} for liveness: {exc}") from exc
+
+
+def with_option(option, call):
+    """Run ``call()``; a TypeError naming the keyword ``option`` means the framework lacks it."""
+    try:
+        return call()
+    except TypeError as exc:
+        if option in str(exc):
+            raise Unsupported(f"no {option}= keyword: {exc}") from exc
+        raise
+
+
+def chain(x, n=DEEP, factor=1.0001):
+    y = x
+    for _ in range(n):
+        y = y * factor
+    return y
+
+
+# -- the call chain and the schedule ------------------------------------------------------
+
+@rule("engine.backward-call-chain")
+def test_hook_node_hook_order_for_one_node(adapter, fw, device):
+    log = []
+
+    class Double(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            log.append("apply")
+            return g * 2
+
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = Double.apply(x)
+    y.register_hook(lambda g: log.append("tensor-hook"))
+    adapter.feature("node_hooks", lambda: y.grad_fn.register_prehook)(lambda go: log.append("pre"))
+    y.grad_fn.register_hook(lambda gi, go: log.append("post"))
+    x.register_hook(lambda g: log.append("leaf-hook:grad-" + ("unset" if x.grad is None else "set")))
+    y.sum().backward()
+    assert log == ["tensor-hook", "pre", "apply", "post", "leaf-hook:grad-unset"], f"order: {log}"
+    close(adapter, x.grad, [2.0, 2.0])
+
+
+@rule("engine.backward-call-chain")
+def test_post_accumulate_hook_runs_after_grad_is_written(adapter, fw, device):
+    log = []
+    x = fw.ones(2, requires_grad=True, device=device)
+    register = adapter.feature("post_accumulate_grad_hooks",
+                               lambda: x.register_post_accumulate_grad_hook)
+    x.register_hook(lambda g: log.append(("leaf-hook", x.grad is None)))
+    register(lambda t: log.append(("accumulated", adapter.to_numpy(t.grad).tolist())))
+    (x * 3).sum().backward()
+    assert log == [("leaf-hook", True), ("accumulated", [3.0, 3.0])], f"order: {log}"
+
+
+@rule("engine.backward-call-chain")
+def test_consumer_node_runs_before_producer(fw, device):
+    log = []
+    Inner, Outer = logging_identity(fw, log, "Inner"), logging_identity(fw, log, "Outer")
+    x = fw.ones(2, requires_grad=True, device=device)
+    Outer.apply(Inner.apply(x)).sum().backward()
+    assert log == ["Outer", "Inner"], f"backward order: {log}"
+
+
+@rule("engine.autograd-backward-equivalent")
+def test_tensor_backward_equals_autograd_backward(adapter, fw, device):
+    grads = []
+    for use_function in (False, True):
+        x = fw.ones(3, requires_grad=True, device=device)
+        y = x * x * 3
+        g = fw.ones(3, device=device) * 2
+        if use_function:
+            fw.autograd.backward(y, g)
+        else:
+            y.backward(g)
+        grads.append(adapter.to_numpy(x.grad))
+    np.testing.assert_allclose(grads[1], grads[0], err_msg="autograd.backward differs from Tensor.backward")
+    np.testing.assert_allclose(grads[0], np.full(3, 12.0))
+
+
+@rule("engine.autograd-backward-equivalent")
+def test_autograd_backward_with_several_roots(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    a, b = x * 2, x * 5
+    fw.autograd.backward([a, b], [fw.ones(2, device=device), fw.ones(2, device=device)])
+    close(adapter, x.grad, [7.0, 7.0], "autograd.backward over two roots")
+
+
+@rule("engine.node-runs-once-with-summed-grads")
+def test_diamond_runs_shared_node_once(adapter, fw, device):
+    calls = []
+
+    class Id(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            calls.append(adapter.to_numpy(g).tolist())
+            return g
+
+    x = fw.ones(2, requires_grad=True, device=device)
+    m = Id.apply(x)
+    (m * 2 + m * 3).sum().backward()
+    assert calls == [[5.0, 5.0]], f"shared node called with {calls}; expected once with [5, 5]"
+    close(adapter, x.grad, [5.0, 5.0])
+
+
+@rule("engine.node-runs-once-with-summed-grads")
+def test_leaf_used_many_times_accumulates_once(adapter, fw, device):
+    seen = []
+    x = fw.ones(2, requires_grad=True, device=device)
+    x.register_hook(lambda g: seen.append(adapter.to_numpy(g).tolist()))
+    (x * 1 + x * 2 + x * 3 + x).sum().backward()
+    assert seen == [[7.0, 7.0]], f"leaf hook saw {seen}; expected one call with the summed gradient"
+    close(adapter, x.grad, [7.0, 7.0])
+
+
+@rule("engine.node-runs-after-consumers")
+def test_shared_node_waits_for_all_branches(fw, device):
+    log = []
+    Shared, Long1, Long2, Short = (logging_identity(fw, log, n) for n in ("Shared", "Long1", "Long2", "Short"))
+    x = fw.ones(2, requires_grad=True, device=device)
+    s = Shared.apply(x)
+    long_branch = Long2.apply(Long1.apply(s))
+    short_branch = Short.apply(s)
+    (short_branch + long_branch).sum().backward()
+    assert sorted(log) == sorted(["Shared", "Long1", "Long2", "Short"]), f"ran: {log}"
+    assert log[-1] == "Shared", f"Shared ran before all its consumers: {log}"
+    assert log.index("Long2") < log.index("Long1"), f"Long1 ran before Long2: {log}"
+
+
+@rule("engine.node-runs-after-consumers")
+def test_unreachable_branch_does_not_run(fw, device):
+    log = []
+    Used, Unused = logging_identity(fw, log, "Used"), logging_identity(fw, log, "Unused")
+    x = fw.ones(2, requires_grad=True, device=device)
+    used = Used.apply(x)
+    unused = Unused.apply(x)
+    used.sum().backward()
+    assert log == ["Used"], f"backward ran {log}"
+    del unused
+
+
+@rule("engine.ready-newest-first")
+def test_ready_nodes_run_newest_first(fw, device):
+    log = []
+    A, B, C = (logging_identity(fw, log, n) for n in "ABC")
+    x = fw.ones(2, requires_grad=True, device=device)
+    a, b, c = A.apply(x), B.apply(x), C.apply(x)
+    # (c + b) + a: a FIFO queue would run A right after the outer add
+    ((c + b) + a).sum().backward()
+    assert log == ["C", "B", "A"], f"ready nodes ran as {log}; newest first is C, B, A"
+
+
+@rule("engine.ready-newest-first")
+def test_ready_order_independent_of_combination_order(fw, device):
+    log = []
+    A, B, C = (logging_identity(fw, log, n) for n in "ABC")
+    x = fw.ones(2, requires_grad=True, device=device)
+    a, b, c = A.apply(x), B.apply(x), C.apply(x)
+    ((a + b) + c).sum().backward()
+    assert log == ["C", "B", "A"], f"ready nodes ran as {log}; newest first is C, B, A"
+
+
+# -- retain_graph and freeing -------------------------------------------------------------
+
+@rule("engine.second-backward-error")
+def test_second_backward_with_saved_values_raises(fw, device):
+    b = fw.ones(3, requires_grad=True, device=device)
+    c = (b * b).sum()
+    c.backward()
+    with raises(RuntimeError, re.escape(FREED), what="second backward through freed graph"):
+        c.backward()
+
+
+@rule("engine.second-backward-error")
+def test_second_backward_after_retained_then_freed_raises(fw, device):
+    b = fw.ones(3, requires_grad=True, device=device)
+    c = (b.exp()).sum()
+    c.backward(retain_graph=True)
+    c.backward()
+    with raises(RuntimeError, re.escape(FREED), what="third backward after a non-retaining one"):
+        c.backward()
+
+
+@rule("engine.second-backward-error")
+def test_second_backward_through_custom_function_raises(adapter, fw, device):
+    class Sq(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = fw.tensor([3.0], requires_grad=True, device=device)
+    y = Sq.apply(x)
+    y.backward()
+    close(adapter, x.grad, [6.0])
+    with raises(RuntimeError, re.escape(FREED), what="second backward through a custom Function"):
+        y.backward()
+
+
+@rule("engine.unsaved-graph-reusable")
+def test_graph_without_saved_tensors_backprops_twice(adapter, fw, device):
+    b = fw.ones(3, requires_grad=True, device=device)
+    d = b + 1
+    g = fw.ones(3, device=device)
+    with diverges_if_raises(RuntimeError, what="second backward through a graph that saved nothing"):
+        d.backward(g)
+        d.backward(g)
+    close(adapter, b.grad, [2.0, 2.0, 2.0])
+
+
+@rule("engine.retain-graph-keeps-saved")
+def test_retain_graph_allows_repeat(adapter, fw, device):
+    x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    close(adapter, x.grad, [2.0, 4.0])
+    with diverges_if_raises(RuntimeError, what="backward after retain_graph=True"):
+        y.backward(retain_graph=True)
+        y.backward()
+    close(adapter, x.grad, [6.0, 12.0])
+
+
+@rule("engine.retain-graph-keeps-saved")
+def test_retain_graph_keeps_saved_intermediate_alive(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    a = x * 2
+    b = a * a
+    pa = probe(a, "the saved intermediate a")
+    del a
+    b.sum().backward(retain_graph=True)
+    liveness.collect()
+    liveness.assert_alive(pa, "after backward(retain_graph=True)")
+
+
+@rule("engine.backward-frees-saved-tensors")
+def test_backward_frees_intermediate_held_only_by_graph(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    a = x * 2
+    b = a * a                               # saves a
+    pa = probe(a, "the saved intermediate a")
+    del a
+    liveness.collect()
+    liveness.assert_alive(pa, "before backward, while the graph that saved it is alive")
+    b.sum().backward()
+    assert b.grad_fn is not None             # b (and its graph) are still referenced
+    liveness.assert_freed(pa, by="gc", context="after a non-retaining backward (b still alive)")
+
+
+@rule("engine.backward-frees-saved-tensors")
+def test_saved_tensor_access_after_backward_raises(adapter, fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    a = x * 2
+    b = a * a
+    adapter.feature("saved_tensor_attributes", lambda: b.grad_fn._saved_self)
+    b.sum().backward()
+    with raises(RuntimeError, re.escape(FREED), what="reading a freed saved tensor"):
+        b.grad_fn._saved_self
+
+
+@rule("engine.backward-frees-saved-tensors")
+def test_ctx_saved_tensors_after_backward_raises(fw, device):
+    stash = []
+
+    class Keep(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            stash.append(ctx)
+            return g
+
+    y = Keep.apply(fw.ones(2, requires_grad=True, device=device))
+    y.sum().backward()
+    with raises(RuntimeError, re.escape(FREED), what="ctx.saved_tensors after backward"):
+        stash[0].saved_tensors
+
+
+# -- version counter and .data ------------------------------------------------------------
+
+@rule("engine.version-counter-error")
+def test_inplace_on_saved_intermediate_raises(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    a = x.clone()
+    y = a * a
+    a.add_(1)
+    with raises(RuntimeError, re.escape(INPLACE), what="backward after modifying a saved tensor"):
+        y.sum().backward()
+
+
+@rule("engine.version-counter-error")
+def test_inplace_under_no_grad_on_saved_leaf_raises(fw, device):
+    x = fw.ones(5, requires_grad=True, device=device)
+    w = fw.ones(5, requires_grad=True, device=device)
+    z = (x * w).sum()
+    with fw.no_grad():
+        x *= 2
+    with raises(RuntimeError, re.escape(INPLACE), what="backward after a no_grad in-place on a saved leaf"):
+        z.backward()
+
+
+@rule("engine.version-counter-error")
+def test_inplace_through_detach_alias_raises(fw, device):
+    x = fw.tensor(2.0, requires_grad=True, device=device)
+    y = x ** 2
+    x.detach().zero_()
+    with raises(RuntimeError, re.escape(INPLACE), what="backward after writing through .detach()"):
+        y.backward()
+
+
+@rule("engine.version-counter-error")
+def test_inplace_on_saved_input_of_custom_function_raises(fw, device):
+    class Sq(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    b = fw.ones(3, requires_grad=True, device=device).clone()
+    y = Sq.apply(b)
+    b.add_(1)
+    with raises(RuntimeError, re.escape(INPLACE), what="ctx.saved_tensors after an in-place change"):
+        y.sum().backward()
+
+
+@rule("engine.version-counter-error-detail")
+def test_inplace_error_names_versions(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    a = x.clone()
+    y = a * a
+    a.add_(1)
+    a.mul_(2)
+    with raises(RuntimeError, r"is at version 2; expected version 0 instead", what="the in-place error"):
+        y.sum().backward()
+
+
+@rule("engine.data-bypasses-autograd")
+def test_data_assignment_on_nonleaf_canonical(adapter, fw, device):
+    x = fw.tensor([1.0, 2.0, 3.0], requires_grad=True, device=device)
+    y = x ** 2
+    with diverges_if_raises(RuntimeError, what="assigning .data of a non-leaf"):
+        y.data = fw.tensor([3.0, 2.0, 1.0], device=device)
+    z = 2 * y
+    close(adapter, z, [6.0, 4.0, 2.0], "z is not computed from the new data")
+    z.sum().backward()
+    close(adapter, x.grad, [4.0, 8.0, 12.0], "x.grad != 4*x: .data assignment reached the graph")
+
+
+@rule("engine.data-bypasses-autograd")
+def test_inplace_through_data_is_not_version_checked(adapter, fw, device):
+    a = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
+    b = a.clone()
+    y = b * b
+    b.data.mul_(10)
+    with diverges_if_raises(RuntimeError, what="backward after an in-place change through .data"):
+        y.sum().backward()
+    close(adapter, a.grad, [20.0, 40.0], "gradient did not use the values written through .data")
+
+
+# -- accumulation, roots, autograd.grad ---------------------------------------------------
+
+@rule("engine.accumulate-across-calls")
+def test_grad_sums_across_backward_calls(adapter, fw, device):
+    x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
+    (x * 3).sum().backward()
+    (x * 3).sum().backward()
+    (x * x).sum().backward()
+    close(adapter, x.grad, [8.0, 10.0])
+
+
+@rule("engine.duplicate-roots")
+def test_duplicate_root_counts_twice(adapter, fw, device):
+    a = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
+    b = fw.tensor([3.0, 4.0], requires_grad=True, device=device)
+    p = a * b
+    with diverges_if_raises(Exception, what="autograd.backward with the same root twice"):
+        fw.autograd.backward([p, p], [fw.ones(2, device=device), fw.ones(2, device=device)])
+    close(adapter, a.grad, [6.0, 8.0], "a.grad != 2*b")
+    close(adapter, b.grad, [2.0, 4.0], "b.grad != 2*a")
+
+
+@rule("engine.duplicate-roots")
+def test_roots_sharing_a_subgraph(adapter, fw, device):
+    x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
+    h = x * x
+    r1, r2 = h * 2, h * 3
+    with diverges_if_raises(Exception, what="autograd.backward with two roots sharing a subgraph"):
+        fw.autograd.backward([r1, r2], [fw.ones(2, device=device), fw.ones(2, device=device)])
+    close(adapter, x.grad, [10.0, 20.0], "x.grad != 5 * 2x")
+
+
+@rule("engine.grad-returns-without-accumulating")
+def test_autograd_grad_returns_tuple_and_leaves_grad(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    w = fw.ones(2, requires_grad=True, device=device)
+    h = x * 1
+    g = fw.autograd.grad((h * w * 2).sum(), [x, h])
+    assert isinstance(g, tuple) and len(g) == 2, f"autograd.grad returned {type(g).__name__} of {len(g)}"
+    close(adapter, g[0], [2.0, 2.0])
+    close(adapter, g[1], [2.0, 2.0])
+    assert x.grad is None, "autograd.grad wrote into an input leaf's .grad"
+    assert w.grad is None, "autograd.grad wrote into a leaf that was not an input"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert h.grad is None, "autograd.grad wrote into a non-leaf input's .grad"
+
+
+@rule("engine.grad-returns-without-accumulating")
+def test_autograd_grad_keeps_existing_grad(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    (x * 5).sum().backward()
+    (g,) = fw.autograd.grad((x * 2).sum(), x)
+    close(adapter, g, [2.0, 2.0], "autograd.grad's result includes the existing .grad")
+    close(adapter, x.grad, [5.0, 5.0], "autograd.grad changed an existing .grad")
+
+
+@rule("engine.grad-unused-inputs")
+def test_unused_input_raises(fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = fw.ones(2, requires_grad=True, device=device)
+    with raises(RuntimeError, "allow_unused=True", what="autograd.grad with an unused input"):
+        fw.autograd.grad((x * 2).sum(), [x, y])
+
+
+@rule("engine.grad-unused-inputs")
+def test_allow_unused_gives_none(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = fw.ones(2, requires_grad=True, device=device)
+    gx, gy = with_option("allow_unused", lambda: fw.autograd.grad((x * 2).sum(), [x, y], allow_unused=True))
+    close(adapter, gx, [2.0, 2.0])
+    assert gy is None, f"gradient of an unused input with allow_unused: {gy!r}"
+
+
+@rule("engine.grad-unused-inputs")
+def test_materialize_grads_gives_zeros(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = fw.ones(2, requires_grad=True, device=device)
+    with_option("allow_unused", lambda: fw.autograd.grad((x * 2).sum(), [x, y], allow_unused=True))
+    gx, gy = with_option("materialize_grads", lambda: fw.autograd.grad(
+        (x * 2).sum(), [x, y], allow_unused=True, materialize_grads=True))
+    assert gy is not None, "materialize_grads=True returned None for an unused input"
+    close(adapter, gy, [0.0, 0.0])
+
+
+@rule("engine.backward-inputs-restricts")
+def test_backward_inputs_accumulates_only_there(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = fw.ones(2, requires_grad=True, device=device)
+    z = fw.ones(2, requires_grad=True, device=device)
+    h = x * 1
+    loss = (h * y * z).sum()
+    with_option("inputs", lambda: loss.backward(inputs=[h, y]))
+    assert x.grad is None, "backward(inputs=...) accumulated into an unlisted leaf (x)"
+    assert z.grad is None, "backward(inputs=...) accumulated into an unlisted leaf (z)"
+    assert h.grad is not None, "listed non-leaf got no .grad"
+    close(adapter, h.grad, [1.0, 1.0])
+    close(adapter, y.grad, [1.0, 1.0])
+
+
+# -- create_graph -------------------------------------------------------------------------
+
+@rule("engine.create-graph-double-backward")
+def test_hessian_vector_product(adapter, fw, device):
+    x = fw.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True, device=device)
+    y = fw.tensor([[0.5, 1.0], [1.5, 2.0]], requires_grad=True, device=device)
+    z = x ** 2 + y * x + y ** 2
+    try:
+        with warnings.catch_warnings(), diverges_if_raises(Exception, what="backward(create_graph=True)"):
+            warnings.simplefilter("ignore")     # torch warns about the param <-> grad cycle
+            z.backward(fw.ones(2, 2, device=device), create_graph=True)
+        assert x.grad.grad_fn is not None, "create_graph=True gave a .grad without grad_fn"
+        xg, yg = adapter.to_numpy(x.grad).copy(), adapter.to_numpy(y.grad).copy()
+        np.testing.assert_allclose(xg, 2 * adapter.to_numpy(x) + adapter.to_numpy(y))
+        grad_sum = 2 * x.grad + y.grad
+        with diverges_if_raises(Exception, what="differentiating a create_graph gradient"):
+            (hv,) = fw.autograd.grad(grad_sum, x, fw.ones(2, 2, device=device), create_graph=True)
+            grad_sum.backward(fw.ones(2, 2, device=device))
+        close(adapter, hv, np.full((2, 2), 5.0), "d(2*dz/dx + dz/dy)/dx")
+        close(adapter, x.grad, xg + 5, "second-order terms did not accumulate into x.grad")
+        close(adapter, y.grad, yg + 4, "second-order terms did not accumulate into y.grad")
+    finally:
+        x.grad = None
+        y.grad = None
+
+
+@rule("engine.create-graph-double-backward")
+def test_autograd_grad_create_graph_twice(adapter, fw, device):
+    x = fw.tensor([2.0], requires_grad=True, device=device)
+    with diverges_if_raises(Exception, what="autograd.grad(create_graph=True)"):
+        (g1,) = fw.autograd.grad(x ** 3, x, fw.ones(1, device=device), create_graph=True)
+    assert g1.requires_grad and g1.grad_fn is not None, "a create_graph gradient carries no graph"
+    with diverges_if_raises(Exception, what="differentiating a create_graph gradient"):
+        (g2,) = fw.autograd.grad(g1, x, fw.ones(1, device=device), create_graph=True)
+        (g3,) = fw.autograd.grad(g2, x, fw.ones(1, device=device))
+    close(adapter, g1, [12.0])
+    close(adapter, g2, [12.0])
+    close(adapter, g3, [6.0])
+
+
+@rule("engine.grads-detached-without-create-graph")
+def test_grads_have_no_graph(fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    w = fw.ones(2, requires_grad=True, device=device)
+    (x * w * w).sum().backward()
+    for name, g in (("x.grad", x.grad), ("w.grad", w.grad)):
+        assert not g.requires_grad and g.grad_fn is None, f"{name} carries a graph"
+    (g,) = fw.autograd.grad((x * w * w).sum(), w)
+    assert not g.requires_grad and g.grad_fn is None, "autograd.grad result carries a graph"
+
+
+# -- flags and validation -----------------------------------------------------------------
+
+@rule("engine.leaf-inplace-error")
+def test_inplace_on_leaf_raises(fw, device):
+    x = fw.zeros(3, requires_grad=True, device=device)
+    with raises(RuntimeError, r"a leaf \w+ that requires grad (is being|has been) used in an in-place operation",
+                what="in-place on a leaf that requires grad"):
+        x.add_(1)
+    with raises(RuntimeError, r"leaf \w+ that requires grad is being used in an in-place operation",
+                what="in-place on a view of a leaf that requires grad"):
+        x[:].add_(1)
+
+
+@rule("engine.leaf-inplace-error")
+def test_inplace_on_leaf_under_no_grad_allowed(adapter, fw, device):
+    x = fw.zeros(3, requires_grad=True, device=device)
+    with fw.no_grad():
+        with diverges_if_raises(RuntimeError, what="in-place on a leaf under no_grad"):
+            x.add_(1)
+            x[:2].mul_(3)
+    assert x.is_leaf and x.grad_fn is None and x.requires_grad, "leaf changed state after no_grad in-place"
+    close(adapter, x, [3.0, 3.0, 1.0])
+    (x * 2).sum().backward()
+    close(adapter, x.grad, [2.0, 2.0, 2.0])
+
+
+@rule("engine.requires-grad-float-only")
+def test_integer_tensor_cannot_require_grad(fw, device):
+    with raises(RuntimeError, "can require gradients", what="requires_grad_() on an int64 tensor"):
+        fw.ones(1, dtype=fw.int64, device=device).requires_grad_()
+    with raises(RuntimeError, "can require gradients", what="requires_grad = True on an int64 tensor"):
+        fw.ones(1, dtype=fw.int64, device=device).requires_grad = True
+
+
+@rule("engine.requires-grad-flag-leaf-only")
+def test_requires_grad_false_on_nonleaf_raises(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    z = x * 2
+    msg = re.escape("you can only change requires_grad flags of leaf variables")
+    with raises(RuntimeError, msg, what="requires_grad_(False) on a non-leaf"):
+        z.requires_grad_(False)
+    with raises(RuntimeError, msg, what="requires_grad = False on a non-leaf"):
+        z.requires_grad = False
+    assert z.requires_grad
+    with diverges_if_raises(RuntimeError, what="requires_grad_() on a non-leaf that requires grad"):
+        assert z.requires_grad_() is z
+
+
+@rule("engine.requires-grad-flag-leaf-only")
+def test_leaf_flag_can_be_toggled(fw, device):
+    x = fw.ones(3, device=device)
+    x.requires_grad_()
+    assert x.requires_grad and x.is_leaf
+    x.requires_grad_(False)
+    assert not x.requires_grad
+    x.requires_grad = True
+    assert x.requires_grad
+
+
+@rule("engine.grad-assignment-validated")
+def test_grad_assignment_rejects_bad_values(fw, device):
+    x = fw.ones(5, 5, device=device)
+    with raises(TypeError, what="x.grad = 0"):
+        x.grad = 0
+    with raises(RuntimeError, what="x.grad = tensor of another shape"):
+        x.grad = fw.ones(2, 2, device=device)
+    with raises(RuntimeError, what="x.grad = tensor of another dtype"):
+        x.grad = fw.ones(5, 5, dtype=fw.int64, device=device)
+    assert x.grad is None, "a rejected assignment left a gradient behind"
+
+
+@rule("engine.grad-assignment-validated")
+def test_grad_assignment_rejects_self(fw, device):
+    x = fw.ones(5, 5, device=device)
+    with raises(RuntimeError, what="x.grad = x"):
+        x.grad = x
+    assert x.grad is None, "a rejected assignment left a gradient behind"
+
+
+@rule("engine.grad-assignment-validated")
+def test_grad_assignment_accepts_good_values(adapter, fw, device):
+    x = fw.ones(5, 5, requires_grad=True, device=device)
+    x.grad = fw.ones(5, 5, device=device) * 3
+    close(adapter, x.grad, np.full((5, 5), 3.0), "x.grad after assigning a valid gradient")
+    x.grad = None
+    assert x.grad is None
+
+
+@rule("engine.nonleaf-grad-warning")
+def test_nonleaf_grad_warns(fw, device):
+    leaf = fw.ones(1, requires_grad=True, device=device)
+    nonleaf = leaf * 2
+
+    def warnings_of(read):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = read()
+        return value, [(w.category, str(w.message)) for w in caught]
+
+    value, caught = warnings_of(lambda: nonleaf.grad)
+    assert value is None
+    assert any(issubclass(c, UserWarning) and m.startswith(
+        "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed") for c, m in caught), (
+        f"reading a non-leaf's .grad warned {caught}")
+    assert warnings_of(lambda: leaf.grad)[1] == [], "reading a leaf's .grad warned"
+    nonleaf.retain_grad()
+    assert warnings_of(lambda: nonleaf.grad)[1] == [], "reading a retain_grad() tensor's .grad warned"
+
+
+@rule("engine.retain-grad")
+def test_retain_grad_populates_nonleaf(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = x * 2
+    y.retain_grad()
+    other = x * 3
+    (y * 5 + other).sum().backward()
+    assert y.grad is not None, "retain_grad() tensor has no .grad after backward"
+    close(adapter, y.grad, [5.0, 5.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert other.grad is None, "a non-leaf without retain_grad() got a .grad"
+
+
+# -- deep graphs --------------------------------------------------------------------------
+
+@rule("engine.deep-graph-backward")
+def test_backward_through_10000_op_chain(adapter, fw, device):
+    limit = sys.getrecursionlimit()
+    x = fw.ones(2, requires_grad=True, device=device, dtype=fw.float64)
+    y = chain(x)
+    with diverges_if_raises(RecursionError, what=f"backward through a {DEEP}-op chain"):
+        y.sum().backward()
+    assert sys.getrecursionlimit() == limit
+    close(adapter, x.grad, np.full(2, 1.0001 ** DEEP), "gradient of the deep chain")
+
+
+@rule("engine.deep-graph-backward")
+def test_autograd_grad_through_10000_op_chain(adapter, fw, device):
+    x = fw.ones(1, requires_grad=True, device=device, dtype=fw.float64)
+    y = x
+    for _ in range(DEEP):
+        y = y + 0.5
+    with diverges_if_raises(RecursionError, what=f"autograd.grad through a {DEEP}-op chain"):
+        (g,) = fw.autograd.grad(y.sum(), x)
+    close(adapter, g, [1.0])
+
+
+class _Unraisables:
+    def __init__(self):
+        self.seen = []
+
+    def __enter__(self):
+        self._old = sys.unraisablehook
+        sys.unraisablehook = lambda u: self.seen.append(f"{u.exc_type.__name__}: {u.exc_value}")
+        return self
+
+    def __exit__(self, *exc):
+        sys.unraisablehook = self._old
+        return False
+
+
+def _deep_graph_dies(fw, device, backward_first):
+    x = fw.ones(2, requires_grad=True, device=device, dtype=fw.float64)
+    s = x * 1
+    ps = probe(s, "a tensor saved at the bottom of the graph")
+    y = chain(s * s, factor=1.0)          # `s * s` saves s: it lives as long as the graph does
+    del s
+    if backward_first:
+        y.sum().backward(retain_graph=True)
+    top = None
+    with contextlib.suppress(TypeError):  # built-in nodes may refuse weakrefs; s still watches
+        top = liveness.weak(y.grad_fn, "the top node of the graph")
+    liveness.assert_alive(ps, "while the deep graph is alive")
+    with _Unraisables() as unraisable:
+        with diverges_if_raises(RecursionError, what=f"dropping a {DEEP}-op graph"):
+            del y
+            liveness.collect()
+    assert not unraisable.seen, f"teardown reported: {unraisable.seen[:3]}"
+    liveness.assert_freed(ps, by="gc", context=f"after the {DEEP}-op graph was dropped")
+    if top is not None:
+        liveness.assert_freed(top, by="gc", context=f"after the {DEEP}-op graph was dropped")
+
+
+@rule("engine.deep-graph-freed")
+def test_deep_graph_freed_without_backward(fw, device):
+    _deep_graph_dies(fw, device, backward_first=False)
+
+
+@rule("engine.deep-graph-freed")
+def test_deep_graph_freed_after_backward(fw, device):
+    _deep_graph_dies(fw, device, backward_first=True)
+
+
+# -- grad mode ----------------------------------------------------------------------------
+
+def _in_thread(target):
+    """Run ``target`` in a thread and return its result (re-raising its exception here)."""
+    box = {}
+
+    def run():
+        try:
+            box["value"] = target()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test thread
+            box["error"] = exc
+
+    th = threading.Thread(target=run)
+    th.start()
+    th.join(30)
+    assert not th.is_alive(), "worker thread did not finish"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+@rule("engine.grad-mode-thread-local")
+def test_no_grad_in_other_thread_does_not_leak(fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    entered, release = threading.Event(), threading.Event()
+    box = {}
+
+    def worker():
+        try:
+            with fw.no_grad():
+                box["worker_before"] = (x * 2).requires_grad
+                entered.set()
+                release.wait(10)
+                box["worker"] = (x * 2).requires_grad
+        except BaseException as exc:  # noqa: BLE001
+            box["error"] = exc
+            entered.set()
+
+    th = threading.Thread(target=worker)
+    th.start()
+    try:
+        assert entered.wait(10), "worker did not enter no_grad"
+        main_records = (x * 2).grad_fn is not None
+    finally:
+        release.set()
+        th.join(30)
+    if "error" in box:
+        raise box["error"]
+    assert main_records, "another thread's no_grad disabled recording in this thread"
+    assert box["worker_before"] is False and box["worker"] is False, "no_grad did not apply in its own thread"
+
+
+@rule("engine.grad-mode-thread-local")
+def test_new_thread_starts_with_grad_enabled(fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    with fw.set_grad_enabled(False):
+        records = _in_thread(lambda: (x * 2).grad_fn is not None)
+        assert (x * 2).grad_fn is None
+    assert records, "a new thread inherited this thread's disabled grad mode"
+
+
+@rule("engine.grad-mode-thread-local")
+def test_enable_grad_in_thread_does_not_reenable_caller(fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+
+    def worker():
+        with fw.enable_grad():
+            return (x * 2).requires_grad
+
+    with fw.no_grad():
+        assert _in_thread(worker) is True, "enable_grad did not record in its own thread"
+        assert not (x * 2).requires_grad, "enable_grad in another thread re-enabled recording here"
+
+
+@rule("engine.no-grad-records-nothing")
+def test_no_grad_and_set_grad_enabled_record_nothing(fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    with fw.no_grad():
+        y = x * 2
+        with fw.enable_grad():
+            w = x * 2
+    with fw.set_grad_enabled(False):
+        z = x * 2
+    assert not y.requires_grad and y.grad_fn is None, "no_grad recorded a graph"
+    assert not z.requires_grad and z.grad_fn is None, "set_grad_enabled(False) recorded a graph"
+    assert w.requires_grad and w.grad_fn is not None, "enable_grad inside no_grad did not record"
+    assert (x * 2).grad_fn is not None, "grad mode not restored after the blocks"
+
+
+@rule("engine.no-grad-records-nothing")
+def test_grad_mode_restored_on_exception(fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    try:
+        with fw.no_grad():
+            raise KeyError("boom")
+    except KeyError:
+        pass
+    assert (x * 2).grad_fn is not None, "no_grad left recording off after an exception"
+
+
+# -- argument validation ------------------------------------------------------------------
+
+@rule("engine.gradient-argument-validation")
+def test_nonscalar_backward_needs_gradient(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    with raises(RuntimeError, re.escape("grad can be implicitly created only for scalar outputs"),
+                what="backward of a non-scalar output without gradient"):
+        (x * 2).backward()
+    with raises(RuntimeError, re.escape("grad can be implicitly created only for scalar outputs"),
+                what="autograd.grad of a non-scalar output without grad_outputs"):
+        fw.autograd.grad(x * 2, x)
+    assert x.grad is None
+
+
+@rule("engine.gradient-argument-validation")
+def test_gradient_shape_mismatch_raises(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    with raises(RuntimeError, "Mismatch in shape", what="backward with a gradient of the wrong shape"):
+        (x * 2).backward(fw.ones(2, device=device))
+    with raises(RuntimeError, "Mismatch in shape", what="backward with a broadcastable gradient"):
+        (x * 2).backward(fw.ones(1, device=device))
+    assert x.grad is None
+
+
+@rule("engine.backward-requires-grad-error")
+def test_backward_of_tensor_without_grad_raises(fw, device):
+    msg = re.escape("element 0 of tensors does not require grad and does not have a grad_fn")
+    with raises(RuntimeError, msg, what="backward of a constant"):
+        fw.ones(3, device=device).sum().backward()
+    x = fw.ones(3, requires_grad=True, device=device)
+    with fw.no_grad():
+        y = (x * 2).sum()
+    with raises(RuntimeError, msg, what="backward of a no_grad result"):
+        y.backward()

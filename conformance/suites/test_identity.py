@@ -1,0 +1,691 @@
+"""Suite `identity`: one Python object per tensor and per graph node, for its whole life.
+
+Rules: conformance/catalogue/identity.toml. "Framework-held" means no Python name refers to the
+tensor any more while the framework still does (another tensor's ``.grad``, a saved tensor, the
+leaf accumulator). Private introspection (``_saved_self``, ``_version``, ``.variable``,
+``.metadata``) goes through ``adapter.feature`` so that a framework without it is UNSUPPORTED
+for that check rather than an ERROR.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import re
+import warnings
+import weakref
+
+import numpy as np
+
+from conformance.api import Diverges, Unsupported, diverges_if_raises, rule
+
+MISSING = object()
+
+
+@contextlib.contextmanager
+def raises(exc_types, match=None, what="the operation"):
+    """The rule says the block raises ``exc_types`` (message matching ``match``).
+
+    Unlike ``pytest.raises``, a missing or different exception is DIVERGES, not ERROR.
+    """
+    try:
+        yield
+    except (Unsupported, Diverges):
+        raise
+    except Exception as exc:
+        if not isinstance(exc, exc_types):
+            raise Diverges(f"{what} raised {type(exc).__name__}: {exc}") from exc
+        if match is not None and not re.search(match, str(exc)):
+            raise Diverges(f"{what} raised {type(exc).__name__} with message {str(exc)!r}, "
+                           f"expected to match {match!r}") from exc
+    else:
+        raise Diverges(f"{what} raised nothing")
+
+
+def churn(fw, device, n=64):
+    """Allocate and free tensors and graph nodes, so a freed wrapper's address gets reused."""
+    keep = [fw.ones(3, device=device) for _ in range(n)]
+    src = fw.ones(3, requires_grad=True, device=device)
+    nodes = [(src * 2).grad_fn for _ in range(n)]
+    del keep, nodes, src
+
+
+def metadata_of(node):
+    try:
+        return node.metadata
+    except TypeError as exc:                # an accessor that exists but cannot be called
+        raise AttributeError(f"metadata: {exc}") from exc
+
+
+def version(adapter, t):
+    return adapter.feature("version_counter", lambda: t._version)
+
+
+def saved(adapter, node, name):
+    return adapter.feature("saved_tensor_attributes", lambda: getattr(node, name))
+
+
+def set_attr(t, name, value):
+    with diverges_if_raises(AttributeError, TypeError, what="setting a Python attribute on a tensor"):
+        setattr(t, name, value)
+
+
+class Tag:
+    """An attribute planted on a tensor, checked after the identity checks of a test.
+
+    Used where the rule is mainly about identity: a framework that refuses attributes still gets
+    its identity checked first, then diverges with a message saying that only attributes failed.
+    """
+
+    def __init__(self, t, name="tag", value="kept"):
+        self.name, self.value, self.refused = name, value, None
+        try:
+            setattr(t, name, value)
+        except (AttributeError, TypeError) as exc:
+            self.refused = f"{type(exc).__name__}: {exc}"
+
+    def check(self, t, where):
+        if self.refused is not None:
+            raise Diverges(f"identity holds, but the tensor refuses Python attributes ({self.refused})")
+        got = getattr(t, self.name, MISSING)
+        assert got == self.value, f"{where} lost its attribute {self.name!r} (got {got!r})"
+
+
+def weak(t, callback=None):
+    with diverges_if_raises(TypeError, what="weakref.ref to a tensor"):
+        return weakref.ref(t) if callback is None else weakref.ref(t, callback)
+
+
+def producer(node, i=0):
+    """``node.next_functions[i][0]``: the node feeding input ``i`` (entries are (node, nr) pairs)."""
+    with diverges_if_raises(TypeError, IndexError, what="next_functions entries as (node, input_nr) pairs"):
+        return node.next_functions[i][0]
+
+
+def as_subclass(adapter, fw, t):
+    class Tagged(fw.Tensor):
+        pass
+
+    make = adapter.feature("tensor_subclass", lambda: t.as_subclass)
+    return Tagged, make(Tagged)
+
+
+# -- .grad identity ----------------------------------------------------------------------
+
+@rule("identity.grad-same-object")
+def test_grad_is_grad(fw, device):
+    a = fw.ones(3, requires_grad=True, device=device)
+    (a * 2).sum().backward()
+    assert a.grad is not None, "a.grad is None after backward"
+    assert a.grad is a.grad, "two reads of a.grad gave two different objects"
+
+
+@rule("identity.grad-same-object")
+def test_grad_is_grad_for_each_of_several_leaves(fw, device):
+    a = fw.ones(3, requires_grad=True, device=device)
+    b = fw.ones(3, requires_grad=True, device=device)
+    (a * b).sum().backward()
+    firsts = [a.grad, b.grad]
+    assert firsts[0] is a.grad and firsts[1] is b.grad, "a held .grad reference is not what .grad returns"
+    assert a.grad is not b.grad
+
+
+@rule("identity.grad-stable-id")
+def test_grad_id_stable_over_many_reads(fw, device):
+    a = fw.ones(3, requires_grad=True, device=device)
+    (a * 2).sum().backward()
+    ids = {id(a.grad) for _ in range(100)}
+    assert len(ids) == 1, f"id(a.grad) took {len(ids)} distinct values over 100 reads"
+
+
+@rule("identity.grad-stable-id")
+def test_grad_id_stable_with_allocations_between_reads(fw, device):
+    # The OneFlow bug: the wrapper made for one read dies, a new tensor takes its address, the
+    # next read gets a new wrapper at another address -> id(a.grad) alternates.
+    a = fw.ones(3, requires_grad=True, device=device)
+    (a * 2).sum().backward()
+    first = id(a.grad)
+    seen = []
+    for _ in range(50):
+        seen.append(id(a.grad))
+        filler = fw.ones(3, device=device)  # takes the address a dropped wrapper would free
+        seen.append(id(a.grad))
+        del filler
+    churn(fw, device)
+    gc.collect()
+    seen.append(id(a.grad))
+    distinct = sorted(set(seen))
+    assert distinct == [first], f"id(a.grad) took {len(distinct)} distinct values over {len(seen)} reads"
+
+
+# -- attributes, subclasses, weakrefs while framework-held --------------------------------
+
+@rule("identity.attributes-survive-framework-ownership")
+def test_attribute_survives_as_another_tensors_grad(fw, device):
+    x = fw.ones(2, device=device)
+    set_attr(x, "foo", 2)
+    y = fw.ones(2, device=device)
+    y.grad = x
+    old_id = id(x)
+    del x                                   # dead in Python, alive as y.grad
+    churn(fw, device)
+    g = y.grad
+    assert id(g) == old_id, "y.grad is a different object from the tensor assigned to it"
+    assert getattr(g, "foo", MISSING) == 2, "attribute lost while y.grad held the tensor"
+    del g                                   # alive again, then dead again in Python
+    churn(fw, device)
+    assert getattr(y.grad, "foo", MISSING) == 2, "attribute lost after a second drop"
+
+
+@rule("identity.attributes-survive-framework-ownership")
+def test_attribute_on_backward_grad_survives(fw, device):
+    a = fw.ones(2, 3, requires_grad=True, device=device)
+    (a * 3).sum().backward()
+    g = a.grad
+    set_attr(g, "tag", "mine")
+    gid = id(g)
+    del g
+    churn(fw, device)
+    assert id(a.grad) == gid, "a.grad changed identity after the user dropped its reference"
+    assert getattr(a.grad, "tag", MISSING) == "mine", "attribute set on a.grad was lost"
+
+
+@rule("identity.subclass-survives-framework-ownership")
+def test_subclass_survives_as_grad(adapter, fw, device):
+    cls, s = as_subclass(adapter, fw, fw.ones(2, device=device))
+    tag = Tag(s)
+    sid = id(s)
+    y = fw.ones(2, device=device)
+    y.grad = s
+    del s
+    churn(fw, device)
+    g = y.grad
+    assert type(g) is cls, f"y.grad came back as {type(g).__name__}, not {cls.__name__}"
+    assert id(g) == sid, "subclass instance re-created"
+    tag.check(g, "the subclass instance held as y.grad")
+
+
+@rule("identity.subclass-survives-framework-ownership")
+def test_subclass_survives_as_saved_tensor(adapter, fw, device):
+    got = {}
+
+    class Keep(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(b)
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (got["b"],) = ctx.saved_tensors
+            return g * 2, fw.zeros_like(got["b"])
+
+    cls, b = as_subclass(adapter, fw, fw.ones(2, device=device))
+    tag = Tag(b)
+    bid = id(b)
+    x = fw.ones(2, requires_grad=True, device=device)
+    out = Keep.apply(x, b)
+    del b                                   # only the graph holds it now
+    churn(fw, device)
+    out.sum().backward()
+    assert type(got["b"]) is cls, f"saved subclass came back as {type(got['b']).__name__}"
+    assert id(got["b"]) == bid, "saved subclass instance re-created"
+    tag.check(got["b"], "the saved subclass instance")
+
+
+@rule("identity.weakref-survives-framework-ownership")
+def test_weakref_valid_while_held_as_grad(adapter, fw, device):
+    fired = []
+    x = fw.ones(2, device=device)
+    wx = weak(x, lambda r: fired.append(True))
+    y = fw.ones(2, device=device)
+    y.grad = x
+    del x
+    gc.collect()
+    assert wx() is not None, "weakref died although y.grad still holds the tensor"
+    assert wx() is y.grad, "weakref dereferences to a different object than y.grad"
+    assert not fired, "weakref callback fired while the tensor was alive"
+    x = wx()
+    del y                                   # the resurrected Python reference is the only owner
+    gc.collect()
+    assert adapter.to_numpy(x.sigmoid()).shape == (2,), "resurrected tensor is not usable"
+    assert not fired, "weakref callback fired while a Python reference was alive"
+
+
+@rule("identity.weakref-survives-framework-ownership")
+def test_weakref_valid_while_saved_by_graph(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    t = x * 1
+    wt = weak(t)
+    w = t * t                               # the mul saves t
+    del t
+    gc.collect()
+    assert wt() is not None, "weakref to a tensor saved by a live graph died"
+    assert wt().requires_grad and wt().grad_fn is not None
+
+
+@rule("identity.weakref-survives-framework-ownership")
+def test_weakref_to_grad_valid(fw, device):
+    a = fw.ones(3, requires_grad=True, device=device)
+    (a * 2).sum().backward()
+    g = a.grad
+    wg = weak(g)
+    del g
+    gc.collect()
+    assert wg() is a.grad, "weakref to a.grad died or points elsewhere while a.grad is set"
+
+
+@rule("identity.weakref-released-with-last-owner")
+def test_weakref_dies_after_framework_lets_go(fw, device):
+    fired = []
+    x = fw.ones(2, device=device)
+    wx = weak(x, lambda r: fired.append(True))
+    y = fw.ones(2, device=device)
+    y.grad = x
+    del x
+    x = wx()
+    del y
+    del x
+    gc.collect()
+    assert wx() is None, "weakref still alive after every owner let go"
+    assert fired == [True], f"weakref callback fired {len(fired)} times, expected once"
+
+
+@rule("identity.weakref-released-with-last-owner")
+def test_weakref_dies_when_grad_cleared(fw, device):
+    y = fw.ones(2, device=device)
+    x = fw.ones(2, device=device)
+    wx = weak(x)
+    y.grad = x
+    del x
+    y.grad = None
+    gc.collect()
+    assert wx() is None, "tensor kept alive after y.grad was cleared"
+
+
+@rule("identity.weakref-released-with-last-owner")
+def test_weakref_dies_with_graph_that_saved_it(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    t = x * 1
+    wt = weak(t)
+    w = t * t
+    del t
+    del w
+    gc.collect()
+    assert wt() is None, "saved tensor alive after its graph was dropped"
+
+
+# -- saved tensors ------------------------------------------------------------------------
+
+@rule("identity.saved-input-same-object")
+def test_saved_leaf_input_is_same_object(adapter, fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    y = x * x
+    assert saved(adapter, y.grad_fn, "_saved_self") is x, "_saved_self is not the leaf"
+    assert saved(adapter, y.grad_fn, "_saved_other") is x, "_saved_other is not the leaf"
+
+
+@rule("identity.saved-input-same-object")
+def test_saved_intermediate_keeps_identity_and_attributes(adapter, fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    t = x * 1
+    tag = Tag(t)
+    t_node = t.grad_fn
+    tid = id(t)
+    w = t * t
+    saved(adapter, w.grad_fn, "_saved_self")
+    del t                                   # only the graph holds t now
+    churn(fw, device)
+    s = saved(adapter, w.grad_fn, "_saved_self")
+    assert id(s) == tid, "saved input unpacked as a different object"
+    assert s.grad_fn is t_node, "saved input lost its grad_fn"
+    tag.check(s, "the saved input")
+
+
+@rule("identity.saved-output-aliases-output")
+def test_saved_output_shares_value_grad_fn_and_version(adapter, fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    z = x.exp()
+    r = saved(adapter, z.grad_fn, "_saved_result")
+    np.testing.assert_allclose(adapter.to_numpy(r), adapter.to_numpy(z))
+    assert r.grad_fn is z.grad_fn, "saved output has a different grad_fn"
+    assert version(adapter, r) == version(adapter, z)
+    with fw.no_grad():
+        z += 1
+    np.testing.assert_allclose(adapter.to_numpy(r), adapter.to_numpy(z),
+                               err_msg="in-place change of z not visible through the saved output")
+    assert version(adapter, r) == version(adapter, z) == 1, (
+        f"versions: saved {version(adapter, r)}, output {version(adapter, z)}; expected 1 and 1")
+
+
+@rule("identity.saved-output-distinct-object")
+def test_saved_output_is_a_distinct_object(adapter, fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    z = x.exp()
+    r = saved(adapter, z.grad_fn, "_saved_result")
+    assert r is not z, "the saved output unpacks as the output object itself"
+    assert saved(adapter, (x * x).grad_fn, "_saved_self") is x, "saved input is not the same object"
+
+
+@rule("identity.saved-unpack-version-checked")
+def test_inspecting_modified_saved_output_raises(adapter, fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    z = x.exp()
+    saved(adapter, z.grad_fn, "_saved_result")      # unpacks fine before the change
+    with fw.no_grad():
+        z += 1
+    with raises(RuntimeError, "modified by an inplace operation", what="unpacking a modified saved output"):
+        z.grad_fn._saved_result
+
+
+@rule("identity.saved-unpack-version-checked")
+def test_inspecting_modified_saved_input_raises(adapter, fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    t = x * 1
+    w = t * t
+    saved(adapter, w.grad_fn, "_saved_self")
+    t.add_(1)
+    with raises(RuntimeError, "modified by an inplace operation", what="unpacking a modified saved input"):
+        w.grad_fn._saved_self
+
+
+@rule("identity.ctx-saved-tensors-same-objects")
+def test_ctx_saved_tensors_are_the_inputs(fw, device):
+    got = {}
+
+    class Test(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            got["x"], got["y"] = ctx.saved_tensors
+            return g, fw.zeros_like(g)
+
+    a = fw.tensor(1.0, requires_grad=True, device=device)
+    b = fw.tensor(1.0, device=device)
+    tag = Tag(b)
+    Test.apply(a, b).backward()
+    assert got["x"] is a, "saved input that requires grad came back as another object"
+    assert got["y"] is b, "saved input that does not require grad came back as another object"
+    tag.check(got["y"], "the saved input")
+
+
+@rule("identity.ctx-saved-tensors-same-objects")
+def test_ctx_saved_intermediate_input_identity(fw, device):
+    got = {}
+
+    class Sq(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (got["x"],) = ctx.saved_tensors
+            return 2 * got["x"] * g
+
+    leaf = fw.ones(3, requires_grad=True, device=device)
+    mid = leaf * 3
+    tag = Tag(mid)
+    mid_id = id(mid)
+    out = Sq.apply(mid)
+    del mid
+    churn(fw, device)
+    out.sum().backward()
+    assert id(got["x"]) == mid_id, "saved intermediate came back as another object"
+    tag.check(got["x"], "the saved intermediate")
+
+
+# -- graph nodes --------------------------------------------------------------------------
+
+@rule("identity.grad-fn-same-object")
+def test_grad_fn_is_grad_fn_and_next_functions(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    y = x * x
+    z = y * 2
+    assert y.grad_fn is y.grad_fn, "two reads of y.grad_fn gave different objects"
+    assert producer(z.grad_fn) is y.grad_fn, "next_functions entry is not y.grad_fn"
+
+
+@rule("identity.grad-fn-same-object")
+def test_next_functions_accumulator_is_shared(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    a = x * 2
+    b = x * 3
+    acc_a = producer(a.grad_fn)
+    acc_b = producer(b.grad_fn)
+    assert acc_a is acc_b, "two uses of one leaf point at different accumulator objects"
+    assert acc_a is producer(a.grad_fn)
+
+
+@rule("identity.grad-fn-stable-id")
+def test_grad_fn_id_stable_without_reference(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    y = x * x
+    first = id(y.grad_fn)
+    seen = set()
+    for _ in range(50):
+        seen.add(id(y.grad_fn))
+        others = [(x * x).grad_fn for _ in range(4)]    # reuse the addresses of dropped wrappers
+        del others
+    churn(fw, device)
+    gc.collect()
+    seen.add(id(y.grad_fn))
+    assert seen == {first}, f"id(y.grad_fn) took {len(seen)} distinct values"
+
+
+@rule("identity.custom-function-grad-fn-is-ctx")
+def test_custom_function_grad_fn_is_ctx(fw, device):
+    seen = {}
+
+    class F(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            seen["fwd"] = ctx
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            seen["bwd"] = ctx
+            return g * 2
+
+    x = fw.ones(3, requires_grad=True, device=device)
+    out = F.apply(x)
+    assert out.grad_fn is seen["fwd"], "out.grad_fn is not the ctx forward received"
+    with diverges_if_raises(AttributeError, TypeError, what="attribute / weakref on a custom node"):
+        out.grad_fn.tag = "hello"
+        r = weakref.ref(out.grad_fn)
+    out.sum().backward()
+    assert seen["bwd"] is seen["fwd"], "backward received another ctx than forward"
+    assert getattr(out.grad_fn, "tag", MISSING) == "hello" and r() is out.grad_fn
+    assert F.apply(x).grad_fn is not out.grad_fn, "two applies share one ctx"
+
+
+@rule("identity.custom-function-grad-fn-is-ctx")
+def test_ctx_attributes_reach_backward(adapter, fw, device):
+    class Scale(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.k = 3.0
+            return a * 3.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k
+
+    x = fw.ones(2, requires_grad=True, device=device)
+    out = Scale.apply(x)
+    assert getattr(out.grad_fn, "k", MISSING) == 3.0, "ctx attribute not visible on out.grad_fn"
+    out.grad_fn.k = 5.0                     # through grad_fn, seen by backward
+    with diverges_if_raises(AttributeError, what="reading a ctx attribute in backward"):
+        out.sum().backward()
+    np.testing.assert_allclose(adapter.to_numpy(x.grad), [5.0, 5.0],
+                               err_msg="backward did not see the attribute set through out.grad_fn")
+
+
+@rule("identity.custom-function-node-name")
+def test_custom_function_node_is_named_after_function(fw, device):
+    class MyFn(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    out = MyFn.apply(fw.ones(2, requires_grad=True, device=device))
+    assert type(out.grad_fn).__name__ == "MyFnBackward", f"node class is {type(out.grad_fn).__name__}"
+    assert out.grad_fn.name() == "MyFnBackward", f"grad_fn.name() is {out.grad_fn.name()!r}"
+
+
+@rule("identity.node-metadata-persistent")
+def test_node_metadata_is_one_dict(adapter, fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    y = x * x
+    md = adapter.feature("node_metadata", lambda: metadata_of(y.grad_fn))
+    assert md is y.grad_fn.metadata, "grad_fn.metadata is a new dict on each access"
+    md["k"] = "v"
+    del md
+    churn(fw, device)
+    assert y.grad_fn.metadata == {"k": "v"}, f"metadata lost: {y.grad_fn.metadata!r}"
+    z = y * 2
+    assert producer(z.grad_fn).metadata == {"k": "v"}
+
+
+# -- .data, .detach, in-place -------------------------------------------------------------
+
+@rule("identity.data-detach-new-objects")
+def test_data_and_detach_are_new_aliasing_objects(adapter, fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    assert x.data is not x.data, "x.data returned the same object twice"
+    assert x.detach() is not x.detach() and x.detach() is not x
+    for alias in (x.data, x.detach()):
+        assert not alias.requires_grad and alias.grad_fn is None
+    with fw.no_grad():
+        x.data.mul_(2)
+        x.detach().add_(1)
+    np.testing.assert_allclose(adapter.to_numpy(x), [3.0, 3.0, 3.0],
+                               err_msg="writes through .data/.detach() not visible in x")
+
+
+@rule("identity.data-assign-keeps-object")
+def test_data_assignment_keeps_python_object(adapter, fw, device):
+    b = fw.ones(1, 2, device=device)
+    tag = Tag(b)
+    bid = id(b)
+    alias = b
+    b.data = fw.zeros(2, 3, device=device)
+    assert alias is b and id(b) == bid
+    assert tuple(alias.shape) == (2, 3), f"shape after .data assignment: {tuple(alias.shape)}"
+    np.testing.assert_allclose(adapter.to_numpy(alias), np.zeros((2, 3)))
+    tag.check(alias, "the tensor whose .data was assigned")
+
+
+@rule("identity.data-assign-keeps-object")
+def test_data_assignment_keeps_version_counter(adapter, fw, device):
+    x = fw.ones(1, 2, device=device)
+    view = x[:]
+    x.add_(1)
+    v = version(adapter, x)
+    x.data = fw.ones(2, 3, device=device)
+    assert version(adapter, x) == v, f"version changed from {v} to {version(adapter, x)}"
+    x.add_(1)
+    assert version(adapter, x) == version(adapter, view), "x no longer shares its counter with its view"
+
+
+@rule("identity.inplace-returns-self")
+def test_inplace_and_requires_grad_return_self(fw, device):
+    x = fw.ones(3, device=device)
+    assert x.add_(1) is x, "add_ did not return self"
+    assert x.mul_(2).sub_(1) is x, "chained in-place ops did not return self"
+    assert x.requires_grad_() is x, "requires_grad_() on a leaf did not return self"
+    z = x * 2
+    assert z.requires_grad_() is z, "requires_grad_() on a non-leaf did not return self"
+    w = z * 1
+    assert w.mul_(3) is w, "in-place on a non-leaf did not return self"
+
+
+@rule("identity.del-grad-resets")
+def test_del_grad(adapter, fw, device):
+    x = fw.ones(2, 2, requires_grad=True, device=device)
+    x.sum().backward()
+    old = x.grad
+    del x.grad
+    assert x.grad is None, f"x.grad after del: {x.grad!r}"
+    (x * 3).sum().backward()
+    assert x.grad is not old, "del x.grad then backward reused the deleted grad object"
+    np.testing.assert_allclose(adapter.to_numpy(x.grad), np.full((2, 2), 3.0),
+                               err_msg="stale gradient survived del x.grad")
+
+
+@rule("identity.del-grad-resets")
+def test_del_data_refused(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    with raises((RuntimeError, AttributeError, TypeError), what="del x.data"):
+        del x.data
+    np.testing.assert_allclose(adapter.to_numpy(x), [1.0, 1.0])
+
+
+# -- accumulation -------------------------------------------------------------------------
+
+@rule("identity.grad-accumulates-in-place")
+def test_second_backward_accumulates_into_same_object(adapter, fw, device):
+    x = fw.ones(5, requires_grad=True, device=device)
+    y = x + 2
+    y.backward(fw.ones(5, device=device), retain_graph=True)
+    g = x.grad
+    y.backward(fw.ones(5, device=device))
+    assert g is x.grad, "accumulation replaced the .grad object"
+    np.testing.assert_allclose(adapter.to_numpy(g), np.full(5, 2.0),
+                               err_msg="the held reference does not see the accumulated sum")
+
+
+@rule("identity.grad-assignment-keeps-object")
+def test_assigned_grad_is_kept_and_accumulated_into(adapter, fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    buf = fw.ones(3, device=device) * 10
+    x.grad = buf
+    assert x.grad is buf, "x.grad is not the tensor assigned to it"
+    (x * 2).sum().backward()
+    assert x.grad is buf, "backward replaced the assigned grad buffer"
+    np.testing.assert_allclose(adapter.to_numpy(buf), np.full(3, 12.0))
+
+
+@rule("identity.create-graph-accumulates-out-of-place")
+def test_create_graph_accumulation_is_out_of_place(adapter, fw, device):
+    x = fw.ones(5, requires_grad=True, device=device)
+    y = x * 1
+    y.backward(fw.ones(5, device=device), retain_graph=True)
+    g = x.grad
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # torch warns about the param <-> grad cycle
+        y.backward(fw.ones(5, device=device), create_graph=True)
+    try:
+        assert g is not x.grad, "create_graph accumulation kept the same .grad object"
+        np.testing.assert_allclose(adapter.to_numpy(g), np.ones(5),
+                                   err_msg="the old .grad object was modified in place")
+        np.testing.assert_allclose(adapter.to_numpy(x.grad), np.full(5, 2.0))
+    finally:
+        x.grad = None                       # break the param <-> grad cycle
+
+
+@rule("identity.accumulate-grad-variable-is-leaf")
+def test_accumulator_variable_is_the_leaf(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    tag = Tag(x)
+    xid = id(x)
+    y = x * 2
+    acc = producer(y.grad_fn)
+    assert adapter.feature("accumulate_grad_variable", lambda: acc.variable) is x
+    del x
+    churn(fw, device)
+    v = acc.variable
+    assert id(v) == xid, "the accumulator re-wrapped its leaf after the user dropped it"
+    tag.check(v, "the accumulator's leaf")
+    y.sum().backward()
+    assert v.grad is not None, "backward did not accumulate into the leaf held by the accumulator"
+    np.testing.assert_allclose(adapter.to_numpy(v.grad), [2.0, 2.0])
