@@ -452,7 +452,8 @@ def test_non_tensor_outputs_pass_through(fw, device):
     log = {}
     F = _non_tensor_fn(fw, log)
     x = fw.ones(2, requires_grad=True, device=device)
-    y, s, n = F.apply(x, 3, True)
+    with diverges_if_raises(RuntimeError, TypeError, what="apply with non-tensor inputs/outputs"):
+        y, s, n = F.apply(x, 3, True)
     assert s == "bar" and type(s) is str, f"non-tensor output came back as {s!r}"
     assert n is None, f"None output came back as {n!r}"
     assert y.requires_grad
@@ -465,7 +466,8 @@ def test_needs_input_grad(fw, device):
     log = {}
     F = _non_tensor_fn(fw, log)
     x = fw.ones(2, requires_grad=True, device=device)
-    F.apply(x, 3, True)
+    with diverges_if_raises(RuntimeError, TypeError, what="apply with non-tensor inputs/outputs"):
+        F.apply(x, 3, True)
     assert log["needs_input_grad"] == (True, False, False), f"needs_input_grad = {log['needs_input_grad']}"
     log.clear()
     F.apply(fw.ones(2, requires_grad=True, device=device) * fw.ones(2, device=device), 3, True)
@@ -474,12 +476,20 @@ def test_needs_input_grad(fw, device):
 
 @rule("legacy_function.none-grads-leave-grad-unset")
 def test_none_grads_leave_grad_unset(fw, device):
-    log = {}
-    F = _non_tensor_fn(fw, log)
+    class F(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, t, u):
+            return t * u
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, None
+
     x = fw.ones(2, requires_grad=True, device=device)
-    y, _, _ = F.apply(x, 3, True)
-    y.sum().backward()
+    u = fw.ones(2, requires_grad=True, device=device)
+    F.apply(x, u).sum().backward()
     assert x.grad is None, f"backward returned None, but x.grad = {x.grad!r}"
+    assert u.grad is None, f"backward returned None, but u.grad = {u.grad!r}"
 
 
 def _setup_context_square(fw):
@@ -604,7 +614,8 @@ def test_output_container_preserved(fw, device):
             return g * 2
 
     x = fw.ones(2, requires_grad=True, device=device)
-    t, lst, b = T.apply(x), L.apply(x), B.apply(x)
+    with diverges_if_raises(RuntimeError, TypeError, what="forward returning a tuple or a list"):
+        t, lst, b = T.apply(x), L.apply(x), B.apply(x)
     assert type(t) is tuple and len(t) == 1, f"1-tuple came back as {type(t).__name__}"
     assert type(lst) is list and len(lst) == 2, f"list came back as {type(lst).__name__}"
     assert isinstance(b, fw.Tensor), f"bare tensor came back as {type(b).__name__}"
