@@ -31,15 +31,6 @@ NON_LEAF_REQUIRES_GRAD = (
 _numpy_scalar = _numpy.generic
 
 
-class VersionCounter:
-    """Shared by a tensor and all its views; bumped by every in-place op."""
-
-    __slots__ = ("value",)
-
-    def __init__(self):
-        self.value = 0
-
-
 class device:
     """A device ('cpu' or 'cuda'); compares equal to its string."""
 
@@ -106,7 +97,7 @@ class Tensor:
 
     def _init_slots(self, data):
         self._data = data
-        self._version_counter = VersionCounter()
+        self._version_counter = [0]  # shared by all views; in-place ops bump element 0
         self._requires_grad = False
         self._node = None
         self._output_nr = 0
@@ -125,7 +116,7 @@ class Tensor:
             data = _numpy.asarray(data)  # numpy turns 0-d results into scalars
         self = object.__new__(Tensor)
         self._data = data
-        self._version_counter = VersionCounter()
+        self._version_counter = [0]  # shared by all views; in-place ops bump element 0
         self._requires_grad = False
         self._node = None
         self._output_nr = 0
@@ -178,7 +169,7 @@ class Tensor:
 
     @property
     def _version(self) -> int:
-        return self._version_counter.value
+        return self._version_counter[0]
 
     def data_ptr(self) -> int:
         data = self._data
@@ -303,10 +294,10 @@ class Tensor:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self._node is None or self._retains_grad:
             return
-        node = self._node
-        if node._retains_grad is None:
-            node._retains_grad = {}
-        node._retains_grad[self._output_nr] = weakref.ref(self)
+        extras = self._node._get_extras()
+        if extras.retains_grad is None:
+            extras.retains_grad = {}
+        extras.retains_grad[self._output_nr] = weakref.ref(self)
         self._retains_grad = True
 
     def register_hook(self, hook):
@@ -319,7 +310,7 @@ class Tensor:
             if self._leaf_hooks is None:
                 self._leaf_hooks = HookDict()
             return add_hook(self._leaf_hooks, hook)
-        return add_hook(self._node._tensor_hooks_for(self._output_nr, create=True), hook)
+        return add_hook(self._node._tensor_hooks_for(self._output_nr), hook)
 
     def register_post_accumulate_grad_hook(self, hook):
         """Run ``hook(tensor)`` after this leaf's ``.grad`` has been updated."""
@@ -385,7 +376,7 @@ class Tensor:
 
     def __bool__(self):
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __array__(self, dtype=None, copy=None):

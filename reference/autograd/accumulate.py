@@ -21,7 +21,7 @@ def store_grad(variable, grad, ops) -> None:
         variable._grad = ops.as_tensor(current._data + grad)
     else:
         current._data += ops.raw(grad)
-        current._version_counter.value += 1
+        current._version_counter[0] += 1
 
 
 def accumulate_into_leaf(variable, grad, ops) -> None:

@@ -31,7 +31,7 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
     ``captures``: optional {(node, output_nr): callback(grad)} for autograd.grad and
     non-leaf ``backward(inputs=...)``: the gradient flowing into that edge, after the
     tensor hooks, is handed to the callback. With captures, only the nodes on a path to
-    a captured edge (or to an AccumulateGrad listed in ``accumulate_leaves``) run.
+    a captured edge (or to a node in the set ``accumulate_leaves``) run.
     """
     ops = TENSOR_OPS if create_graph else RAW_OPS
     targets = None
@@ -41,39 +41,50 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
 
     buffers: dict = {}
     ready: list = []
+    push, pop = heapq.heappush, heapq.heappop
     for (node, nr), grad in zip(root_edges, root_grads):
-        _deliver(buffers, node, nr, grad, ops)
+        _deliver(buffers, node, nr, grad)
         remaining = dependencies[node] - 1
         dependencies[node] = remaining
         if remaining == 0:
-            heapq.heappush(ready, (-node._seq, id(node), node))
+            push(ready, (-node._seq, id(node), node))
 
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
-            node = heapq.heappop(ready)[2]
+            node = pop(ready)[2]
             grads = buffers.pop(node)
-            _run_tensor_hooks(node, grads, ops)
+            extras = node._extras
+            if extras is not None or type(node) is AccumulateGrad:
+                _run_tensor_hooks(node, extras, grads, ops)
             if captures is not None:
                 for nr, grad in enumerate(grads):
                     callback = captures.get((node, nr))
                     if callback is not None:
                         callback(grad)
-            if node not in executable:
-                continue
-            grad_inputs = _run_node(node, grads, ops)
-            if not retain_graph:
-                node._release_saved()
-            for (child, nr), grad in zip(node._next_functions, grad_inputs):
-                if child is None or child not in dependencies:
+                if node not in executable:
                     continue
+            if extras is None:
+                grad_inputs = node.apply(ops, grads)
+            else:
+                grad_inputs = _run_node_with_hooks(node, extras, grads, ops)
+            if not retain_graph and node._saved:
+                node._saved = None
+            for (child, nr), grad in zip(node._next_functions, grad_inputs):
+                if child is None:
+                    continue
+                remaining = dependencies.get(child)
+                if remaining is None:
+                    continue
+                buffer = buffers.get(child)
+                if buffer is None:
+                    buffer = buffers[child] = [None] * child.num_outputs
                 if grad is not None:
-                    _deliver(buffers, child, nr, grad, ops)
-                elif child not in buffers:
-                    buffers[child] = [None] * child.num_outputs
-                remaining = dependencies[child] - 1
+                    previous = buffer[nr]
+                    buffer[nr] = grad if previous is None else previous + grad
+                remaining -= 1
                 dependencies[child] = remaining
                 if remaining == 0:
-                    heapq.heappush(ready, (-child._seq, id(child), child))
+                    push(ready, (-child._seq, id(child), child))
 
 
 def _plan(root_edges, captures, targets):
@@ -115,7 +126,7 @@ def _plan(root_edges, captures, targets):
     return executable, dependencies
 
 
-def _deliver(buffers, node, nr, grad, ops):
+def _deliver(buffers, node, nr, grad):
     buffer = buffers.get(node)
     if buffer is None:
         buffer = buffers[node] = [None] * node.num_outputs
@@ -123,21 +134,21 @@ def _deliver(buffers, node, nr, grad, ops):
     buffer[nr] = grad if previous is None else previous + grad
 
 
-def _run_tensor_hooks(node, grads, ops):
+def _run_tensor_hooks(node, extras, grads, ops):
     """Hooks registered through tensors (before any node hook), then retain_grad."""
     if type(node) is AccumulateGrad:
         hooks = node.variable._leaf_hooks
         if hooks:
             grads[0] = _call_tensor_hooks(hooks, grads[0], ops)
         return
-    if node._tensor_pre_hooks:
-        for nr, hooks in node._tensor_pre_hooks.items():
+    if extras.tensor_pre_hooks:
+        for nr, hooks in extras.tensor_pre_hooks.items():
             if hooks:
                 grads[nr] = _call_tensor_hooks(hooks, grads[nr], ops)
-    if node._retains_grad:
+    if extras.retains_grad:
         from reference.autograd.accumulate import store_grad
 
-        for nr, tensor_ref in node._retains_grad.items():
+        for nr, tensor_ref in extras.retains_grad.items():
             tensor = tensor_ref()
             if tensor is not None and grads[nr] is not None:
                 store_grad(tensor, grads[nr], ops)
@@ -175,20 +186,22 @@ def _check_hook_result(hook, before, after):
         raise RuntimeError(f"hook '{name}' has changed the device of value")
 
 
-def _run_node(node, grads, ops):
-    if node._pre_hooks:
+def _run_node_with_hooks(node, extras, grads, ops):
+    """Node pre-hooks, apply, node post-hooks (hooks see tensors, apply sees ``ops`` values)."""
+    if extras.pre_hooks:
         outputs = tuple(None if g is None else ops.as_tensor(g) for g in grads)
-        for hook in tuple(node._pre_hooks.values()):
+        for hook in tuple(extras.pre_hooks.values()):
             result = hook(outputs)
             if result is not None:
                 outputs = _check_node_hook_result(node, result, len(outputs), "pre-hook")
         grads = [None if g is None else ops.from_tensor(g) for g in outputs]
-    if node._post_hooks:
+    post_hooks = extras.post_hooks
+    if post_hooks:
         grad_outputs = tuple(None if g is None else ops.as_tensor(g) for g in grads)
     grad_inputs = node.apply(ops, grads)
-    if node._post_hooks:
+    if post_hooks:
         inputs = tuple(None if g is None else ops.as_tensor(g) for g in grad_inputs)
-        for hook in tuple(node._post_hooks.values()):
+        for hook in tuple(post_hooks.values()):
             result = hook(inputs, grad_outputs)
             if result is not None:
                 inputs = _check_node_hook_result(node, result, len(inputs), "hook")

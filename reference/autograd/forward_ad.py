@@ -182,13 +182,16 @@ def set_tangent(tensor, tangent, level=None) -> None:
     tensor._fw_grads[level] = tangent
 
 
+def propagating() -> bool:
+    """Whether tangents propagate now: a level is open and no jvp rule is running."""
+    return _suppressed.depth == 0 and _registry.current is not None
+
+
 def active(*values) -> bool:
     """Whether an op on ``values`` must propagate tangents (cheap when none has one)."""
-    from reference.tensor import Tensor
-
     for value in values:
-        if isinstance(value, Tensor) and value._fw_grads:
-            return _suppressed.depth == 0 and _registry.current is not None
+        if getattr(value, "_fw_grads", None):
+            return propagating()
     return False
 
 

@@ -74,17 +74,7 @@ class Node:
     ``Function`` nodes (the ctx) do have a ``__dict__``.
     """
 
-    __slots__ = (
-        "_next_functions",
-        "_seq",
-        "_saved",
-        "_pre_hooks",
-        "_post_hooks",
-        "_tensor_pre_hooks",
-        "_retains_grad",
-        "_metadata",
-        "__weakref__",
-    )
+    __slots__ = ("_next_functions", "_seq", "_saved", "_extras", "__weakref__")
     #: names of the saved tensors, in the order of ``_saved`` (exposed as ``_saved_<name>``)
     saved_names: tuple[str, ...] = ()
 
@@ -92,11 +82,13 @@ class Node:
         self._next_functions = next_functions
         self._seq = next(_sequence)
         self._saved = ()
-        self._pre_hooks = None
-        self._post_hooks = None
-        self._tensor_pre_hooks = None
-        self._retains_grad = None
-        self._metadata = None
+        self._extras = None  # NodeExtras, only once a hook, metadata or retain_grad exists
+
+    def _get_extras(self) -> "NodeExtras":
+        extras = self._extras
+        if extras is None:
+            extras = self._extras = NodeExtras()
+        return extras
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -113,9 +105,10 @@ class Node:
 
     @property
     def metadata(self) -> dict:
-        if self._metadata is None:
-            self._metadata = {}
-        return self._metadata
+        extras = self._get_extras()
+        if extras.metadata is None:
+            extras.metadata = {}
+        return extras.metadata
 
     def _sequence_nr(self) -> int:
         return self._seq
@@ -126,25 +119,26 @@ class Node:
     # -- hooks ---------------------------------------------------------------------
     def register_prehook(self, fn) -> RemovableHandle:
         """``fn(grad_outputs) -> new grad_outputs or None``, run before the node."""
-        if self._pre_hooks is None:
-            self._pre_hooks = HookDict()
-        return add_hook(self._pre_hooks, fn)
+        extras = self._get_extras()
+        if extras.pre_hooks is None:
+            extras.pre_hooks = HookDict()
+        return add_hook(extras.pre_hooks, fn)
 
     def register_hook(self, fn) -> RemovableHandle:
         """``fn(grad_inputs, grad_outputs) -> new grad_inputs or None``, run after it."""
-        if self._post_hooks is None:
-            self._post_hooks = HookDict()
-        return add_hook(self._post_hooks, fn)
+        extras = self._get_extras()
+        if extras.post_hooks is None:
+            extras.post_hooks = HookDict()
+        return add_hook(extras.post_hooks, fn)
 
-    def _tensor_hooks_for(self, output_nr: int, create: bool = False):
+    def _tensor_hooks_for(self, output_nr: int) -> HookDict:
         """The tensor hooks registered through output ``output_nr`` of this node."""
-        if self._tensor_pre_hooks is None:
-            if not create:
-                return None
-            self._tensor_pre_hooks = {}
-        hooks = self._tensor_pre_hooks.get(output_nr)
-        if hooks is None and create:
-            hooks = self._tensor_pre_hooks[output_nr] = HookDict()
+        extras = self._get_extras()
+        if extras.tensor_pre_hooks is None:
+            extras.tensor_pre_hooks = {}
+        hooks = extras.tensor_pre_hooks.get(output_nr)
+        if hooks is None:
+            hooks = extras.tensor_pre_hooks[output_nr] = HookDict()
         return hooks
 
     # -- backward ------------------------------------------------------------------
@@ -169,9 +163,21 @@ class Node:
             return value.unpack(self, as_tensor)
         return value  # a saved number (a scalar operand, an exponent)
 
-    def _release_saved(self) -> None:
-        if self._saved:
-            self._saved = None
+
+class NodeExtras:
+    """What few nodes have: hooks, metadata, retain_grad registrations.
+
+    Kept out of Node itself so that the common node is four slots, cheap to create.
+    """
+
+    __slots__ = ("pre_hooks", "post_hooks", "tensor_pre_hooks", "retains_grad", "metadata")
+
+    def __init__(self):
+        self.pre_hooks = None  # HookDict: fn(grad_outputs)
+        self.post_hooks = None  # HookDict: fn(grad_inputs, grad_outputs)
+        self.tensor_pre_hooks = None  # {output_nr: HookDict}: hooks registered via tensors
+        self.retains_grad = None  # {output_nr: weakref to the tensor}
+        self.metadata = None  # dict
 
 
 def _saved_getter(index: int):
@@ -194,7 +200,7 @@ class SavedTensor:
 
     def __init__(self, tensor, is_output: bool):
         self._counter = tensor._version_counter
-        self._version = self._counter.value
+        self._version = self._counter[0]
         if is_output:
             self._tensor = None
             self._data = tensor._data
@@ -206,7 +212,7 @@ class SavedTensor:
             self._data = None
 
     def unpack(self, node, as_tensor: bool):
-        if self._counter.value != self._version:
+        if self._counter[0] != self._version:
             raise RuntimeError(self._version_error(node))
         tensor = self._tensor
         if tensor is not None:
@@ -236,7 +242,7 @@ class SavedTensor:
         return (
             "one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: [reference.{dtype.legacy_name} [{dims}]]{which} is at version "
-            f"{self._counter.value}; expected version {self._version} instead. {INPLACE_HINT}"
+            f"{self._counter[0]}; expected version {self._version} instead. {INPLACE_HINT}"
         )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from reference import grad_mode
 from reference.autograd import forward_ad
 from reference.autograd.graph import Node
-from reference.ops.recording import attach, edges, needs_grad, raw, save_input, shape_of
+from reference.ops.recording import attach, edges, has_tangent, needs_grad, raw, save_input, shape_of
 from reference.tensor import Tensor
 
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -34,18 +34,19 @@ def check_inplace(tensor: Tensor) -> None:
 
 
 def bump_version(tensor: Tensor) -> None:
-    tensor._version_counter.value += 1
+    tensor._version_counter[0] += 1
 
 
 def rebase_history(tensor: Tensor, node) -> None:
     """Make ``node`` the new grad_fn of ``tensor``; retain_grad follows the newest version."""
     old = tensor._node
-    if tensor._retains_grad and old is not None and old._retains_grad:
-        ref = old._retains_grad.pop(tensor._output_nr, None)
+    if tensor._retains_grad and old is not None and old._extras is not None and old._extras.retains_grad:
+        ref = old._extras.retains_grad.pop(tensor._output_nr, None)
         if ref is not None:
-            if node._retains_grad is None:
-                node._retains_grad = {}
-            node._retains_grad[0] = ref
+            extras = node._get_extras()
+            if extras.retains_grad is None:
+                extras.retains_grad = {}
+            extras.retains_grad[0] = ref
     attach(tensor, node)
 
 
@@ -153,7 +154,7 @@ def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=N
     place where it can, returning the tangent self must carry afterwards.
     """
     check_inplace(self)
-    forward = tangent_rule is not None and forward_ad.active(self, other)
+    forward = tangent_rule is not None and has_tangent(self, other)
     if forward:
         t_self, t_other = forward_ad.tangents_of(self, other)
         old_self = Tensor._wrap(self._data.copy()) if needs_old and t_other is not None else None

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from reference.array_backend import namespace_of
 from reference.autograd.graph import Node
-from reference.autograd import forward_ad
-from reference.ops.recording import add_tangents, attach, edges, needs_grad, propagate_tangent, save_input
+from reference.ops.recording import (
+    add_tangents, attach, edges, has_tangent, needs_grad, propagate_tangent, save_input,
+)
 from reference.tensor import Tensor
 
 
@@ -64,7 +65,7 @@ def matmul(self, other):
             save_input(self) if other._requires_grad else None,
             save_input(other) if self._requires_grad else None,
         )
-    if forward_ad.active(self, other):
+    if has_tangent(self, other):
         propagate_tangent(
             out, lambda ta, tb: add_tangents(None if ta is None else ta @ other, None if tb is None else self @ tb),
             self, other)

@@ -14,15 +14,17 @@ from reference.array_backend import namespace_of, to_device as _move
 from reference.autograd.graph import Node
 from reference.autograd import forward_ad
 from reference.ops.recording import (
-    add_tangents, attach, edges, needs_grad, propagate_tangent, raw, save_input, save_output, shape_of,
+    add_tangents, attach, edges, has_tangent, needs_grad, propagate_tangent, raw, save_input, save_output, shape_of,
 )
 from reference.tensor import Tensor
 
 
-def _check_operand(value):
-    if isinstance(value, (Tensor, numbers.Number)):
-        return True
-    return False
+_FAST_OPERANDS = frozenset((Tensor, float, int, bool))
+
+
+def _check_operand(value) -> bool:
+    """Tensors and numbers are operands; anything else makes the operator return NotImplemented."""
+    return type(value) in _FAST_OPERANDS or isinstance(value, (Tensor, numbers.Number))
 
 
 class _Binary(Node):
@@ -160,14 +162,16 @@ def _log_scalar(value):
 
 
 def _binary(node_cls, a, b, out_data, save=None):
+    """Wrap a two-input op's result; record ``node_cls`` (``save(out)`` gives its saved
+    tuple) and propagate tangents (``node_cls.jvp``) when needed."""
     out = Tensor._wrap(out_data)
     if needs_grad(a, b):
         node = node_cls(edges(a, b))
         node._shapes = (shape_of(a), shape_of(b))
         attach(out, node)
         if save is not None:
-            node._saved = save(out)
-    if forward_ad.active(a, b):
+            node._saved = save(a, b, out)
+    if has_tangent(a, b):
         propagate_tangent(out, lambda ta, tb: node_cls.jvp(a, b, out, ta, tb), a, b)
     return out
 
@@ -182,7 +186,7 @@ def add(self, other, alpha=1):
         node._shapes = (shape_of(self), shape_of(other))
         node._alpha = alpha
         attach(out, node)
-    if forward_ad.active(self, other):
+    if has_tangent(self, other):
         propagate_tangent(out, lambda ta, tb: _broadcast(add_tangents(ta, None if tb is None else tb * alpha), out),
                           self, other)
     return out
@@ -215,15 +219,17 @@ def rsub(self, other):
     return _binary(SubBackward0, other, self, raw(other) - raw(self))
 
 
+def _save_mul(a, b, out):
+    """x * y saves y only if x requires grad, and x only if y does."""
+    a_needs = getattr(a, "_requires_grad", False)
+    b_needs = getattr(b, "_requires_grad", False)
+    return (save_input(a) if b_needs else None, save_input(b) if a_needs else None)
+
+
 def mul(self, other):
     if not _check_operand(other):
         return NotImplemented
-    a_needs = isinstance(self, Tensor) and self._requires_grad
-    b_needs = isinstance(other, Tensor) and other._requires_grad
-    return _binary(
-        MulBackward0, self, other, raw(self) * raw(other),
-        lambda out: (save_input(self) if b_needs else None, save_input(other) if a_needs else None),
-    )
+    return _binary(MulBackward0, self, other, raw(self) * raw(other), _save_mul)
 
 
 def rmul(self, other):
@@ -232,15 +238,14 @@ def rmul(self, other):
     return mul(other, self)
 
 
+def _save_div(a, b, out):
+    return (save_input(a) if getattr(b, "_requires_grad", False) else None, save_input(b))
+
+
 def div(self, other):
     if not _check_operand(other):
         return NotImplemented
-    b_needs = isinstance(other, Tensor) and other._requires_grad
-    data = raw(self) / raw(other)
-    return _binary(
-        DivBackward0, self, other, data,
-        lambda out: (save_input(self) if b_needs else None, save_input(other)),
-    )
+    return _binary(DivBackward0, self, other, raw(self) / raw(other), _save_div)
 
 
 def rdiv(self, other):
@@ -258,23 +263,20 @@ def pow(self, exponent):
             node = PowBackward0(edges(self))
             attach(out, node)
             node._saved = (save_input(self), exponent)
-        if forward_ad.active(self):
+        if has_tangent(self):
             propagate_tangent(out, lambda t: PowBackward0.jvp(self, exponent, out, t), self)
         return out
-    data = raw(self) ** raw(exponent)
-    return _binary(
-        PowBackward1, self, exponent, data,
-        lambda out: (save_input(self), save_input(exponent), save_output(out)),
-    )
+    return _binary(PowBackward1, self, exponent, raw(self) ** raw(exponent), _save_pow)
+
+
+def _save_pow(base, exponent, out):
+    return (save_input(base), save_input(exponent), save_output(out))
 
 
 def rpow(self, base):
     if not _check_operand(base):
         return NotImplemented
-    return _binary(
-        PowBackward1, base, self, raw(base) ** raw(self),
-        lambda out: (base, save_input(self), save_output(out)),
-    )
+    return _binary(PowBackward1, base, self, raw(base) ** raw(self), _save_pow)
 
 
 # -- unary ---------------------------------------------------------------------------
@@ -442,7 +444,7 @@ def _unary(node_cls, x, data, saves=None):
             node._saved = (save_input(x),)
         elif saves == "result":
             node._saved = (save_output(out),)
-    if forward_ad.active(x):
+    if x._fw_grads and forward_ad.propagating():
         propagate_tangent(out, lambda t: None if t is None else node_cls.jvp(x, out, t), x)
     return out
 

@@ -14,13 +14,21 @@ from reference.autograd.graph import AccumulateGrad, SavedTensor
 from reference.tensor import Tensor
 
 
-def needs_grad(*inputs) -> bool:
-    """Whether an op on ``inputs`` must record a node (grad mode on, some input requires grad)."""
-    if not grad_mode._state.enabled:
-        return False
-    for value in inputs:
-        if isinstance(value, Tensor) and value._requires_grad:
-            return True
+_grad_state = grad_mode._state
+
+
+def needs_grad(a, b=None) -> bool:
+    """Whether an op on ``a`` (and ``b``) must record a node: grad mode is on and an
+    input requires grad. Operands other than tensors (numbers, None) never do."""
+    return _grad_state.enabled and (
+        getattr(a, "_requires_grad", False) or getattr(b, "_requires_grad", False)
+    )
+
+
+def has_tangent(a, b=None) -> bool:
+    """Whether an op on ``a`` (and ``b``) must propagate forward-AD tangents."""
+    if getattr(a, "_fw_grads", None) or getattr(b, "_fw_grads", None):
+        return forward_ad.propagating()
     return False
 
 
@@ -34,24 +42,29 @@ def grad_accumulator(leaf: Tensor) -> AccumulateGrad:
     return node
 
 
+_NO_EDGE = (None, 0)
+
+
 def edge(value):
     """The (node, output_nr) through which a gradient reaches ``value``'s history."""
-    if isinstance(value, Tensor):
-        node = value._node
-        if node is not None:
-            return (node, value._output_nr)
-        if value._requires_grad:
-            return (grad_accumulator(value), 0)
-    return (None, 0)
+    node = getattr(value, "_node", None)
+    if node is not None:
+        return (node, value._output_nr)
+    if getattr(value, "_requires_grad", False):
+        return (grad_accumulator(value), 0)
+    return _NO_EDGE
 
 
-def edges(*inputs) -> tuple:
-    return tuple(edge(value) for value in inputs)
+def edges(a, b=_NO_EDGE) -> tuple:
+    """The edges of a one- or two-input op."""
+    if b is _NO_EDGE:
+        return (edge(a),)
+    return (edge(a), edge(b))
 
 
 def save_input(value):
     """Save an op input for backward: tensors as themselves (version-checked), else as is."""
-    if isinstance(value, Tensor):
+    if value.__class__ is Tensor or isinstance(value, Tensor):
         return SavedTensor(value, False)
     return value
 
@@ -71,7 +84,7 @@ def attach(out: Tensor, node, output_nr: int = 0) -> Tensor:
 
 def raw(value):
     """The array behind a tensor; Python scalars pass through unchanged."""
-    return value._data if isinstance(value, Tensor) else value
+    return getattr(value, "_data", value)
 
 
 def shape_of(value) -> tuple:
@@ -85,7 +98,7 @@ def requires_grad(value) -> bool:
 def propagate_tangent(out: Tensor, rule, *inputs) -> None:
     """Give ``out`` the tangent ``rule(*tangents_of(inputs))`` (forward-mode AD).
 
-    Called only when ``forward_ad.active(*inputs)``; ``rule`` gets None for an input
+    Called only when ``has_tangent(...)`` holds; ``rule`` gets None for an input
     without a tangent and may return None (no tangent). The rule's own arithmetic does
     not propagate tangents further.
     """

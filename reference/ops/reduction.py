@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from reference.autograd.graph import Node
-from reference.autograd import forward_ad
-from reference.ops.recording import attach, edges, needs_grad, propagate_tangent
+from reference.ops.recording import attach, edges, has_tangent, needs_grad, propagate_tangent
 from reference.tensor import Tensor
 
 
@@ -62,7 +61,7 @@ def sum(self, dim=None, keepdim=False, dtype=None):
     if data.dtype.kind == "b":
         result = result.astype("int64")
     out = _reduce(SumBackward0, self, dim, keepdim, result)
-    if forward_ad.active(self):
+    if has_tangent(self):
         propagate_tangent(out, lambda t: None if t is None else sum(t, dim, keepdim), self)
     return out
 
@@ -81,7 +80,7 @@ def mean(self, dim=None, keepdim=False):
         for d in (range(data.ndim) if axes is None else axes):
             count *= data.shape[d]
         out._node._count = count
-    if forward_ad.active(self):
+    if has_tangent(self):
         propagate_tangent(out, lambda t: None if t is None else mean(t, dim, keepdim), self)
     return out
 
@@ -105,6 +104,6 @@ def sum_to_size(self, shape):
         node = SumToSizeBackward0(edges(self))
         node._shape = self._data.shape
         attach(out, node)
-    if forward_ad.active(self):
+    if has_tangent(self):
         propagate_tangent(out, lambda t: None if t is None else sum_to_size(t, shape), self)
     return out

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from reference.array_backend import namespace_of
 from reference.autograd.graph import Node
-from reference.autograd import forward_ad
-from reference.ops.recording import attach, edges, needs_grad, propagate_tangent
+from reference.ops.recording import attach, edges, has_tangent, needs_grad, propagate_tangent
 from reference.tensor import Tensor
 
 VIEW_INCOMPATIBLE = (
@@ -80,7 +79,7 @@ def _make_view(self, data, node_cls=None, configure=None, cls=Tensor, view_fn=No
         if configure is not None:
             configure(node)
         attach(out, node)
-    if view_fn is not None and forward_ad.active(self):
+    if view_fn is not None and has_tangent(self):
         propagate_tangent(out, lambda t: None if t is None else view_fn(t), self)
     return out
 
@@ -289,7 +288,7 @@ def getitem(self, index):
         node = IndexBackward0(edges(self))
         configure(node)
         attach(out, node)
-    if forward_ad.active(self):
+    if has_tangent(self):
         propagate_tangent(out, lambda t: None if t is None else getitem(t, index), self)
     return out
 
