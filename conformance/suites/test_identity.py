@@ -403,10 +403,10 @@ def test_ctx_saved_tensors_are_the_inputs(fw, device):
             got["x"], got["y"] = ctx.saved_tensors
             return g, fw.zeros_like(g)
 
-    a = fw.tensor(1.0, requires_grad=True, device=device)
-    b = fw.tensor(1.0, device=device)
+    a = fw.tensor([1.0], requires_grad=True, device=device)
+    b = fw.tensor([1.0], device=device)
     tag = Tag(b)
-    Test.apply(a, b).backward()
+    Test.apply(a, b).sum().backward()
     assert got["x"] is a, "saved input that requires grad came back as another object"
     assert got["y"] is b, "saved input that does not require grad came back as another object"
     tag.check(got["y"], "the saved input")
@@ -517,10 +517,11 @@ def test_ctx_attributes_reach_backward(adapter, fw, device):
             return g * ctx.k
 
     x = fw.ones(2, requires_grad=True, device=device)
-    out = Scale.apply(x)
+    with diverges_if_raises(AttributeError, what="setting an attribute on ctx in forward"):
+        out = Scale.apply(x)
     assert getattr(out.grad_fn, "k", MISSING) == 3.0, "ctx attribute not visible on out.grad_fn"
-    out.grad_fn.k = 5.0                     # through grad_fn, seen by backward
-    with diverges_if_raises(AttributeError, what="reading a ctx attribute in backward"):
+    with diverges_if_raises(AttributeError, what="a ctx attribute set through grad_fn, read in backward"):
+        out.grad_fn.k = 5.0                 # through grad_fn, seen by backward
         out.sum().backward()
     np.testing.assert_allclose(adapter.to_numpy(x.grad), [5.0, 5.0],
                                err_msg="backward did not see the attribute set through out.grad_fn")
