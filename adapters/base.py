@@ -7,11 +7,14 @@ else an adapter offers exists because frameworks genuinely differ there.
 
 Third-party adapters register an ``Adapter`` subclass (or a zero-argument factory) in
 the ``autograd_conformance.adapters`` entry-point group; no edit to this repository.
+``--adapter package.module:ClassName`` loads an adapter from any importable module
+(one-off experiments and the harness's own tests).
 """
 from __future__ import annotations
 
 import importlib
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Callable
 
 ENTRY_POINT_GROUP = "autograd_conformance.adapters"
@@ -84,6 +87,13 @@ class Adapter:
         except AttributeError as exc:
             raise Unsupported(f"{self.name} does not support {feature}: {exc}") from exc
 
+    def expectations_file(self) -> Path:
+        """Where this adapter's expected outcomes live (a missing file means none).
+
+        Third-party adapters override this to ship their expectations with their package.
+        """
+        return Path(__file__).parent / "expectations" / f"{self.name}.toml"
+
     def check_device(self, device: str) -> None:
         if device not in self.devices:
             raise ValueError(
@@ -107,19 +117,43 @@ def known_adapters() -> list[str]:
     return sorted(set(_BUILTIN) | set(_entry_points()))
 
 
+def _import_spec(spec: str) -> Any:
+    """Resolve ``package.module:ClassName`` (an adapter that lives outside the registry)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"adapter spec {spec!r} must look like package.module:ClassName")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(
+            f"adapter {spec!r}: cannot import module {module_name!r} ({exc}); "
+            f"is it on sys.path / PYTHONPATH?"
+        ) from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ValueError(f"adapter {spec!r}: module {module_name!r} has no {attr!r}") from None
+
+
 def load_adapter(name: str) -> Adapter:
-    """Instantiate the adapter called ``name`` or raise ValueError listing the known ones."""
+    """Instantiate the adapter called ``name`` or raise ValueError listing the known ones.
+
+    ``name`` is a built-in name, an entry point of the ``autograd_conformance.adapters``
+    group, or ``package.module:ClassName`` (handy for one-off and test adapters).
+    """
     if name in _BUILTIN:
-        module_name, _, attr = _BUILTIN[name].partition(":")
-        factory = getattr(importlib.import_module(module_name), attr)
+        factory = _import_spec(_BUILTIN[name])
+    elif ":" in name:
+        factory = _import_spec(name)
     else:
         eps = _entry_points()
         if name not in eps:
             raise ValueError(
-                f"unknown adapter {name!r}; known adapters: {', '.join(known_adapters())}"
+                f"unknown adapter {name!r}; known adapters: {', '.join(known_adapters())} "
+                f"(or give package.module:ClassName)"
             )
         factory = eps[name].load()
     adapter = factory()
     if not isinstance(adapter, Adapter):
-        raise TypeError(f"entry point for adapter {name!r} did not produce an Adapter: {adapter!r}")
+        raise ValueError(f"adapter {name!r} did not produce an adapters.base.Adapter: {adapter!r}")
     return adapter

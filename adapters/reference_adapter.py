@@ -15,7 +15,7 @@ class ReferenceAdapter(Adapter):
     def framework_version(self) -> str:
         import reference
 
-        return reference.__version__
+        return str(getattr(reference, "__version__", "unknown"))
 
     def to_numpy(self, tensor):
         return tensor.detach().numpy()

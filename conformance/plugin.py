@@ -1,83 +1,346 @@
 """pytest plugin (entry point ``pytest11``): runs the suites against one adapter.
 
-Minimal core; outcomes, catalogue checks, expectations and results are layered on top.
+This module only wires pytest hooks to the concepts that live in their own modules:
+``options`` (command line), ``catalogue`` (rules), ``traceability`` (test <-> rule),
+``outcomes`` (classification and pytest status), ``expectations`` (known divergences),
+``results`` (JSON lines, tallies) and ``summary`` (terminal output).
+
+The harness is *active* only when the run collects from the suites directory; the
+project's own tests (``tests/``) stay ordinary pytest tests that may still use the
+``fw``/``adapter``/``device`` fixtures.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
+import platform
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from adapters.base import FrameworkNotInstalled, Unsupported, known_adapters, load_adapter
-from conformance.api import Diverges
+from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
+from conformance import hookspecs, options, summary, traceability
+from conformance.catalogue import Catalogue, load_catalogue
+from conformance.expectations import Expectation, load_expectations
+from conformance.outcomes import Outcome, Verdict, classify, first_lines, judge
+from conformance.results import PROPERTY, ResultsFile, Tally, TestRecords
+from conformance.tomlfile import FileError
 
 
+@dataclasses.dataclass
+class Harness:
+    """Per-run state, kept in ``config.stash``."""
+
+    adapter: Adapter
+    device: str
+    suites_dir: Path
+    catalogue_dir: Path
+    catalogue: Catalogue | None = None  # None: the run does not touch the suites
+    expectations: dict[str, Expectation] = dataclasses.field(default_factory=dict)
+    context: dict[str, Any] = dataclasses.field(default_factory=dict)
+    records: TestRecords | None = None
+    tally: Tally = dataclasses.field(default_factory=Tally)
+    results: ResultsFile | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.catalogue is not None
+
+    def is_suite_path(self, path: Path) -> bool:
+        return self.active and self.suites_dir in Path(path).resolve().parents
+
+    def rule_of(self, item):
+        ids = traceability.rule_ids_of(item)
+        return self.catalogue.get(ids[0]) if len(ids) == 1 and isinstance(ids[0], str) else None
+
+
+HARNESS = pytest.StashKey[Harness]()
+OBSERVED = pytest.StashKey[list]()
+
+
+def harness(config) -> Harness:
+    return config.stash[HARNESS]
+
+
+def _is_controller(config) -> bool:
+    return not hasattr(config, "workerinput")
+
+
+def _touches(config, directory: Path) -> bool:
+    """Whether the run's paths include ``directory`` or something inside it."""
+    base = Path(config.invocation_params.dir)
+    for arg in config.args:
+        path = (base / str(arg).split("::")[0]).resolve()
+        if path == directory or directory in path.parents or path in directory.parents:
+            return True
+    return False
+
+
+# -- configuration -------------------------------------------------------------------
 def pytest_addoption(parser):
-    group = parser.getgroup("autograd-conformance")
-    group.addoption("--adapter", default="reference",
-                    help=f"framework adapter to test (built-in: {', '.join(known_adapters())})")
-    group.addoption("--device", default="cpu", help="device to run on: cpu or cuda")
-    group.addoption("--results", default=None, help="write one JSON line per test to this file")
+    options.add_options(parser)
+
+
+def pytest_addhooks(pluginmanager):
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "rule(id): the conformance rule this test checks")
-    name = config.getoption("adapter")
     try:
-        adapter = load_adapter(name)
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    try:
+        adapter = load_adapter(config.getoption("adapter"))
         adapter.fw
-    except FrameworkNotInstalled as exc:
-        raise pytest.UsageError(str(exc)) from None
-    device = config.getoption("device")
-    try:
+        device = config.getoption("device")
         adapter.check_device(device)
-    except ValueError as exc:
+    except (ValueError, FrameworkNotInstalled) as exc:
         raise pytest.UsageError(str(exc)) from None
-    config._conformance_adapter = adapter
+    h = Harness(adapter=adapter, device=device,
+                suites_dir=options.ini_path(config, "conformance_suites"),
+                catalogue_dir=options.ini_path(config, "conformance_catalogue"))
+    config.stash[HARNESS] = h
+    if not _touches(config, h.suites_dir):
+        return
+    version = adapter.framework_version()
+    try:
+        h.catalogue = load_catalogue(h.catalogue_dir)
+        path = config.getoption("expectations")
+        if path is not None and not Path(path).is_file():
+            raise FileError(f"--expectations {path}: no such file")
+        h.expectations = load_expectations(Path(path) if path else adapter.expectations_file(),
+                                           h.catalogue.rules, version)
+    except FileError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    h.context = {"adapter": adapter.name, "framework_version": version, "device": device,
+                 "python": platform.python_version()}
+    if _is_controller(config):
+        h.records = TestRecords(h.context)
+        results = config.getoption("results")
+        if results:
+            h.results = ResultsFile(Path(results))
+            h.results.header(h.context, h.suites_dir, len(h.catalogue.rules))
+        config.pluginmanager.register(Controller(config, h), "autograd-conformance-controller")
 
 
+def pytest_report_header(config):
+    h = config.stash.get(HARNESS, None)
+    if h is None or not h.active:
+        return None
+    return (f"conformance: adapter {h.adapter.name} {h.context['framework_version']}, device "
+            f"{h.device}, {len(h.catalogue.rules)} rules, "
+            f"{len(h.expectations)} expectations")
+
+
+# -- fixtures ------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def adapter(request):
-    return request.config._conformance_adapter
+def adapter(request) -> Adapter:
+    """The adapter of the framework under test (``--adapter``)."""
+    return harness(request.config).adapter
 
 
 @pytest.fixture(scope="session")
 def fw(adapter):
+    """The framework's torch-shaped namespace (``torch``, ``oneflow``, ``reference``)."""
     return adapter.fw
 
 
 @pytest.fixture(scope="session")
-def device(request):
-    return request.config.getoption("device")
-
-
-def classify(call) -> str:
-    if call.excinfo is None:
-        return "PASS"
-    exc = call.excinfo.value
-    if isinstance(exc, Unsupported):
-        return "UNSUPPORTED"
-    if isinstance(exc, (AssertionError, Diverges)):
-        return "DIVERGES"
-    return "ERROR"
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if call.when == "call" or (call.when == "setup" and call.excinfo is not None):
-        report.user_properties.append(("conformance_outcome", classify(call)))
+def device(request) -> str:
+    """The device string the suites create tensors on (``--device``)."""
+    return harness(request.config).device
 
 
 @pytest.fixture
 def observe(request):
     """For IMPLEMENTATION-DEFINED rules: ``observe(value)`` records what the framework did.
 
-    The value is reported (outcome OBSERVED) instead of being judged.
+    The value is reported (outcome OBSERVED) instead of being judged. JSON-representable
+    values are kept as they are, anything else as its ``repr``.
     """
+    values = request.node.stash.setdefault(OBSERVED, [])
+
     def record(value) -> None:
-        request.node.user_properties.append(("observed", repr(value)))
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            value = repr(value)
+        values.append(value)
 
     return record
+
+
+# -- collection: every suite test names one rule, every rule has a test ----------------
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    report = yield
+    h = collector.config.stash.get(HARNESS, None)
+    if h is None or not h.active or report.outcome != "passed":
+        return report
+    path = Path(collector.path).resolve()
+    problems: list[str] = []
+    if path == h.suites_dir and isinstance(collector, (pytest.Dir, pytest.Package)):
+        problems = traceability.directory_problems(h.suites_dir, h.catalogue)
+    elif isinstance(collector, (pytest.Module, pytest.Class)) and h.is_suite_path(path):
+        suite = traceability.suite_of_module(path)
+        if suite is not None:
+            problems = [p for child in report.result if isinstance(child, pytest.Item)
+                        if (p := traceability.item_problem(child, h.catalogue, suite))]
+            if isinstance(collector, pytest.Module):
+                missing = traceability.untested_rules(collector.obj, h.catalogue, suite)
+                problems += [f"rule {r!r} has no test in {path.name}; add a test marked "
+                             f"@rule({r!r}) or remove the rule" for r in missing]
+    if problems:
+        report.outcome = "failed"
+        report.longrepr = (f"{len(problems)} rule/test traceability problem(s) "
+                           f"(docs/writing-rules.md):\n  " + "\n  ".join(problems))
+        report.result = []
+    return report
+
+
+# -- outcomes ------------------------------------------------------------------------
+def _apply(report, verdict: Verdict, message: str, item, rule, expectation) -> None:
+    """Give the pytest report the status the verdict calls for (see conformance.outcomes)."""
+    if verdict.status == "passed":
+        report.outcome = "passed"
+    elif verdict.status == "skipped":
+        path, lineno, _ = item.location
+        report.outcome = "skipped"
+        report.longrepr = (str(path), (lineno or 0) + 1, f"UNSUPPORTED: {message}")
+    elif verdict.status == "xfailed":
+        report.outcome = "skipped"
+        report.wasxfail = f"{verdict.actual} as expected: {expectation.reason}"
+    else:
+        report.outcome = "failed"
+        if report.longrepr is None:
+            report.longrepr = verdict.note or message
+        elif verdict.note:
+            report.sections.append(("conformance expectation", verdict.note))
+        report.sections.append((f"conformance rule {rule.id} [{rule.level}]",
+                                f"{rule.statement}\nwhy: {rule.rationale}"))
+
+
+def _observed(item):
+    values = item.stash.get(OBSERVED, [])
+    return None if not values else values[0] if len(values) == 1 else values
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    h = item.config.stash.get(HARNESS, None)
+    if h is None or not h.is_suite_path(item.path):
+        return report
+    rule = h.rule_of(item)
+    if rule is None:  # collection already refused it; be safe if collection was bypassed
+        return report
+    info: dict[str, Any] = {"rule": rule.id, "suite": rule.suite, "level": rule.level,
+                            "outcome": None}
+    if call.when == "call" or report.outcome != "passed":
+        custom = item.ihook.pytest_conformance_classify(item=item, call=call)
+        exc = call.excinfo.value if call.excinfo is not None else None
+        if custom is not None:
+            actual = Outcome(custom)
+            message = first_lines(f"{type(exc).__name__}: {exc}") if exc else ""
+        else:
+            actual, message = classify(exc, rule.level, bool(item.stash.get(OBSERVED, [])))
+        expectation = h.expectations.get(rule.id)
+        verdict = judge(actual, expectation.outcome if expectation else None,
+                        expectation.where() if expectation else "")
+        _apply(report, verdict, message, item, rule, expectation)
+        info.update(outcome=str(verdict.outcome), actual=str(actual),
+                    message=verdict.note + ("\n" if verdict.note and message else "") + message,
+                    observed=_observed(item), fails=verdict.fails_run,
+                    expectation=expectation.as_json() if expectation else None)
+    report.user_properties = [*report.user_properties, (PROPERTY, info)]
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report, config):
+    """UNSUPPORTED gets its own word and count in pytest's own lines, not 'skipped'."""
+    for key, info in getattr(report, "user_properties", ()):
+        if key == PROPERTY and info.get("outcome") == str(Outcome.UNSUPPORTED):
+            return "unsupported", "U", "UNSUPPORTED"
+        if key == PROPERTY and info.get("fails") and report.when in ("call", "???"):
+            return "failed", "F", info["outcome"]
+    return None
+
+
+class Controller:
+    """Hooks of the controller process (the only one under pytest-xdist that sees every
+    report): assembles records, writes results, tallies and prints the summary."""
+
+    def __init__(self, config, h: Harness) -> None:
+        self.config = config
+        self.h = h
+        self.results_path: Path | None = None
+        self.expected: set[str] = set()  # suite tests collected, to find those never run
+
+    def _expect(self, nodeids) -> None:
+        root = Path(self.config.rootpath)
+        self.expected.update(n for n in nodeids if self.h.is_suite_path(root / n.split("::")[0]))
+
+    def pytest_collection_finish(self, session):
+        self._expect(item.nodeid for item in session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        """pytest-xdist: let every test crash its worker once without ending the run.
+
+        xdist stops replacing crashed workers after ``--max-worker-restart`` (default 4 per
+        worker), and the tests it then never runs would vanish; unless the user chose a
+        limit, raise it to the number of tests (a crashed test is not retried).
+        """
+        self._expect(ids)
+        dsession = self.config.pluginmanager.getplugin("dsession")
+        if self.config.option.maxworkerrestart is None and hasattr(dsession, "_max_worker_restart"):
+            dsession._max_worker_restart = max(dsession._max_worker_restart or 0, len(ids))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem, report, sched):
+        """pytest-xdist: the worker running ``crashitem`` died; the outcome is CRASH."""
+        h = self.h
+        meta = h.records.meta(crashitem)
+        rule = h.catalogue.get(meta.get("rule") or "")
+        expectation = h.expectations.get(rule.id) if rule else None
+        verdict = judge(Outcome.CRASH, expectation.outcome if expectation else None,
+                        expectation.where() if expectation else "")
+        message = str(report.longrepr)
+        if verdict.status == "xfailed":
+            report.outcome = "skipped"
+            report.wasxfail = f"CRASH as expected: {expectation.reason}"
+        elif verdict.note:
+            report.longrepr = f"{message}\n{verdict.note}"
+        info = {"rule": rule.id if rule else None, "suite": rule.suite if rule else None,
+                "level": rule.level if rule else None, "outcome": str(verdict.outcome),
+                "actual": str(Outcome.CRASH), "message": message, "observed": None,
+                "fails": verdict.fails_run, "crash": True,
+                "expectation": expectation.as_json() if expectation else None}
+        report.user_properties = [*report.user_properties, (PROPERTY, info)]
+
+    def pytest_runtest_logreport(self, report):
+        record = self.h.records.add(report)
+        if record is not None:
+            self.h.tally.seen.add(record["nodeid"])
+            self.h.tally.add(record)
+            if self.h.results is not None:
+                self.h.results.write(record)
+
+    def pytest_terminal_summary(self, terminalreporter):
+        h = self.h
+        title = (f"adapter {h.adapter.name} {h.context['framework_version']} on {h.device}; "
+                 f"final outcomes per suite (count/tests)")
+        terminalreporter.write_sep("=", "autograd conformance")
+        h.tally.not_run = sorted(self.expected - h.tally.seen)
+        for line in summary.render(h.tally, title):
+            terminalreporter.write_line(line)
+        if self.results_path is not None:
+            terminalreporter.write_line(f"results: {self.results_path}")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        if self.h.results is not None:
+            self.h.tally.not_run = sorted(self.expected - self.h.tally.seen)
+            self.results_path = self.h.results.path
+            self.h.results.close(exitstatus, self.h.tally)
+            self.h.results = None

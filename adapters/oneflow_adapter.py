@@ -1,0 +1,67 @@
+"""OneFlow 0.9.0 / 0.8.0 (Python 3.10 only): the young framework the suites were seeded by.
+
+Why the preloading: OneFlow's CPU wheels still link against CUDA 11 cuDNN/cuBLAS, shipped as
+the ``nvidia-cudnn-cu11`` / ``nvidia-cublas-cu11`` packages but not on the loader's path;
+loading them globally first lets ``import oneflow`` succeed without LD_LIBRARY_PATH.
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import site
+import sys
+
+from adapters.base import Adapter
+
+_LIBRARIES = (
+    ("cublas", "libcublasLt.so.11*"),
+    ("cublas", "libcublas.so.11*"),
+    ("cudnn", "libcudnn*.so.8*"),
+)
+
+
+def _preload_cuda_libraries() -> None:
+    """dlopen the nvidia wheels' cuBLAS and cuDNN with RTLD_GLOBAL (absent ones are skipped:
+    a CUDA install on the loader path works as well)."""
+    roots = [*site.getsitepackages(), site.getusersitepackages(), *sys.path]
+    for package, pattern in _LIBRARIES:
+        for root in roots:
+            paths = sorted(glob.glob(os.path.join(root, "nvidia", package, "lib", pattern)))
+            # cuDNN's sub-libraries depend on libcudnn.so.8 itself: load it first.
+            paths.sort(key=lambda p: os.path.basename(p) != "libcudnn.so.8")
+            for path in paths:
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            if paths:
+                break
+
+
+class OneFlowAdapter(Adapter):
+    name = "oneflow"
+    install_hint = (
+        'pip install oneflow==0.9.0 "numpy<2" nvidia-cudnn-cu11==8.5.0.96 '
+        "nvidia-cublas-cu11==11.10.3.66  (needs Python 3.10: OneFlow has no wheels for newer "
+        'Pythons; for 0.8.0 use oneflow==0.8.0 "numpy<1.24")'
+    )
+    devices = ("cpu", "cuda")
+    unsupported = {
+        "forward_ad": "oneflow.autograd has no forward_ad (dual_level, make_dual)",
+        "mark_dirty": "the Function context has no mark_dirty (in-place custom Functions)",
+        "node_metadata": "graph nodes have no metadata dict (reading it raises TypeError)",
+        "saved_tensor_attributes": "graph nodes expose no _saved_* attributes",
+    }
+
+    def _import(self):
+        if sys.version_info[:2] != (3, 10):
+            raise ImportError(f"OneFlow wheels exist for Python 3.10, this is "
+                              f"{sys.version_info.major}.{sys.version_info.minor}")
+        _preload_cuda_libraries()
+        import oneflow
+
+        return oneflow
+
+    def check_device(self, device: str) -> None:
+        super().check_device(device)
+        if device == "cuda" and not self.fw.cuda.is_available():
+            raise ValueError("adapter 'oneflow': --device cuda but oneflow.cuda.is_available() "
+                             "is False on this machine; use --device cpu")

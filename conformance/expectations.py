@@ -1,0 +1,120 @@
+"""Expected outcomes of one adapter: data next to the tests, never inside them.
+
+Why a data file: a framework's known divergences are facts about the framework (with a
+reason and an upstream link), reviewable as a diff, and strict: an expected divergence that
+starts passing fails the run, so the file cannot rot.
+
+Format (``adapters/expectations/<adapter>.toml``; no file means no expectations)::
+
+    ["identity.grad-stable-id"]          # a rule id from the catalogue (quoted or dotted)
+    outcome = "DIVERGES"                 # DIVERGES | UNSUPPORTED | ERROR | CRASH | TIMEOUT
+    reason = "id(a.grad) changes between reads"      # required
+    category = "identity"                # optional, free text for grouping
+    upstream = "https://github.com/..."  # optional
+    versions = ["0.8.*"]                 # optional fnmatch patterns on the framework version
+
+A rule whose expectation differs between versions uses an array of tables,
+``[["identity.grad-stable-id"]]``, one entry per version set; at most one may apply.
+"""
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from pathlib import Path
+from typing import Any, Iterable
+
+from conformance.outcomes import EXPECTABLE, Outcome
+from conformance.tomlfile import FileError, read_toml
+
+FIELDS = {"outcome", "reason", "category", "upstream", "versions"}
+
+
+class ExpectationsError(FileError):
+    """An expectations file is malformed or names a rule that does not exist."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Expectation:
+    rule: str
+    outcome: Outcome
+    reason: str
+    file: Path
+    category: str = ""
+    upstream: str = ""
+    versions: tuple[str, ...] = ()
+
+    def applies_to(self, version: str) -> bool:
+        return not self.versions or any(fnmatch.fnmatchcase(version, v) for v in self.versions)
+
+    def where(self) -> str:
+        return f"{self.file} [{self.rule}]"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"outcome": str(self.outcome), "reason": self.reason, "category": self.category,
+                "upstream": self.upstream, "versions": list(self.versions),
+                "file": str(self.file)}
+
+
+def _entries(data: dict, prefix: str = "") -> Iterable[tuple[str, Any]]:
+    """(rule id, table or list of tables); dotted keys written bare become nested tables."""
+    for key, value in data.items():
+        rule_id = f"{prefix}{key}"
+        if isinstance(value, dict) and not (set(value) & FIELDS):
+            yield from _entries(value, prefix=f"{rule_id}.")
+        else:
+            yield rule_id, value
+
+
+def _parse(path: Path, rule_id: str, table: Any) -> Expectation:
+    where = f"{path}: [{rule_id}]"
+    if not isinstance(table, dict):
+        raise ExpectationsError(f"{where}: must be a table with outcome and reason")
+    unknown = sorted(set(table) - FIELDS)
+    if unknown:
+        raise ExpectationsError(f"{where}: unknown key(s) {', '.join(unknown)}; "
+                                f"allowed: {', '.join(sorted(FIELDS))}")
+    outcome = table.get("outcome")
+    allowed = ", ".join(o.value for o in EXPECTABLE)
+    if outcome not in {o.value for o in EXPECTABLE}:
+        raise ExpectationsError(f"{where}: key 'outcome' = {outcome!r} must be one of {allowed}")
+    reason = table.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise ExpectationsError(f"{where}: key 'reason' is required (why the framework does this)")
+    for key in ("category", "upstream"):
+        if not isinstance(table.get(key, ""), str):
+            raise ExpectationsError(f"{where}: key {key!r} must be a string")
+    versions = table.get("versions", [])
+    if not isinstance(versions, list) or not all(isinstance(v, str) and v for v in versions):
+        raise ExpectationsError(f"{where}: key 'versions' must be a list of version patterns "
+                                f"such as [\"0.8.0\", \"0.9.*\"]")
+    return Expectation(rule=rule_id, outcome=Outcome(outcome), reason=reason, file=path,
+                       category=table.get("category", ""), upstream=table.get("upstream", ""),
+                       versions=tuple(versions))
+
+
+def load_expectations(path: Path | None, rule_ids: Iterable[str], version: str
+                      ) -> dict[str, Expectation]:
+    """The expectations in ``path`` that apply to framework ``version``, by rule id.
+
+    Every entry is validated, including those for other versions; an unknown rule id is an
+    error (a renamed rule must not silently drop its expectation).
+    """
+    if path is None or not Path(path).exists():
+        return {}
+    path = Path(path)
+    known = set(rule_ids)
+    chosen: dict[str, Expectation] = {}
+    for rule_id, value in _entries(read_toml(path, ExpectationsError)):
+        if rule_id not in known:
+            raise ExpectationsError(f"{path}: [{rule_id}]: no such rule in the catalogue; "
+                                    f"fix the id or remove the entry")
+        tables = value if isinstance(value, list) else [value]
+        for table in tables:
+            exp = _parse(path, rule_id, table)
+            if not exp.applies_to(version):
+                continue
+            if rule_id in chosen:
+                raise ExpectationsError(f"{path}: [{rule_id}]: two entries apply to version "
+                                        f"{version}; make their 'versions' disjoint")
+            chosen[rule_id] = exp
+    return chosen

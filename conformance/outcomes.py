@@ -1,0 +1,117 @@
+"""What a test's result means for the framework, and what it means for the pytest run.
+
+Why our own outcomes: pytest's passed/failed/skipped cannot tell "the framework breaks the
+rule" (DIVERGES) from "the test itself broke" (ERROR) or "the framework lacks the feature"
+(UNSUPPORTED), and a skip is exactly how "not applicable" leaks out of sight.
+
+How they map onto pytest (so that exit status and ``-x`` keep working):
+
+=========================  =====================  ==================================
+outcome                    pytest status          fails the run?
+=========================  =====================  ==================================
+PASS, OBSERVED             passed                 no
+UNSUPPORTED                skipped "UNSUPPORTED:  no (counted in the summary)
+DIVERGES, ERROR, CRASH,    failed                 yes
+TIMEOUT
+XFAIL (as expected)        xfailed                no
+XPASS (expected, passed)   failed                 yes (strict: remove the entry)
+other than expected        failed                 yes (update the entry)
+=========================  =====================  ==================================
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+import pytest
+
+from adapters.base import Unsupported
+
+
+class Outcome(str, enum.Enum):
+    PASS = "PASS"
+    OBSERVED = "OBSERVED"
+    DIVERGES = "DIVERGES"
+    UNSUPPORTED = "UNSUPPORTED"
+    ERROR = "ERROR"
+    CRASH = "CRASH"
+    TIMEOUT = "TIMEOUT"
+    XFAIL = "XFAIL"
+    XPASS = "XPASS"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: Outcomes an expectations file may declare.
+EXPECTABLE = (Outcome.DIVERGES, Outcome.UNSUPPORTED, Outcome.ERROR, Outcome.CRASH, Outcome.TIMEOUT)
+#: Outcomes that mean the rule held (or was observed) for the framework.
+HELD = (Outcome.PASS, Outcome.OBSERVED)
+#: Column order in summaries.
+ORDER = (Outcome.PASS, Outcome.OBSERVED, Outcome.DIVERGES, Outcome.UNSUPPORTED, Outcome.ERROR,
+         Outcome.CRASH, Outcome.TIMEOUT, Outcome.XFAIL, Outcome.XPASS)
+
+
+def classify(exc: BaseException | None, level: str, observed: bool) -> tuple[Outcome, str]:
+    """The framework outcome of one test phase, and a message saying why.
+
+    ``exc`` is what the phase raised (None when it returned), ``level`` the rule's level,
+    ``observed`` whether the test recorded a value with ``observe``.
+    """
+    implementation_defined = level == "IMPLEMENTATION-DEFINED"
+    if exc is None:
+        if implementation_defined and not observed:
+            return Outcome.ERROR, ("the rule is IMPLEMENTATION-DEFINED but the test recorded "
+                                   "nothing; call observe(value) with what the framework did")
+        return (Outcome.OBSERVED if implementation_defined else Outcome.PASS), ""
+    message = first_lines(f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, Unsupported):
+        return Outcome.UNSUPPORTED, first_lines(str(exc))
+    if isinstance(exc, pytest.skip.Exception):
+        return Outcome.UNSUPPORTED, first_lines(f"pytest.skip: {exc.msg}")
+    if isinstance(exc, pytest.xfail.Exception):
+        return Outcome.ERROR, ("pytest.xfail() in a suite test; declare expected outcomes in "
+                               "adapters/expectations/<adapter>.toml instead")
+    if implementation_defined:
+        # Nothing can diverge from an implementation-defined rule: a raise is a broken test.
+        return Outcome.ERROR, message
+    if isinstance(exc, (AssertionError, pytest.fail.Exception)):
+        return Outcome.DIVERGES, message
+    return Outcome.ERROR, message
+
+
+def first_lines(text: str, lines: int = 6, width: int = 400) -> str:
+    kept = str(text).strip().splitlines()[:lines]
+    return "\n".join(line[:width] for line in kept)
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """The final outcome of a test after its expectation, and the pytest status it gets."""
+
+    outcome: Outcome
+    actual: Outcome
+    status: str  # "passed" | "failed" | "skipped" | "xfailed"
+    note: str = ""
+
+    @property
+    def fails_run(self) -> bool:
+        return self.status == "failed"
+
+
+def judge(actual: Outcome, expected: Outcome | None, where: str = "") -> Verdict:
+    """Compare the framework's outcome with the expected one (None: the rule should hold)."""
+    if expected is None:
+        if actual in HELD:
+            return Verdict(actual, actual, "passed")
+        if actual is Outcome.UNSUPPORTED:
+            return Verdict(actual, actual, "skipped")
+        return Verdict(actual, actual, "failed")
+    if actual == expected:
+        return Verdict(Outcome.XFAIL, actual, "xfailed")
+    if actual in HELD:
+        return Verdict(Outcome.XPASS, actual, "failed",
+                       f"[XPASS(strict)] expected {expected} ({where}) but the rule held: "
+                       f"remove the entry")
+    return Verdict(actual, actual, "failed",
+                   f"expected {expected} ({where}) but got {actual}: update the entry")

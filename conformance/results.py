@@ -1,0 +1,139 @@
+"""One record per finished test, written to a JSON-lines file the moment it is known.
+
+Why per test and flushed: a report written at the end of the session dies with the
+session (a segfault, an OOM kill); lines already flushed survive. Records are assembled
+in the controller process from the phase reports, so the same code works in-process and
+under pytest-xdist, where a worker that dies yields one CRASH record and the run goes on.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import platform
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, TextIO
+
+from conformance.outcomes import Outcome
+
+SCHEMA_VERSION = 1
+PROPERTY = "conformance"  # key of the per-phase info in report.user_properties
+
+
+def phase_info(report) -> dict | None:
+    """The harness's info attached to one phase report (survives xdist serialisation)."""
+    for entry in getattr(report, "user_properties", ()):
+        if len(entry) == 2 and entry[0] == PROPERTY:
+            return entry[1]
+    return None
+
+
+def git_revision(path: Path) -> dict[str, Any]:
+    """The commit the suites come from and whether they differ from it (None outside git)."""
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(path), *args], capture_output=True,
+                                  text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    revision = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--", ".") if revision else None
+    return {"suite_revision": revision, "suite_dirty": bool(status) if status is not None else None}
+
+
+class TestRecords:
+    """Assembles setup/call/teardown reports into one record per test."""
+
+    def __init__(self, context: dict[str, Any]) -> None:
+        self.context = context
+        self._pending: dict[str, dict[str, Any]] = {}
+
+    def add(self, report) -> dict[str, Any] | None:
+        """Feed one phase report; returns the test's record once the test is finished."""
+        info = phase_info(report)
+        if report.when == "???" or (info and info.get("crash")):
+            self._pending.pop(report.nodeid, None)
+            return self._record(report.nodeid, info or {}, report.duration or 0.0)
+        pending = self._pending.setdefault(report.nodeid, {"duration": 0.0, "info": None,
+                                                           "meta": None})
+        pending["duration"] += report.duration or 0.0
+        if info is not None:
+            pending["meta"] = pending["meta"] or info
+            if info.get("outcome") is not None and self._decides(pending["info"], info):
+                pending["info"] = info
+        if report.when != "teardown":
+            return None
+        del self._pending[report.nodeid]
+        if pending["info"] is None and pending["meta"] is None:
+            return None  # not a suite test
+        return self._record(report.nodeid, pending["info"] or pending["meta"], pending["duration"])
+
+    def meta(self, nodeid: str) -> dict[str, Any]:
+        """What is known so far of an unfinished test (its rule, from the setup report)."""
+        return (self._pending.get(nodeid) or {}).get("meta") or {}
+
+    @staticmethod
+    def _decides(current: dict | None, new: dict) -> bool:
+        """A later phase replaces the verdict unless an earlier one already failed the test."""
+        return current is None or (not current.get("fails") and new.get("fails"))
+
+    def _record(self, nodeid: str, info: dict, duration: float) -> dict[str, Any]:
+        record = {"type": "test", **self.context, "nodeid": nodeid}
+        for key in ("rule", "suite", "level", "outcome", "actual", "message", "observed",
+                    "expectation"):
+            record[key] = info.get(key)
+        record["duration"] = round(duration, 6)
+        return record
+
+
+class Tally:
+    """Counts of final outcomes per suite, for the terminal summary and the end line."""
+
+    def __init__(self) -> None:
+        self.by_suite: dict[str, Counter] = defaultdict(Counter)
+        self.unsupported: Counter = Counter()
+        self.seen: set[str] = set()
+        self.not_run: list[str] = []  # collected suite tests that produced no record
+
+    def add(self, record: dict[str, Any]) -> None:
+        outcome = record.get("outcome") or str(Outcome.ERROR)
+        self.by_suite[record.get("suite") or "?"][outcome] += 1
+        if record.get("actual") == str(Outcome.UNSUPPORTED):
+            message = (record.get("message") or "(no message)").splitlines()[0]
+            self.unsupported[message] += 1
+
+    def totals(self) -> Counter:
+        total: Counter = Counter()
+        for counts in self.by_suite.values():
+            total.update(counts)
+        return total
+
+
+class ResultsFile:
+    """The ``--results`` JSON-lines file: a run header, one line per test, an end line."""
+
+    def __init__(self, path: Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._fh: TextIO = open(path, "w", encoding="utf-8")
+
+    def write(self, obj: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(obj, default=repr) + "\n")
+        self._fh.flush()
+
+    def header(self, context: dict[str, Any], suites_dir: Path, rules: int) -> None:
+        self.write({"type": "run", "schema": SCHEMA_VERSION, **git_revision(suites_dir),
+                    "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                    **context, "platform": platform.platform(), "rules": rules,
+                    "argv": sys.argv[1:]})
+
+    def close(self, exitstatus: int, tally: Tally) -> None:
+        self.write({"type": "end", "exitstatus": int(exitstatus),
+                    "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                    "counts": dict(tally.totals()), "not_run": tally.not_run})
+        self._fh.close()

@@ -1,0 +1,27 @@
+"""Read a TOML file so that every error names the file (and line, where TOML gives one).
+
+Python 3.10 (OneFlow's interpreter) has no ``tomllib``; ``tomli`` is the same parser.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised in the Python 3.10 OneFlow environments
+    import tomli as tomllib
+
+
+class FileError(ValueError):
+    """A data file of the harness is malformed; the message names the file and what to fix."""
+
+
+def read_toml(path: Path, error: type[FileError] = FileError) -> dict[str, Any]:
+    """The parsed file; a syntax error becomes ``error`` naming the file, line and column."""
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: not valid TOML: {exc}") from None

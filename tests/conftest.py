@@ -1,0 +1,83 @@
+"""Shared fixtures of the project's own tests."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+FAKE_ADAPTER = '''
+import ctypes, types
+from adapters.base import Adapter, Unsupported
+
+
+class FakeAdapter(Adapter):
+    """A framework-free adapter: tests of the harness must not depend on any engine."""
+    name = "fake"
+    install_hint = "pip install fakefw==1.0"
+    devices = ("cpu",)
+    unsupported = {"forward_ad": "no dual numbers"}
+
+    def _import(self):
+        return types.SimpleNamespace(__version__="1.0", crash=lambda: ctypes.string_at(0))
+
+
+class MissingAdapter(FakeAdapter):
+    name = "missing"
+
+    def _import(self):
+        import fakefw_that_is_not_installed
+'''
+
+
+class ConformanceProject:
+    """A throw-away conformance project: its own catalogue, suites and adapter module."""
+
+    def __init__(self, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.pytester = pytester
+        pytester.makeini("[pytest]\nconformance_catalogue = catalogue\n"
+                         "conformance_suites = suites\n")
+        pytester.mkdir("catalogue")
+        pytester.mkdir("suites")
+        pytester.makepyfile(fakefw=FAKE_ADAPTER)
+        pytester.syspathinsert()
+        monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+
+    def rules(self, suite: str, *names: str, level: str = "MUST") -> None:
+        """Append rules ``<suite>.<name>`` to the suite's catalogue file."""
+        path = self.pytester.path / "catalogue" / f"{suite}.toml"
+        text = path.read_text() if path.exists() else ""
+        for name in names:
+            text += (f'[[rule]]\nid = "{suite}.{name}"\nlevel = "{level}"\n'
+                     f'statement = "s"\nrationale = "r"\nsource = "test"\n\n')
+        path.write_text(text)
+
+    def catalogue_text(self, suite: str, text: str) -> None:
+        (self.pytester.path / "catalogue" / f"{suite}.toml").write_text(textwrap.dedent(text))
+
+    def suite(self, suite: str, source: str) -> None:
+        header = "from conformance.api import rule, Unsupported, Diverges, diverges_if_raises\n"
+        (self.pytester.path / "suites" / f"test_{suite}.py").write_text(
+            header + textwrap.dedent(source))
+
+    def file(self, name: str, text: str):
+        path = self.pytester.path / name
+        path.write_text(textwrap.dedent(text))
+        return path
+
+    def run(self, *args: str, subprocess: bool = False, adapter: str = "fakefw:FakeAdapter"):
+        argv = ["-p", "no:cacheprovider", f"--adapter={adapter}", *args]
+        if subprocess:
+            return self.pytester.runpytest_subprocess(*argv, timeout=120)
+        return self.pytester.runpytest(*argv)
+
+    def results(self, name: str = "results.jsonl") -> list[dict]:
+        lines = (self.pytester.path / name).read_text().splitlines()
+        return [json.loads(line) for line in lines]
+
+
+@pytest.fixture
+def conformance_project(pytester, monkeypatch) -> ConformanceProject:
+    return ConformanceProject(pytester, monkeypatch)

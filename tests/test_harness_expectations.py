@@ -1,0 +1,154 @@
+"""Expectations files: strict, validated against the catalogue, version-aware."""
+from pathlib import Path
+
+import pytest
+
+from conformance.catalogue import load_catalogue
+from conformance.expectations import ExpectationsError, load_expectations
+from conformance.outcomes import Outcome
+
+ROOT = Path(__file__).resolve().parents[1]
+RULES = {"identity.grad-stable-id", "hooks.fire-once"}
+
+
+def load(tmp_path, text, version="0.9.0"):
+    path = tmp_path / "exp.toml"
+    path.write_text(text)
+    return load_expectations(path, RULES, version)
+
+
+def test_quoted_dotted_and_versioned_entries(tmp_path):
+    text = '''
+["identity.grad-stable-id"]
+outcome = "DIVERGES"
+reason = "id changes between reads"
+versions = ["0.8.*"]
+upstream = "https://github.com/Oneflow-Inc/oneflow/issues/1"
+[hooks.fire-once]
+outcome = "DIVERGES"
+reason = "hooks fire twice"
+category = "hooks"
+'''
+    on_09 = load(tmp_path, text, "0.9.0")
+    on_08 = load(tmp_path, text, "0.8.0")
+    assert set(on_09) == {"hooks.fire-once"}
+    assert set(on_08) == {"hooks.fire-once", "identity.grad-stable-id"}
+    assert on_08["identity.grad-stable-id"].outcome is Outcome.DIVERGES
+
+
+def test_array_of_entries_per_version(tmp_path):
+    text = '''
+[["identity.grad-stable-id"]]
+outcome = "DIVERGES"
+reason = "a"
+versions = ["0.8.0"]
+[["identity.grad-stable-id"]]
+outcome = "ERROR"
+reason = "b"
+versions = ["0.9.0"]
+'''
+    assert load(tmp_path, text, "0.9.0")["identity.grad-stable-id"].outcome is Outcome.ERROR
+    assert load(tmp_path, text, "1.0.0") == {}
+
+
+def test_missing_file_means_no_expectations(tmp_path):
+    assert load_expectations(tmp_path / "none.toml", RULES, "1") == {}
+
+
+@pytest.mark.parametrize("text, message", [
+    ('["identity.nope"]\noutcome = "DIVERGES"\nreason = "x"\n',
+     "[identity.nope]: no such rule in the catalogue"),
+    ('["hooks.fire-once"]\noutcome = "DIVERGED"\nreason = "x"\n',
+     "[hooks.fire-once]: key 'outcome' = 'DIVERGED' must be one of DIVERGES, UNSUPPORTED"),
+    ('["hooks.fire-once"]\noutcome = "PASS"\nreason = "x"\n', "key 'outcome' = 'PASS'"),
+    ('["hooks.fire-once"]\noutcome = "DIVERGES"\n', "[hooks.fire-once]: key 'reason' is required"),
+    ('["hooks.fire-once"]\noutcome = "DIVERGES"\nreason = "x"\nwhy = "y"\n',
+     "[hooks.fire-once]: unknown key(s) why"),
+    ('["hooks.fire-once"]\noutcome = "DIVERGES"\nreason = "x"\nversions = "0.8"\n',
+     "key 'versions' must be a list"),
+    ('["hooks.fire-once"]\noutcome = "DIVERGES\nreason = "x"\n', "not valid TOML"),
+    ('["hooks.fire-once"]\noutcome = "DIVERGES"\nreason = "x"\n["hooks.fire-once"]\n',
+     "not valid TOML"),
+    ('[["hooks.fire-once"]]\noutcome = "DIVERGES"\nreason = "x"\n'
+     '[["hooks.fire-once"]]\noutcome = "ERROR"\nreason = "y"\n', "two entries apply"),
+])
+def test_bad_file_names_file_and_key(tmp_path, text, message):
+    with pytest.raises(ExpectationsError) as info:
+        load(tmp_path, text)
+    assert str(tmp_path / "exp.toml") in str(info.value)
+    assert message in str(info.value)
+
+
+def test_malformed_toml_names_the_line(tmp_path):
+    with pytest.raises(ExpectationsError, match=r"at line 3"):
+        load(tmp_path, '["hooks.fire-once"]\noutcome = "DIVERGES"\nreason = \n')
+
+
+SUITE = '''
+@rule("demo.diverges")
+def test_diverges(): assert False, "observed 2"
+@rule("demo.holds")
+def test_holds(): pass
+'''
+
+
+@pytest.fixture
+def demo(conformance_project):
+    conformance_project.rules("demo", "diverges", "holds")
+    conformance_project.suite("demo", SUITE)
+    return conformance_project
+
+
+def test_expected_divergence_is_xfail(demo):
+    demo.file("exp.toml", '["demo.diverges"]\noutcome = "DIVERGES"\nreason = "known bug"\n')
+    result = demo.run("suites", "--expectations", "exp.toml", "--results", "r.jsonl", "-rx")
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=1, xfailed=1)
+    result.stdout.fnmatch_lines(["*XFAIL*test_diverges*DIVERGES as expected: known bug*"])
+    record = demo.results("r.jsonl")[1]
+    assert (record["outcome"], record["actual"]) == ("XFAIL", "DIVERGES")
+    assert record["expectation"]["reason"] == "known bug"
+
+
+def test_expected_divergence_that_passes_fails_the_run(demo):
+    demo.file("exp.toml", '["demo.holds"]\noutcome = "DIVERGES"\nreason = "was a bug"\n')
+    result = demo.run("suites", "--expectations", "exp.toml", "--results", "r.jsonl")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*[[]XPASS(strict)[]] expected DIVERGES (*exp.toml [[]demo.holds[]])"
+                                 " but the rule held: remove the entry*"])
+    assert demo.results("r.jsonl")[2]["outcome"] == "XPASS"
+
+
+def test_other_outcome_than_expected_fails_the_run(demo):
+    demo.file("exp.toml", '["demo.diverges"]\noutcome = "CRASH"\nreason = "r"\n')
+    result = demo.run("suites", "--expectations", "exp.toml")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*expected CRASH (*) but got DIVERGES: update the entry*"])
+
+
+def test_unknown_rule_in_expectations_fails_the_run(demo):
+    demo.file("exp.toml", '["demo.renamed"]\noutcome = "DIVERGES"\nreason = "r"\n')
+    result = demo.run("suites", "--expectations", "exp.toml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*exp.toml: [[]demo.renamed[]]: no such rule in the catalogue*"])
+
+
+def test_malformed_expectations_fail_the_run(demo):
+    demo.file("exp.toml", '["demo.diverges"]\noutcome = DIVERGES\n')
+    result = demo.run("suites", "--expectations", "exp.toml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*exp.toml: not valid TOML: *(at line 2, column 11)*"])
+
+
+def test_missing_expectations_option_file_fails_the_run(demo):
+    result = demo.run("suites", "--expectations", "nope.toml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--expectations nope.toml: no such file*"])
+
+
+@pytest.mark.parametrize("name", ["torch", "oneflow"])
+def test_shipped_expectations_are_valid(name):
+    catalogue = load_catalogue(ROOT / "conformance" / "catalogue")
+    for version in ("2.13.0", "0.8.0", "0.9.0"):
+        load_expectations(ROOT / "adapters" / "expectations" / f"{name}.toml", catalogue.rules,
+                          version)

@@ -1,0 +1,141 @@
+"""Outcome classification and how each outcome maps onto pytest's status and exit code."""
+import pytest
+
+from adapters.base import Unsupported
+from conformance.api import Diverges
+from conformance.outcomes import Outcome, classify, judge
+
+
+@pytest.mark.parametrize("exc, level, observed, expected", [
+    (None, "MUST", False, Outcome.PASS),
+    (AssertionError("x"), "MUST", False, Outcome.DIVERGES),
+    (Diverges("x"), "SHOULD", False, Outcome.DIVERGES),
+    (Unsupported("x"), "MUST", False, Outcome.UNSUPPORTED),
+    (KeyError("x"), "MUST", False, Outcome.ERROR),
+    (None, "IMPLEMENTATION-DEFINED", True, Outcome.OBSERVED),
+    (None, "IMPLEMENTATION-DEFINED", False, Outcome.ERROR),
+    (AssertionError("x"), "IMPLEMENTATION-DEFINED", True, Outcome.ERROR),
+    (Unsupported("x"), "IMPLEMENTATION-DEFINED", False, Outcome.UNSUPPORTED),
+])
+def test_classify(exc, level, observed, expected):
+    assert classify(exc, level, observed)[0] is expected
+
+
+def test_a_pytest_skip_is_counted_not_hidden():
+    try:
+        pytest.skip("cuda only")
+    except pytest.skip.Exception as exc:
+        outcome, message = classify(exc, "MUST", False)
+    assert outcome is Outcome.UNSUPPORTED and "cuda only" in message
+
+
+@pytest.mark.parametrize("actual, expected, outcome, status", [
+    (Outcome.PASS, None, Outcome.PASS, "passed"),
+    (Outcome.DIVERGES, None, Outcome.DIVERGES, "failed"),
+    (Outcome.UNSUPPORTED, None, Outcome.UNSUPPORTED, "skipped"),
+    (Outcome.CRASH, None, Outcome.CRASH, "failed"),
+    (Outcome.DIVERGES, Outcome.DIVERGES, Outcome.XFAIL, "xfailed"),
+    (Outcome.UNSUPPORTED, Outcome.UNSUPPORTED, Outcome.XFAIL, "xfailed"),
+    (Outcome.PASS, Outcome.DIVERGES, Outcome.XPASS, "failed"),
+    (Outcome.OBSERVED, Outcome.ERROR, Outcome.XPASS, "failed"),
+    (Outcome.ERROR, Outcome.DIVERGES, Outcome.ERROR, "failed"),
+])
+def test_judge(actual, expected, outcome, status):
+    verdict = judge(actual, expected, "f.toml [r]")
+    assert (verdict.outcome, verdict.status) == (outcome, status)
+
+
+SUITE = '''
+    import pytest
+    from conformance.api import rule, Unsupported
+
+    @pytest.fixture
+    def needs_forward_ad(adapter):
+        adapter.require("forward_ad")
+
+    @rule("demo.passes")
+    def test_pass(fw): assert fw.__version__ == "1.0"
+    @rule("demo.diverges")
+    def test_diverges(): assert 1 == 2, "one is not two"
+    @rule("demo.diverges-helper")
+    def test_diverges_if_raises():
+        with diverges_if_raises(TypeError, what="weakref to a tensor"):
+            raise TypeError("cannot create weak reference")
+    @rule("demo.unsupported")
+    def test_unsupported(adapter): adapter.require("forward_ad")
+    @rule("demo.unsupported-in-setup")
+    def test_unsupported_in_fixture(needs_forward_ad): pass
+    @rule("demo.error")
+    def test_error(): {}["missing"]
+    @rule("demo.observed")
+    def test_observed(observe): observe({"hooks": [1, 2]})
+    @rule("demo.observed-raises")
+    def test_observed_raises(observe): assert False, "impl-defined rules cannot diverge"
+    @rule("demo.skipped")
+    def test_skipped(): pytest.skip("not on this device")
+'''
+
+
+@pytest.fixture
+def demo(conformance_project):
+    conformance_project.rules("demo", "passes", "diverges", "diverges-helper", "unsupported",
+                              "unsupported-in-setup", "error", "skipped")
+    conformance_project.rules("demo", "observed", "observed-raises", level="IMPLEMENTATION-DEFINED")
+    conformance_project.suite("demo", SUITE)
+    return conformance_project
+
+
+def test_each_outcome_and_its_pytest_status(demo):
+    result = demo.run("suites", "--results", "results.jsonl", "-v")
+    outcomes = {r["nodeid"].split("::")[-1]: r["outcome"]
+                for r in demo.results() if r["type"] == "test"}
+    assert outcomes == {
+        "test_pass": "PASS", "test_diverges": "DIVERGES", "test_diverges_if_raises": "DIVERGES",
+        "test_unsupported": "UNSUPPORTED", "test_unsupported_in_fixture": "UNSUPPORTED",
+        "test_error": "ERROR", "test_observed": "OBSERVED", "test_observed_raises": "ERROR",
+        "test_skipped": "UNSUPPORTED",
+    }
+    # DIVERGES and ERROR fail the run; UNSUPPORTED is its own visible count, not 'skipped'.
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=2, failed=4)
+    result.stdout.fnmatch_lines(["*test_diverges DIVERGES*", "*test_unsupported UNSUPPORTED*",
+                                 "*4 failed, 2 passed, 3 unsupported*"])
+    assert "skipped" not in result.stdout.lines[-1]
+
+
+def test_summary_counts_with_denominators(demo):
+    result = demo.run("suites")
+    result.stdout.fnmatch_lines([
+        "*autograd conformance*",
+        "suite*tests*PASS*OBSERVED*DIVERGES*UNSUPPORTED*ERROR*",
+        "demo*9*1/9*1/9*2/9*3/9*2/9*",
+        "all*9*1/9*1/9*2/9*3/9*2/9*",
+        "UNSUPPORTED (3 tests):",
+        "*2 x fake does not support forward_ad: no dual numbers",
+    ])
+
+
+def test_observed_value_and_message_are_recorded(demo):
+    demo.run("suites", "--results", "results.jsonl")
+    by_name = {r["nodeid"].split("::")[-1]: r for r in demo.results() if r["type"] == "test"}
+    assert by_name["test_observed"]["observed"] == {"hooks": [1, 2]}
+    assert by_name["test_diverges"]["message"].startswith("AssertionError: one is not two")
+    assert by_name["test_diverges_if_raises"]["message"].startswith(
+        "Diverges: weakref to a tensor: TypeError: cannot create weak reference")
+
+
+def test_failure_report_shows_the_rule(demo):
+    result = demo.run("suites", "-k", "test_diverges")
+    result.stdout.fnmatch_lines(["*conformance rule demo.diverges [[]MUST[]]*", "s", "why: r"])
+
+
+def test_classify_hook_lets_a_plugin_add_outcomes(conformance_project):
+    conformance_project.rules("demo", "slow")
+    conformance_project.suite("demo", '@rule("demo.slow")\ndef test_slow(): raise TimeoutError\n')
+    conformance_project.pytester.makeconftest('''
+        def pytest_conformance_classify(item, call):
+            if call.excinfo is not None and call.excinfo.errisinstance(TimeoutError):
+                return "TIMEOUT"
+    ''')
+    conformance_project.run("suites", "--results", "results.jsonl")
+    assert conformance_project.results()[1]["outcome"] == "TIMEOUT"
