@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 
 import pytest
 
@@ -80,8 +81,12 @@ def classify(exc: BaseException | None, level: str, observed: bool) -> tuple[Out
     return Outcome.ERROR, message
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def first_lines(text: str, lines: int = 6, width: int = 400) -> str:
-    kept = str(text).strip().splitlines()[:lines]
+    """The start of a failure message, without terminal colour codes (OneFlow adds them)."""
+    kept = _ANSI.sub("", str(text)).strip().splitlines()[:lines]
     return "\n".join(line[:width] for line in kept)
 
 
