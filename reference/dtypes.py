@@ -7,13 +7,17 @@ import numpy
 class dtype:
     """A tensor element type (``reference.float32`` ...), comparable by identity."""
 
-    __slots__ = ("name", "numpy", "is_floating_point", "legacy_name", "__weakref__")
+    __slots__ = ("name", "numpy", "is_floating_point", "legacy_name", "scalar_name", "c_name", "__weakref__")
 
-    def __init__(self, name: str, numpy_dtype, is_floating_point: bool, legacy_name: str):
+    def __init__(self, name: str, numpy_dtype, is_floating_point: bool, legacy_name: str, scalar_name: str,
+                 c_name: str):
         self.name = name
         self.numpy = numpy.dtype(numpy_dtype)
         self.is_floating_point = is_floating_point
-        self.legacy_name = legacy_name  # as in torch's error messages: FloatTensor, ...
+        # the names torch's messages use: tensor type, scalar type, C++ element type
+        self.legacy_name = legacy_name
+        self.scalar_name = scalar_name
+        self.c_name = c_name
 
     @property
     def itemsize(self) -> int:
@@ -26,10 +30,10 @@ class dtype:
         return (_by_name, (self.name,))
 
 
-float32 = dtype("float32", numpy.float32, True, "FloatTensor")
-float64 = dtype("float64", numpy.float64, True, "DoubleTensor")
-int64 = dtype("int64", numpy.int64, False, "LongTensor")
-bool_ = dtype("bool", numpy.bool_, False, "BoolTensor")
+float32 = dtype("float32", numpy.float32, True, "FloatTensor", "Float", "float")
+float64 = dtype("float64", numpy.float64, True, "DoubleTensor", "Double", "double")
+int64 = dtype("int64", numpy.int64, False, "LongTensor", "Long", "long int")
+bool_ = dtype("bool", numpy.bool_, False, "BoolTensor", "Bool", "bool")
 float = float32  # noqa: A001 - torch's alias
 double = float64
 long = int64

@@ -76,6 +76,7 @@ class Tensor:
         "_retains_grad",
         "_base",
         "_fw_grads",
+        "_view_fn",  # views only: redoes this view on another tensor (a tangent)
         "__dict__",
         "__weakref__",
     )
@@ -252,8 +253,11 @@ class Tensor:
                 )
             if value.dtype is not self.dtype:
                 raise RuntimeError(
-                    f"attempting to assign a gradient with dtype '{value.dtype.name}' to a tensor with dtype "
-                    f"'{self.dtype.name}'. Please ensure that the gradient and the tensor have the same dtype"
+                    f"attempting to assign a gradient with dtype '{value.dtype.c_name}' to a tensor with "
+                    f"grad_dtype '{self.dtype.scalar_name}'. The gradient must match the tensor's grad_dtype "
+                    "(defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a "
+                    "specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the "
+                    "dtypes of a tensor and its gradient may break downstream systems that assume they match."
                 )
             if value.device != self.device:
                 raise RuntimeError(

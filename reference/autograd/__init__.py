@@ -67,10 +67,12 @@ def _root_grads(outputs, grad_outputs, create_graph):
                 f"has a shape of {out.shape!r}."
             )
         elif grad.dtype is not out.dtype:
-            raise RuntimeError(
-                f"Mismatch in dtype: grad_output[{index}] has a dtype of {grad.dtype!r} and output[{index}] "
-                f"has a dtype of {out.dtype!r}."
-            )
+            if grad.dtype.is_floating_point != out.dtype.is_floating_point:
+                raise RuntimeError(
+                    f"Mismatch in dtype: grad_output[{index}] has a dtype of {grad.dtype!r} and output[{index}] "
+                    f"has a dtype of {out.dtype!r}."
+                )
+            grad = grad.to(out.dtype)  # another float dtype is accepted and converted, as in torch
         grads.append(grad if create_graph else grad._data)
     return grads
 
@@ -95,7 +97,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if inputs is not None:
         inputs = _as_tuple(inputs, "inputs")
         if not inputs:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         ops = TENSOR_OPS if create_graph else RAW_OPS
         captures, leaves = {}, set()
         for tensor in inputs:

@@ -32,5 +32,11 @@ def accumulate_into_leaf(variable, grad, ops) -> None:
     hooks = variable._post_accumulate_hooks
     if hooks:
         for hook in tuple(hooks.values()):
-            if hook(variable) is not None:
-                raise RuntimeError(POST_ACCUMULATE_RETURN)
+            result = hook(variable)
+            if result is None or result is variable:  # torch tolerates returning the tensor itself
+                continue
+            from reference.tensor import Tensor
+
+            if not isinstance(result, Tensor):
+                raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+            raise RuntimeError(POST_ACCUMULATE_RETURN)

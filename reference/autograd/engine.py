@@ -211,7 +211,7 @@ def _run_node_with_hooks(node, extras, grads, ops):
 
 def _check_node_hook_result(node, result, expected, kind):
     if not isinstance(result, (tuple, list)):
-        raise TypeError(f"{kind} of {node.name()} must return None or a tuple of gradients, got {type(result).__name__}")
+        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
     if len(result) != expected:
         raise RuntimeError(
             f"{kind} of {node.name()} returned an incorrect number of gradients (expected {expected}, got {len(result)})"

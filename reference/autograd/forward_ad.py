@@ -20,11 +20,44 @@ from collections import namedtuple
 
 NESTED = "Nested forward mode AD is not supported at the moment"
 NO_LEVEL = "Trying to create a dual Tensor for forward AD but no level exists, make sure to enter_dual_level() first."
+NOT_POSITIVE = "Dual level must be a positive number."
 EXIT_NOT_LAST = (
     "Trying to exit a forward AD level that was not the last one that was created. This is not supported."
 )
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+
+
+class _WeakIdentitySet:
+    """A set of objects held weakly and compared by identity.
+
+    ``weakref.WeakSet`` compares members with ``==``, which a tensor answers elementwise;
+    this one keys on ``id`` and drops an entry when its object dies.
+    """
+
+    def __init__(self):
+        self._refs = {}
+
+    def add(self, obj) -> None:
+        key = id(obj)
+        if key in self._refs and self._refs[key]() is obj:
+            return
+        refs = self._refs
+
+        def forget(ref, key=key):
+            if refs.get(key) is ref:
+                del refs[key]
+
+        refs[key] = weakref.ref(obj, forget)
+
+    def __iter__(self):
+        for ref in list(self._refs.values()):
+            obj = ref()
+            if obj is not None:
+                yield obj
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class _LevelRegistry:
@@ -33,7 +66,7 @@ class _LevelRegistry:
     def __init__(self):
         self.lock = threading.RLock()
         self.current = None  # index of the open level, or None
-        self.carriers = weakref.WeakSet()  # tensors holding a tangent of the open level
+        self.carriers = _WeakIdentitySet()  # tensors holding a tangent of the open level
 
     def enter(self) -> int:
         with self.lock:
@@ -44,25 +77,30 @@ class _LevelRegistry:
 
     def exit(self, level) -> None:
         with self.lock:
-            expected = -1 if self.current is None else self.current
             if level is None:
-                level = expected
+                level = -1 if self.current is None else self.current
+            if level < 0:
+                raise RuntimeError(NOT_POSITIVE)
             if self.current is None or level != self.current:
                 raise RuntimeError(EXIT_NOT_LAST)
-            carriers = list(self.carriers)
-            self.carriers = weakref.WeakSet()
+            dropped = []
+            for tensor in self.carriers:
+                grads = tensor._fw_grads
+                if grads and level in grads:
+                    dropped.append(grads.pop(level))
+            self.carriers = _WeakIdentitySet()
             self.current = None
-        for tensor in carriers:  # outside the lock: dropping a tangent may free a graph
-            grads = tensor._fw_grads
-            if grads:
-                grads.pop(level, None)
+        del dropped  # outside the lock: dropping a tangent may free a graph
 
-    def register(self, tensor, level) -> bool:
+    def set_tangent(self, tensor, tangent, level) -> None:
+        """Attach ``tangent`` if ``level`` is (still) the open one, atomically with exit."""
         with self.lock:
             if self.current is None or level != self.current:
-                return False
+                return
             self.carriers.add(tensor)
-            return True
+            if tensor._fw_grads is None:
+                tensor._fw_grads = {}
+            tensor._fw_grads[level] = tangent
 
 
 _registry = _LevelRegistry()
@@ -173,13 +211,8 @@ def get_tangent(tensor, level=None):
 def set_tangent(tensor, tangent, level=None) -> None:
     if level is None:
         level = _registry.current
-    if level is None:
-        return
-    if not _registry.register(tensor, level):
-        return
-    if tensor._fw_grads is None:
-        tensor._fw_grads = {}
-    tensor._fw_grads[level] = tangent
+    if level is not None:
+        _registry.set_tangent(tensor, tangent, level)
 
 
 def propagating() -> bool:

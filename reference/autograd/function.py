@@ -386,10 +386,14 @@ def _check_dirty(ctx, inputs, outputs, input_ids):
     output_ids = {id(o) for o in outputs if isinstance(o, Tensor)}
     for tensor in ctx._dirty:
         if id(tensor) not in input_ids:
-            raise RuntimeError(
+            message = (
                 "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been "
                 "mutated should be passed to ctx.mark_dirty()."
             )
+            if tensor._base is not None:
+                raise RuntimeError(message)
+            warnings.warn(message, UserWarning, stacklevel=4)  # harmless for a fresh tensor, as in torch
+            continue
         if tensor._node is None and tensor._requires_grad and tensor._base is None and grad_mode._state.enabled:
             raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
         if id(tensor) not in output_ids:
@@ -410,8 +414,8 @@ def _save(ctx, results, outputs, input_ids):
     for tensor in to_save:
         if tensor is None:
             saved.append(None)
-        elif id(tensor) in output_positions:
-            saved.append(SavedTensor(results[output_positions[id(tensor)]], True))
+        elif id(tensor) in output_positions and results[output_positions[id(tensor)]] is tensor:
+            saved.append(SavedTensor(tensor, True))  # its own output: saved without owning it
         else:
             saved.append(SavedTensor(tensor, False))
     ctx._saved = tuple(saved)

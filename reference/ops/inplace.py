@@ -147,17 +147,14 @@ def _old_self(self):
     return save_input(Tensor._wrap(self._data.copy()))
 
 
-def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=None, needs_old=False):
+def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=None):
     """Run ``mutate`` on self's array, with autograd's bookkeeping around it.
 
-    ``tangent_rule(t_self, t_other, old_self)`` updates self's tangent (forward AD) in
-    place where it can, returning the tangent self must carry afterwards.
+    ``tangent_rule(t_self, t_other)`` updates self's tangent (forward AD) in place where
+    it can and returns the tangent self carries afterwards. It runs before the primal is
+    mutated, so it sees the old values (``x *= x`` differentiates as ``x * x``).
     """
     check_inplace(self)
-    forward = tangent_rule is not None and has_tangent(self, other)
-    if forward:
-        t_self, t_other = forward_ad.tangents_of(self, other)
-        old_self = Tensor._wrap(self._data.copy()) if needs_old and t_other is not None else None
     record = needs_grad(self, other)
     node = None
     if record:
@@ -167,16 +164,32 @@ def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=N
         node._shapes = (shape_of(self), shape_of(other))
         if configure is not None:
             configure(node)
+    if tangent_rule is not None and has_tangent(self, other):
+        _update_tangent(self, other, tangent_rule)
     mutate(self._data)
     bump_version(self)
     if node is not None:
         rebase_history(self, node)
-    if forward:
-        with forward_ad.suppress_propagation():
-            tangent = tangent_rule(t_self, t_other, old_self)
-        if tangent is not None and tangent is not t_self:
-            forward_ad.set_tangent(self, tangent)
     return self
+
+
+def _update_tangent(self, other, tangent_rule):
+    t_self, t_other = forward_ad.tangents_of(self, other)
+    base = self._base
+    if t_self is None and t_other is not None and base is not None and getattr(self, "_view_fn", None):
+        # writing a dual into a view of a plain tensor: the base gets a (zero) tangent,
+        # and the view's tangent is the same view of it, so the write lands in the base's
+        if forward_ad.get_tangent(base) is None:
+            from reference.creation import zeros_like
+
+            forward_ad.set_tangent(base, zeros_like(base, dtype=t_other.dtype))
+        with forward_ad.suppress_propagation():
+            t_self = self._view_fn(forward_ad.get_tangent(base))
+        forward_ad.set_tangent(self, t_self)
+    with forward_ad.suppress_propagation():
+        tangent = tangent_rule(t_self, t_other)
+    if tangent is not None and tangent is not t_self:
+        forward_ad.set_tangent(self, tangent)
 
 
 def _fresh_tangent(self, value):
@@ -194,7 +207,7 @@ def add_(self, other, alpha=1):
     def mutate(data):
         data += value
 
-    def tangent_rule(t_self, t_other, old):
+    def tangent_rule(t_self, t_other):
         if t_other is None:
             return t_self
         step = t_other if alpha == 1 else t_other * alpha
@@ -219,15 +232,15 @@ def mul_(self, other):
     def mutate(data):
         data *= value
 
-    def tangent_rule(t_self, t_other, old):
+    def tangent_rule(t_self, t_other):
+        term = None if t_other is None else self * t_other  # before t_self changes: t_other may be t_self
         if t_self is not None:
             t_self.mul_(other)
-        if t_other is None:
+        if term is None:
             return t_self
-        term = old * t_other
         return _fresh_tangent(self, term) if t_self is None else t_self.add_(term)
 
-    return _apply_inplace(self, other, MulBackward1, mutate, configure, tangent_rule, needs_old=True)
+    return _apply_inplace(self, other, MulBackward1, mutate, configure, tangent_rule)
 
 
 def div_(self, other):
@@ -240,15 +253,15 @@ def div_(self, other):
     def mutate(data):
         data /= value
 
-    def tangent_rule(t_self, t_other, old):
+    def tangent_rule(t_self, t_other):
+        term = None if t_other is None else -(self * t_other) / (other * other)
         if t_self is not None:
             t_self.div_(other)
-        if t_other is None:
+        if term is None:
             return t_self
-        term = -(old * t_other) / (other * other)
         return _fresh_tangent(self, term) if t_self is None else t_self.add_(term)
 
-    return _apply_inplace(self, other, DivBackward1, mutate, configure, tangent_rule, needs_old=True)
+    return _apply_inplace(self, other, DivBackward1, mutate, configure, tangent_rule)
 
 
 def fill_(self, value):
@@ -257,7 +270,7 @@ def fill_(self, value):
     def mutate(data):
         data[...] = raw_value
 
-    def tangent_rule(t_self, t_value, old):
+    def tangent_rule(t_self, t_value):
         if t_value is None:
             return None if t_self is None else t_self.zero_()
         if t_self is None:
@@ -285,7 +298,7 @@ def copy_(self, src, non_blocking=False):
     def mutate(data):
         data[...] = src_data
 
-    def tangent_rule(t_self, t_src, old):
+    def tangent_rule(t_self, t_src):
         if t_src is None:
             return None if t_self is None else t_self.zero_()
         if t_self is None:
@@ -307,7 +320,7 @@ def setitem(self, index, value):
     def mutate(data):
         data[key] = raw_value
 
-    def tangent_rule(t_self, t_value, old):
+    def tangent_rule(t_self, t_value):
         if t_value is None:
             if t_self is not None:
                 t_self[index] = 0

@@ -79,8 +79,11 @@ def _make_view(self, data, node_cls=None, configure=None, cls=Tensor, view_fn=No
         if configure is not None:
             configure(node)
         attach(out, node)
-    if view_fn is not None and has_tangent(self):
-        propagate_tangent(out, lambda t: None if t is None else view_fn(t), self)
+    if view_fn is not None:
+        parent_fn = getattr(self, "_view_fn", None) if self._base is not None else None
+        out._view_fn = view_fn if parent_fn is None else (lambda t: view_fn(parent_fn(t)))
+        if has_tangent(self):
+            propagate_tangent(out, lambda t: None if t is None else view_fn(t), self)
     return out
 
 
