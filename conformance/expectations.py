@@ -7,14 +7,17 @@ starts passing fails the run, so the file cannot rot.
 Format (``adapters/expectations/<adapter>.toml``; no file means no expectations)::
 
     ["identity.grad-stable-id"]          # a rule id from the catalogue (quoted or dotted)
-    outcome = "DIVERGES"                 # DIVERGES | UNSUPPORTED | ERROR | CRASH | TIMEOUT
+    outcome = "DIVERGES"                 # DIVERGES | UNSUPPORTED | ERROR | CRASH | TIMEOUT | LEAK
     reason = "id(a.grad) changes between reads"      # required
     category = "identity"                # optional, free text for grouping
     upstream = "https://github.com/..."  # optional
     versions = ["0.8.*"]                 # optional fnmatch patterns on the framework version
+    tests = ["test_name*"]               # optional fnmatch patterns on the test names
 
-A rule whose expectation differs between versions uses an array of tables,
-``[["identity.grad-stable-id"]]``, one entry per version set; at most one may apply.
+A rule whose expectation differs between versions, or between its tests, uses an array of
+tables, ``[["identity.grad-stable-id"]]``, one entry per version set (and test set). For a
+test, an entry naming it in ``tests`` wins over an entry for the whole rule; at most one of
+each kind may apply.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from typing import Any, Iterable
 from conformance.outcomes import EXPECTABLE, Outcome
 from conformance.tomlfile import FileError, read_toml
 
-FIELDS = {"outcome", "reason", "category", "upstream", "versions"}
+FIELDS = {"outcome", "reason", "category", "upstream", "versions", "tests"}
 
 
 class ExpectationsError(FileError):
@@ -42,9 +45,13 @@ class Expectation:
     category: str = ""
     upstream: str = ""
     versions: tuple[str, ...] = ()
+    tests: tuple[str, ...] = ()
 
     def applies_to(self, version: str) -> bool:
         return not self.versions or any(fnmatch.fnmatchcase(version, v) for v in self.versions)
+
+    def names_test(self, test_name: str) -> bool:
+        return any(fnmatch.fnmatchcase(test_name, pattern) for pattern in self.tests)
 
     def where(self) -> str:
         return f"{self.file} [{self.rule}]"
@@ -52,7 +59,27 @@ class Expectation:
     def as_json(self) -> dict[str, Any]:
         return {"outcome": str(self.outcome), "reason": self.reason, "category": self.category,
                 "upstream": self.upstream, "versions": list(self.versions),
-                "file": str(self.file)}
+                "tests": list(self.tests), "file": str(self.file)}
+
+
+class ExpectationSet(dict):
+    """rule id -> the whole-rule expectation; plus per-test entries, found by ``get``."""
+
+    def __init__(self):
+        super().__init__()
+        self.per_test: dict[str, list[Expectation]] = {}
+
+    def get(self, rule_id: str, test_name: str | None = None, default=None):
+        """The expectation for ``test_name`` of ``rule_id`` (a per-test entry first)."""
+        if test_name is not None:
+            base = test_name.split("::")[-1]
+            for exp in self.per_test.get(rule_id, ()):
+                if exp.names_test(base) or exp.names_test(base.split("[")[0]):
+                    return exp
+        return super().get(rule_id, default)
+
+    def __len__(self) -> int:
+        return super().__len__() + sum(len(v) for v in self.per_test.values())
 
 
 def _entries(data: dict, prefix: str = "") -> Iterable[tuple[str, Any]]:
@@ -87,23 +114,27 @@ def _parse(path: Path, rule_id: str, table: Any) -> Expectation:
     if not isinstance(versions, list) or not all(isinstance(v, str) and v for v in versions):
         raise ExpectationsError(f"{where}: key 'versions' must be a list of version patterns "
                                 f"such as [\"0.8.0\", \"0.9.*\"]")
+    tests = table.get("tests", [])
+    if not isinstance(tests, list) or not all(isinstance(t, str) and t for t in tests):
+        raise ExpectationsError(f"{where}: key 'tests' must be a list of test name patterns "
+                                f"such as [\"test_grad_*\"]")
     return Expectation(rule=rule_id, outcome=Outcome(outcome), reason=reason, file=path,
                        category=table.get("category", ""), upstream=table.get("upstream", ""),
-                       versions=tuple(versions))
+                       versions=tuple(versions), tests=tuple(tests))
 
 
 def load_expectations(path: Path | None, rule_ids: Iterable[str], version: str
-                      ) -> dict[str, Expectation]:
+                      ) -> ExpectationSet:
     """The expectations in ``path`` that apply to framework ``version``, by rule id.
 
     Every entry is validated, including those for other versions; an unknown rule id is an
     error (a renamed rule must not silently drop its expectation).
     """
     if path is None or not Path(path).exists():
-        return {}
+        return ExpectationSet()
     path = Path(path)
     known = set(rule_ids)
-    chosen: dict[str, Expectation] = {}
+    chosen = ExpectationSet()
     for rule_id, value in _entries(read_toml(path, ExpectationsError)):
         if rule_id not in known:
             raise ExpectationsError(f"{path}: [{rule_id}]: no such rule in the catalogue; "
@@ -112,6 +143,9 @@ def load_expectations(path: Path | None, rule_ids: Iterable[str], version: str
         for table in tables:
             exp = _parse(path, rule_id, table)
             if not exp.applies_to(version):
+                continue
+            if exp.tests:
+                chosen.per_test.setdefault(rule_id, []).append(exp)
                 continue
             if rule_id in chosen:
                 raise ExpectationsError(f"{path}: [{rule_id}]: two entries apply to version "

@@ -51,6 +51,23 @@ versions = ["0.9.0"]
     assert load(tmp_path, text, "1.0.0") == {}
 
 
+def test_per_test_entry_wins_over_the_rule_wide_one(tmp_path):
+    text = '''
+[["hooks.fire-once"]]
+outcome = "DIVERGES"
+reason = "one test of the rule"
+tests = ["test_twice*"]
+[["hooks.fire-once"]]
+outcome = "UNSUPPORTED"
+reason = "the rest of the rule"
+'''
+    exps = load(tmp_path, text)
+    assert exps.get("hooks.fire-once", "test_twice[cpu]").outcome is Outcome.DIVERGES
+    assert exps.get("hooks.fire-once", "suites/test_hooks.py::test_twice").outcome is Outcome.DIVERGES
+    assert exps.get("hooks.fire-once", "test_once").outcome is Outcome.UNSUPPORTED
+    assert exps.get("identity.grad-stable-id", "test_twice") is None
+
+
 def test_missing_file_means_no_expectations(tmp_path):
     assert load_expectations(tmp_path / "none.toml", RULES, "1") == {}
 
@@ -124,6 +141,17 @@ def test_other_outcome_than_expected_fails_the_run(demo):
     result = demo.run("suites", "--expectations", "exp.toml")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*expected CRASH (*) but got DIVERGES: update the entry*"])
+
+
+def test_per_test_expectation_judges_only_its_test(demo):
+    demo.file("exp.toml", '["demo.holds"]\noutcome = "DIVERGES"\nreason = "r"\ntests = ["test_nothing_here"]\n')
+    result = demo.run("suites", "--expectations", "exp.toml")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1, failed=1)
+    demo.file("exp.toml", '["demo.diverges"]\noutcome = "DIVERGES"\nreason = "r"\ntests = ["test_div*"]\n')
+    result = demo.run("suites", "--expectations", "exp.toml")
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=1, xfailed=1)
 
 
 def test_unknown_rule_in_expectations_fails_the_run(demo):
