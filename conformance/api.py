@@ -9,13 +9,14 @@ rule observed.
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Iterator
 
 import pytest
 
 from adapters.base import Unsupported
 
-__all__ = ["rule", "Diverges", "Unsupported", "diverges_if_raises"]
+__all__ = ["rule", "Diverges", "Unsupported", "diverges_if_raises", "raises"]
 
 
 def rule(rule_id: str):
@@ -40,3 +41,24 @@ def diverges_if_raises(*exc_types: type[BaseException], what: str = "") -> Itera
     except exc_types as exc:
         prefix = f"{what}: " if what else ""
         raise Diverges(f"{prefix}{type(exc).__name__}: {exc}") from exc
+
+
+@contextlib.contextmanager
+def raises(exc_types, match=None, what: str = "the operation") -> Iterator[None]:
+    """The rule says the block raises ``exc_types`` (with a message matching ``match``).
+
+    Unlike ``pytest.raises``, a missing or different exception means the rule does not
+    hold (DIVERGES), not that the test broke (ERROR).
+    """
+    try:
+        yield
+    except (Unsupported, Diverges):
+        raise
+    except Exception as exc:
+        if not isinstance(exc, exc_types):
+            raise Diverges(f"{what} raised {type(exc).__name__}: {exc}") from exc
+        if match is not None and not re.search(match, str(exc)):
+            raise Diverges(f"{what} raised {type(exc).__name__} with message {str(exc)!r}, "
+                           f"expected to match {match!r}") from exc
+    else:
+        raise Diverges(f"{what} raised nothing")

@@ -14,31 +14,13 @@ import warnings
 import numpy as np
 
 from conformance import liveness
-from conformance.api import Diverges, Unsupported, diverges_if_raises, rule
+from conformance.api import Unsupported, diverges_if_raises, raises, rule
 
 FREED = "Trying to backward through the graph a second time"
 INPLACE = "one of the variables needed for gradient computation has been modified by an inplace operation"
 DEEP = 10_000
 
 
-@contextlib.contextmanager
-def raises(exc_types, match=None, what="the operation"):
-    """The rule says the block raises ``exc_types`` (message matching ``match``).
-
-    Unlike ``pytest.raises``, a missing or different exception is DIVERGES, not ERROR.
-    """
-    try:
-        yield
-    except (Unsupported, Diverges):
-        raise
-    except Exception as exc:
-        if not isinstance(exc, exc_types):
-            raise Diverges(f"{what} raised {type(exc).__name__}: {exc}") from exc
-        if match is not None and not re.search(match, str(exc)):
-            raise Diverges(f"{what} raised {type(exc).__name__} with message {str(exc)!r}, "
-                           f"expected to match {match!r}") from exc
-    else:
-        raise Diverges(f"{what} raised nothing")
 
 
 def close(adapter, t, expected, what="values"):
@@ -921,3 +903,60 @@ def test_backward_of_tensor_without_grad_raises(fw, device):
         y = (x * 2).sum()
     with raises(RuntimeError, msg, what="backward of a no_grad result"):
         y.backward()
+
+
+# -- threads -------------------------------------------------------------------------
+THREADS = 8
+THREAD_ROUNDS = 25
+
+
+@rule("engine.threads-independent-graphs")
+def test_eight_threads_backward_on_independent_graphs_with_their_own_grad_mode(fw, adapter, device):
+    barrier = threading.Barrier(THREADS)
+    errors = []
+
+    def work(i):
+        scale = float(i + 1)
+
+        def run():
+            try:
+                barrier.wait(30)
+                for r in range(THREAD_ROUNDS):
+                    x = fw.full((4,), scale, requires_grad=True, device=device)
+                    w = fw.full((4,), float(r + 1), requires_grad=True, device=device)
+                    with fw.no_grad():
+                        frozen = x * w
+                    if frozen.requires_grad or fw.is_grad_enabled() is not True:
+                        errors.append(f"thread {i} round {r}: no_grad leaked (frozen.requires_grad="
+                                      f"{frozen.requires_grad}, grad enabled after the block: "
+                                      f"{fw.is_grad_enabled()})")
+                    with fw.set_grad_enabled(r % 2 == 0):
+                        maybe = x * 3
+                    if maybe.requires_grad is not (r % 2 == 0):
+                        errors.append(f"thread {i} round {r}: set_grad_enabled({r % 2 == 0}) gave "
+                                      f"requires_grad={maybe.requires_grad} (grad mode crossed "
+                                      f"between threads?)")
+                    y = (x * x * w).sum()  # dy/dx = 2 x w, dy/dw = x * x
+                    if y.grad_fn is None:
+                        errors.append(f"thread {i} round {r}: recording was off in this thread")
+                        continue
+                    y.backward()
+                    gx, gw = adapter.to_numpy(x.grad), adapter.to_numpy(w.grad)
+                    if not (np.allclose(gx, 2 * scale * (r + 1)) and np.allclose(gw, scale * scale)):
+                        errors.append(f"thread {i} round {r}: x.grad {gx.tolist()} w.grad "
+                                      f"{gw.tolist()}, expected {2 * scale * (r + 1)} and "
+                                      f"{scale * scale} (lost or crossed gradient)")
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(f"thread {i}: {type(exc).__name__}: {exc}")
+
+        return run
+
+    threads = [threading.Thread(target=work(i)) for i in range(THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    stuck = sum(th.is_alive() for th in threads)
+    assert stuck == 0, f"{stuck} thread(s) still running after 120s (deadlock?)"
+    assert errors == [], f"{len(errors)} problem(s), first: {errors[:3]}"
+    assert fw.is_grad_enabled() is True, "the main thread's grad mode changed"

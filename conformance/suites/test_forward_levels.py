@@ -13,7 +13,6 @@ import re
 import threading
 import weakref
 
-import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
@@ -643,3 +642,63 @@ def test_level_exit_with_tangent_graph_referencing_dual(fw, adapter, device):
 
     _run_threads([run], timeout=60.0)
     assert done == [True], f"level exit did not complete cleanly: {done}"
+
+
+@rule("forward_levels.threads-enter-exit-rounds")
+def test_eight_threads_enter_and_exit_levels_in_rounds(fw, adapter, device):
+    adapter.require("forward_ad")
+    fwad = _forward_ad(adapter, fw)
+    rounds = 30
+    barrier = threading.Barrier(8)
+    lock = threading.Lock()
+    state = {"holders": 0, "entered": 0, "refused": 0}
+    errors = []
+
+    def work(i):
+        def run():
+            try:
+                barrier.wait(30)
+                for r in range(rounds):
+                    try:
+                        lvl = fwad.enter_dual_level()
+                    except RuntimeError as exc:
+                        if "Nested forward mode AD is not supported" not in str(exc):
+                            errors.append(f"thread {i} round {r}: enter raised {exc}")
+                        with lock:
+                            state["refused"] += 1
+                        continue
+                    with lock:
+                        state["holders"] += 1
+                        state["entered"] += 1
+                        holders = state["holders"]
+                    try:
+                        if holders != 1:
+                            errors.append(f"thread {i} round {r}: {holders} threads hold a level")
+                        if lvl != 0:
+                            errors.append(f"thread {i} round {r}: entered level {lvl!r}, not 0")
+                        d = fwad.make_dual(fw.full((2,), float(i), device=device),
+                                           fw.full((2,), float(r), device=device))
+                        tangent = _tangent_list(adapter, fwad, d * 2)
+                        if tangent != [2.0 * r] * 2:
+                            errors.append(f"thread {i} round {r}: tangent {tangent!r} inside "
+                                          f"its level, expected {[2.0 * r] * 2}")
+                    finally:
+                        with lock:
+                            state["holders"] -= 1
+                        fwad.exit_dual_level(level=lvl)
+                    if fwad.unpack_dual(d).tangent is not None:
+                        errors.append(f"thread {i} round {r}: a dual kept its tangent after its "
+                                      f"level exited")
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(f"thread {i}: {type(exc).__name__}: {exc}")
+
+        return run
+
+    _run_threads([work(i) for i in range(8)], timeout=120.0)
+    assert errors == [], f"{len(errors)} problem(s), first: {errors[:3]}"
+    assert state["entered"] >= 1, "no thread ever entered a level"
+    assert not _level_is_open(fw, fwad, device), "a level is still registered after every thread exited"
+    with fwad.dual_level() as lvl:
+        assert lvl == 0, f"the next level is {lvl!r}, expected 0 (stale level registration)"
+        d = fwad.make_dual(fw.ones(2, device=device), fw.full((2,), 5.0, device=device))
+        assert _tangent_list(adapter, fwad, d) == [5.0, 5.0]
