@@ -36,7 +36,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from conformance.api import Diverges
+from conformance.api import Diverges, Unsupported
 
 __all__ = [
     "Sentinel", "Probe", "weak", "sentinel_attr", "sentinel_in_metadata", "sentinel_in_hook",
@@ -89,7 +89,10 @@ def weak(obj: Any, what: str | None = None) -> Probe:
 def sentinel_attr(owner: Any, what: str, name: str = "_liveness_sentinel") -> Probe:
     """Probe ``owner`` (a ctx, a Function instance, any object with attributes) by an attribute."""
     s = Sentinel(what)
-    setattr(owner, name, s)
+    try:
+        setattr(owner, name, s)
+    except (AttributeError, TypeError) as exc:
+        raise Unsupported(f"cannot watch {what}: {type(owner).__name__} refuses attributes ({exc})") from exc
     return Probe(what, weakref.ref(s), f"sentinel in attribute {name!r}")
 
 

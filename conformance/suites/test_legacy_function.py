@@ -162,7 +162,8 @@ def test_apply_with_plain_methods(fw, adapter, device):
             return g * self.k
 
     x = fw.ones(3, requires_grad=True, device=device)
-    y = Mul2.apply(x)
+    with diverges_if_raises(AttributeError, what='self.k = 2 on the ctx in a plain-method forward'):
+        y = Mul2.apply(x)
     np.testing.assert_allclose(adapter.to_numpy(y), [2.0, 2.0, 2.0])
     y.sum().backward()
     np.testing.assert_allclose(adapter.to_numpy(x.grad), [2.0, 2.0, 2.0],
@@ -237,7 +238,8 @@ def test_save_none_roundtrip(fw, adapter, device):
             return g * 2
 
     a = fw.ones(3, requires_grad=True, device=device)
-    MyFn.apply(a).sum().backward()
+    with diverges_if_raises(RuntimeError, what='ctx.save_for_backward(x, None)'):
+        MyFn.apply(a).sum().backward()
     (saved,) = seen
     assert len(saved) == 2, f"saved_tensors has {len(saved)} entries, expected 2"
     assert saved[1] is None, f"saved None came back as {saved[1]!r}"
@@ -372,7 +374,8 @@ def test_materialize_grads(fw, adapter, device, materialize):
             return g1
 
     x = fw.ones(2, requires_grad=True, device=device)
-    Two.apply(x)[0].sum().backward()
+    with diverges_if_raises(AttributeError, what='ctx.set_materialize_grads'):
+        Two.apply(x)[0].sum().backward()
     (g2,) = seen
     if materialize:
         assert g2 is not None, "unused output's grad is None although grads are materialised by default"
@@ -548,7 +551,8 @@ def test_fresh_ctx_per_apply(fw, adapter, device, style):
     x1 = fw.tensor([2.0], requires_grad=True, device=device)
     x2 = fw.tensor([5.0], requires_grad=True, device=device)
     with diverges_if_raises(TypeError, what=f"Function in {style} style"):
-        y1 = F.apply(x1)
+        with diverges_if_raises(AttributeError, what='an attribute set on ctx'):
+            y1 = F.apply(x1)
         y2 = F.apply(x2)
     y1.backward()
     np.testing.assert_allclose(adapter.to_numpy(x1.grad), [deriv(2.0)],

@@ -1,0 +1,111 @@
+"""Draft an expectations file from results runs, so that the diff is the review.
+
+    python -m conformance.expectations_draft reports/results/oneflow-0.9.0.jsonl \\
+        reports/results/oneflow-0.8.0.jsonl > adapters/expectations/oneflow.toml
+
+Each rule that did not hold in some run gets entries saying what happened instead, with
+the observed message as the reason (review and sharpen it before committing), limited
+to the framework versions (``versions``) and the tests (``tests``) where it happened.
+Outcomes are read from the ``actual`` field, so a run made with an older expectations file
+drafts the same entries as a run made with none. Rules that held everywhere get nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+HELD = {"PASS", "OBSERVED"}
+
+
+def read_runs(paths):
+    """[(framework version, {rule: {test name: (outcome, message)}})] per results file."""
+    runs = []
+    for path in paths:
+        version, tests = None, defaultdict(dict)
+        for line in Path(path).read_text().splitlines():
+            record = json.loads(line)
+            if record.get("type") == "run":
+                version = record.get("framework_version")
+            elif record.get("type") == "test" and record.get("rule"):
+                name = record["nodeid"].split("::")[-1]
+                tests[record["rule"]][name] = (record.get("actual") or record["outcome"],
+                                               record.get("message") or "")
+        if version is None:
+            raise SystemExit(f"{path}: no run header line; is this a results file?")
+        runs.append((version, tests))
+    return runs
+
+
+def draft_entries(runs):
+    """(rule, outcome, versions or None, tests or None, reason) for every rule that did not hold."""
+    all_versions = [version for version, _ in runs]
+    rules = sorted({rule for _, tests in runs for rule in tests})
+    entries = []
+    for rule in rules:
+        groups = defaultdict(lambda: {"versions": set(), "tests": set(), "message": ""})
+        names = set()
+        for version, tests in runs:
+            for name, (outcome, message) in tests.get(rule, {}).items():
+                names.add(name)
+                if outcome in HELD:
+                    continue
+                group = groups[(outcome, name)]
+                group["versions"].add(version)
+                group["message"] = group["message"] or message
+        # merge tests that failed the same way on the same versions
+        merged = defaultdict(lambda: {"tests": set(), "message": ""})
+        for (outcome, name), group in groups.items():
+            key = (outcome, tuple(sorted(group["versions"])))
+            merged[key]["tests"].add(name)
+            merged[key]["message"] = merged[key]["message"] or group["message"]
+        for (outcome, versions), group in sorted(merged.items()):
+            whole_rule = group["tests"] == names
+            entries.append((
+                rule, outcome,
+                None if set(versions) == set(all_versions) else list(versions),
+                None if whole_rule else sorted(group["tests"]),
+                _reason(outcome, group["message"]),
+            ))
+    return entries
+
+
+def _reason(outcome: str, message: str) -> str:
+    if outcome == "CRASH":
+        return "the process died (segfault) while running the test"
+    if outcome == "UNSUPPORTED":
+        return message.splitlines()[0] if message else "the framework lacks the feature"
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    text = " ".join(lines[:2]) if lines else outcome.lower()
+    return text[:300]
+
+
+def render(entries, header: str) -> str:
+    out = [header.rstrip(), ""]
+    for rule, outcome, versions, tests, reason in entries:
+        out.append(f'[["{rule}"]]')
+        out.append(f"outcome = {json.dumps(outcome)}")
+        out.append(f"reason = {json.dumps(reason, ensure_ascii=False)}")
+        out.append(f'category = "{rule.split(".")[0]}"')
+        if versions:
+            out.append(f"versions = {json.dumps(versions)}")
+        if tests:
+            out.append(f"tests = {json.dumps(tests)}")
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="+", help="results files (--results) of one adapter")
+    parser.add_argument("--header", default="", help="comment block to put first")
+    args = parser.parse_args(argv)
+    header = args.header or "# Drafted by python -m conformance.expectations_draft; review the reasons."
+    sys.stdout.write(render(draft_entries(read_runs(args.results)), header))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
