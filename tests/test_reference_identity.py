@@ -1,0 +1,406 @@
+"""One Python object per tensor and per node: identity, __dict__, subclasses, weakrefs.
+
+Observed doc section 1: what the graph hands back (``.grad``, saved inputs,
+``AccumulateGrad.variable``, ``next_functions``) is the very object given to it.
+"""
+from __future__ import annotations
+
+import gc
+import warnings
+import weakref
+
+import numpy as np
+import pytest
+
+import reference as R
+from reference.autograd import Function
+from reference_helpers import arr, caught_warnings, leaf
+
+
+class Tagged(R.Tensor):
+    """A user subclass of the reference Tensor."""
+
+    def describe(self):
+        return f"tagged {tuple(self.shape)}"
+
+
+def test_grad_is_the_same_object_every_time():  # 1.1
+    a = R.randn(3, requires_grad=True)
+    (a * 2).sum().backward()
+    assert a.grad is a.grad
+    assert len({id(a.grad) for _ in range(100)}) == 1
+    junk = [R.empty(3) for _ in range(100)]
+    assert len({id(a.grad) for _ in range(100)} | {id(a.grad)}) == 1
+    del junk
+
+
+def test_attributes_survive_while_only_the_engine_holds_the_tensor():  # 1.2
+    x = R.empty(2)
+    x.foo = 2
+    y = R.empty(2)
+    y.grad = x
+    old_id = id(x)
+    del x
+    assert y.grad.foo == 2 and id(y.grad) == old_id
+    z = y.grad
+    del z
+    assert y.grad.foo == 2
+
+
+def test_saved_inputs_are_the_original_objects():  # 1.4
+    x = R.randn(3, requires_grad=True)
+    y = x * x
+    assert y.grad_fn._saved_self is x and y.grad_fn._saved_other is x
+    t = x * 1
+    t.foo = "bar"
+    w = t * t
+    tid = id(t)
+    del t
+    s = w.grad_fn._saved_self
+    assert s.foo == "bar" and id(s) == tid and s.grad_fn.name() == "MulBackward0"
+
+
+def test_saved_output_is_a_new_object_sharing_data_version_and_grad_fn():  # 1.5
+    x = R.randn(3, requires_grad=True)
+    z = R.exp(x)
+    r = z.grad_fn._saved_result
+    assert r is not z
+    assert R.equal(r, z)
+    assert r.grad_fn is z.grad_fn
+    assert r._version == z._version
+    with R.no_grad():
+        z += 1
+    assert R.equal(r, z) and r._version == 1 and z._version == 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.grad_fn._saved_result
+
+
+def test_custom_function_saved_tensors_are_the_inputs():  # 1.6
+    got = {}
+
+    class Test(Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            got["x"], got["y"] = ctx.saved_tensors
+            return g, None
+
+    a = R.tensor(1.0, requires_grad=True)
+    b = R.tensor(1.0)
+    b.tag = "kept"
+    Test.apply(a, b).backward()
+    assert got["x"] is a and got["y"] is b and got["y"].tag == "kept"
+
+
+def test_grad_fn_identity_is_stable():  # 1.8
+    x = R.randn(3, requires_grad=True)
+    y = x * x
+    z = y * 2
+    assert y.grad_fn is y.grad_fn
+    assert z.grad_fn.next_functions[0][0] is y.grad_fn
+    first = id(y.grad_fn)
+    others = [(x * x).grad_fn for _ in range(100)]
+    assert id(y.grad_fn) == first
+    del others
+
+
+def test_builtin_nodes_refuse_attributes_but_have_metadata():  # 1.9
+    x = R.randn(3, requires_grad=True)
+    y = x * x
+    with pytest.raises(AttributeError):
+        y.grad_fn.foo = 1
+    y.grad_fn.metadata["k"] = "v"
+    assert y.grad_fn.metadata == {"k": "v"}
+    assert y.grad_fn.metadata is y.grad_fn.metadata
+    assert type(y.grad_fn).__name__ == "MulBackward0" and y.grad_fn.name() == "MulBackward0"
+    # the reference's nodes are weak-referenceable (torch's C++ nodes are not)
+    assert weakref.ref(y.grad_fn)() is y.grad_fn
+
+
+def test_custom_function_grad_fn_is_ctx():  # 1.10
+    saved = {}
+
+    class F(Function):
+        @staticmethod
+        def forward(ctx, a):
+            saved["fwd"] = ctx
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            saved["bwd"] = ctx
+            return g * 2
+
+    x = R.randn(3, requires_grad=True)
+    out = F.apply(x)
+    assert out.grad_fn is saved["fwd"]
+    assert type(out.grad_fn) is F._backward_cls and out.grad_fn.name() == "FBackward"
+    out.grad_fn.tag = "hello"
+    r = weakref.ref(out.grad_fn)
+    out.sum().backward()
+    assert saved["bwd"] is saved["fwd"] and out.grad_fn.tag == "hello" and r() is out.grad_fn
+    out2 = F.apply(x)
+    assert out2.grad_fn is not out.grad_fn
+
+
+def test_data_and_detach_are_new_objects_sharing_memory():  # 1.12
+    x = R.randn(3, requires_grad=True)
+    assert x.data is not x.data
+    assert x.detach() is not x
+    assert x.data.data_ptr() == x.data_ptr() == x.detach().data_ptr()
+    assert not x.data.requires_grad and x.detach().grad_fn is None
+
+
+def test_assigning_data_keeps_object_and_version_counter():  # 1.13
+    a = R.randn(1, 2)
+    b = R.randn(1, 2)
+    bid = id(b)
+    b.data = a
+    assert id(b) == bid and R.equal(b, a)
+    x = R.randn(1, 2)
+    xz = x[:]
+    x.add_(1)
+    v = x._version
+    x.data = R.randn(2, 3)
+    assert x._version == v and tuple(x.shape) == (2, 3)
+    x.add_(1)
+    assert x._version == xz._version
+
+
+def test_inplace_and_requires_grad_return_self():  # 1.14
+    x = R.randn(3)
+    assert x.add_(1) is x
+    assert x.requires_grad_() is x
+    z = x * 2
+    assert z.requires_grad_() is z
+
+
+def test_del_grad_resets_to_none():  # 1.15
+    x = R.randn(5, 5, requires_grad=True)
+    x.sum().backward()
+    del x.grad
+    assert x.grad is None
+
+
+def test_non_leaf_grad_warns_unless_retained():  # 1.17
+    lf = R.empty(1).requires_grad_()
+    assert caught_warnings(lambda: lf.grad) == []
+    nl = lf.clone()
+    got = caught_warnings(lambda: nl.grad)
+    assert len(got) == 1 and got[0][0] is UserWarning
+    assert got[0][1].startswith("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed.")
+    nl.retain_grad()
+    assert caught_warnings(lambda: nl.grad) == []
+
+
+def test_weakref_to_tensor_alive_while_engine_holds_it():  # 1.20
+    x = R.empty(2)
+    wx = weakref.ref(x)
+    fired = [False]
+    wr2 = weakref.ref(x, lambda r: fired.__setitem__(0, True))
+    y = R.empty(2)
+    y.grad = x
+    del x
+    assert wx() is y.grad and not fired[0]
+    x = wx()
+    del y
+    assert tuple(x.sigmoid().shape) == (2,) and not fired[0]
+    del x
+    assert fired[0] and wx() is None
+    del wr2
+
+
+def test_accumulate_grad_variable_is_the_leaf():  # 1.23
+    x = R.randn(2, requires_grad=True)
+    x.tag = "leaf"
+    xid = id(x)
+    y = x * 2
+    acc = y.grad_fn.next_functions[0][0]
+    del x
+    assert acc.variable.tag == "leaf" and id(acc.variable) == xid
+    assert type(acc).__name__ == "AccumulateGrad"
+
+
+def test_weakref_to_saved_input_survives_while_graph_holds_it():
+    x = leaf([1.0, 2.0])
+    t = x * 3
+    probe = weakref.ref(t)
+    y = t * t
+    del t
+    assert probe() is not None and probe() is y.grad_fn._saved_self
+    y.sum().backward()
+    np.testing.assert_allclose(arr(x.grad), 2 * 9 * np.array([1.0, 2.0]))
+
+
+# -- subclasses ---------------------------------------------------------------------------
+def test_subclass_constructor_and_methods():
+    t = Tagged([1.0, 2.0])
+    assert isinstance(t, R.Tensor) and type(t) is Tagged
+    assert t.describe() == "tagged (2,)"
+    t.note = "mine"
+    assert t.__dict__ == {"note": "mine"}
+
+
+def test_subclass_kept_as_is_by_the_graph():
+    s = Tagged([1.0, 2.0]).requires_grad_()
+    s.label = "sub"
+    y = s * s
+    saved = y.grad_fn._saved_self
+    assert saved is s and type(saved) is Tagged and saved.label == "sub"
+    y.sum().backward()
+    assert y.grad_fn.next_functions[0][0].variable is s
+    np.testing.assert_allclose(arr(s.grad), [2.0, 4.0])
+
+
+def test_subclass_as_grad_survives_as_the_same_object():
+    g = Tagged([0.5, 0.5])
+    g.label = "grad"
+    gid = id(g)
+    x = R.zeros(2)
+    x.grad = g
+    del g
+    assert type(x.grad) is Tagged and x.grad.label == "grad" and id(x.grad) == gid
+
+
+def test_as_subclass_shares_data_and_history():
+    x = R.randn(2, requires_grad=True)
+    xs = x.as_subclass(Tagged)
+    assert type(xs) is Tagged and xs is not x
+    assert xs.data_ptr() == x.data_ptr()
+    assert xs.requires_grad and xs.grad_fn is not None and not xs.is_leaf
+    (xs * 2).sum().backward()
+    np.testing.assert_allclose(arr(x.grad), [2.0, 2.0])
+    plain = R.randn(2).as_subclass(Tagged)
+    assert type(plain) is Tagged and not plain.requires_grad and plain.grad_fn is None
+    with pytest.raises(TypeError):
+        x.as_subclass(int)
+
+
+def test_subclass_weakref_and_dict_survive_gc_collect():
+    s = Tagged([1.0]).requires_grad_()
+    s.meta = {"k": 1}
+    ref = weakref.ref(s)
+    y = s * 2
+    del s
+    gc.collect()
+    assert ref() is not None and ref().meta == {"k": 1}
+    del y
+    gc.collect()
+    assert ref() is None
+
+
+def test_ctx_keeps_node_and_saved_tensors_alive():  # 2.10
+    keep = []
+
+    class F(Function):
+        @staticmethod
+        def forward(ctx, x):
+            keep.append(ctx)
+            ctx.save_for_backward(x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class H:
+        pass
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        x = R.randn(2, requires_grad=True)
+        y = F.apply(x)
+        h = H()
+        r = weakref.ref(h)
+        y.grad_fn.metadata["h"] = h
+        del h, y
+        ctx = keep.pop()
+        assert r() is not None
+        assert [tuple(t.shape) for t in ctx.saved_tensors] == [(2,)]
+        assert type(ctx.next_functions[0][0]).__name__ == "AccumulateGrad"
+        del ctx
+        assert r() is None
+    finally:
+        if was:
+            gc.enable()
+
+
+def test_stashed_ctx_after_backward():  # 2.11
+    saved_ctx = []
+
+    class Id(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, grad_x):
+            saved_ctx.append(ctx)
+            return ctx.saved_tensors
+
+    p = R.zeros(1, requires_grad=True)
+    loss = Id.apply(p)
+    loss.backward()
+    del loss
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        saved_ctx.pop().saved_tensors
+    loss = Id.apply(p)
+    loss.backward(retain_graph=True)
+    del loss
+    (t,) = saved_ctx.pop().saved_tensors
+    assert t is p
+
+
+def test_data_setter_is_invisible_to_autograd():  # 6.4
+    x = R.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x ** 2
+    y.data = R.tensor([100.0, 100.0, 100.0])
+    z = 2 * y
+    z.sum().backward()
+    np.testing.assert_allclose(arr(x.grad), 4 * arr(x))
+    np.testing.assert_allclose(arr(z), [200.0, 200.0, 200.0])
+    a = R.tensor([1.0, 2.0], requires_grad=True)
+    b = a.clone()
+    y = b * b
+    v = b._version
+    b.data.mul_(10)
+    assert b._version == v
+    y.sum().backward()
+    np.testing.assert_allclose(arr(a.grad), [20.0, 40.0])
+
+
+def test_create_graph_backward_warns_and_grad_has_history():  # 2.16 / 6.7
+    b = R.randn(3, requires_grad=True, dtype=R.float64)
+    c = b * b
+    got = caught_warnings(lambda: c.backward(R.ones_like(c), create_graph=True))
+    assert len(got) == 1 and got[0][0] is UserWarning
+    assert got[0][1].startswith("Using backward() with create_graph=True will create a reference cycle")
+    assert b.grad.grad_fn is not None
+    assert caught_warnings(lambda: R.autograd.grad(c, b, R.ones_like(c), create_graph=True)) == []
+    b.grad = None
+
+
+def test_double_backward_accumulates_into_grad():  # 6.7
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = R.randn(2, 2, requires_grad=True, dtype=R.float64)
+        y = R.randn(2, 2, requires_grad=True, dtype=R.float64)
+        z = x ** 2 + y * x + y ** 2
+        z.backward(R.ones(2, 2, dtype=R.float64), create_graph=True)
+        assert x.grad.grad_fn is not None
+        np.testing.assert_allclose(arr(x.grad), 2 * arr(x) + arr(y))
+        x_grad, y_grad = arr(x.grad), arr(y.grad)
+        grad_sum = 2 * x.grad + y.grad
+        (hv,) = R.autograd.grad(grad_sum, x, R.ones(2, 2, dtype=R.float64), create_graph=True)
+        np.testing.assert_allclose(arr(hv), np.full((2, 2), 5.0))
+        grad_sum.backward(R.ones(2, 2, dtype=R.float64))
+        np.testing.assert_allclose(arr(x.grad), x_grad + 5)
+        np.testing.assert_allclose(arr(y.grad), y_grad + 4)
+        x.grad = None
+        y.grad = None
