@@ -51,7 +51,9 @@ class Expectation:
         return not self.versions or any(fnmatch.fnmatchcase(version, v) for v in self.versions)
 
     def names_test(self, test_name: str) -> bool:
-        return any(fnmatch.fnmatchcase(test_name, pattern) for pattern in self.tests)
+        """Exact names first: a parametrized name's ``[...]`` is not a pattern class here."""
+        return any(test_name == pattern or fnmatch.fnmatchcase(test_name, pattern)
+                   for pattern in self.tests)
 
     def where(self) -> str:
         return f"{self.file} [{self.rule}]"

@@ -68,6 +68,13 @@ reason = "the rest of the rule"
     assert exps.get("identity.grad-stable-id", "test_twice") is None
 
 
+def test_parametrized_test_names_match_exactly(tmp_path):
+    text = '["hooks.fire-once"]\noutcome = "CRASH"\nreason = "r"\ntests = ["test_grads[none]"]\n'
+    exps = load(tmp_path, text)
+    assert exps.get("hooks.fire-once", "test_grads[none]").outcome is Outcome.CRASH
+    assert exps.get("hooks.fire-once", "test_grads[default]") is None
+
+
 def test_missing_file_means_no_expectations(tmp_path):
     assert load_expectations(tmp_path / "none.toml", RULES, "1") == {}
 
