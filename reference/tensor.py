@@ -82,53 +82,20 @@ class Tensor:
     )
 
     def __new__(cls, *args, **kwargs):
-        self = object.__new__(cls)
-        self._init_slots(None)
-        return self
+        return _init(object.__new__(cls), None)
 
     def __init__(self, data=None, *args, **kwargs):
-        if data is not None:
+        if data is not None or self._data is None:
             from reference.creation import _to_array
 
-            self._data = _to_array(data, None, "cpu")
-        elif self._data is None:
-            from reference.creation import _to_array
-
-            self._data = _to_array([], None, "cpu")
-
-    def _init_slots(self, data):
-        self._data = data
-        self._version_counter = [0]  # shared by all views; in-place ops bump element 0
-        self._requires_grad = False
-        self._node = None
-        self._output_nr = 0
-        self._grad = None
-        self._grad_accumulator = None
-        self._leaf_hooks = None
-        self._post_accumulate_hooks = None
-        self._retains_grad = False
-        self._base = None
-        self._fw_grads = None
+            self._data = _to_array([] if data is None else data, None, "cpu")
 
     @classmethod
     def _wrap(cls, data) -> "Tensor":
         """A new leaf tensor around ``data`` (no copy); the engine's constructor."""
         if isinstance(data, _numpy_scalar):
             data = _numpy.asarray(data)  # numpy turns 0-d results into scalars
-        self = object.__new__(Tensor)
-        self._data = data
-        self._version_counter = [0]  # shared by all views; in-place ops bump element 0
-        self._requires_grad = False
-        self._node = None
-        self._output_nr = 0
-        self._grad = None
-        self._grad_accumulator = None
-        self._leaf_hooks = None
-        self._post_accumulate_hooks = None
-        self._retains_grad = False
-        self._base = None
-        self._fw_grads = None
-        return self
+        return _init(object.__new__(Tensor), data)
 
     # -- metadata ------------------------------------------------------------------
     @property
@@ -451,6 +418,23 @@ class Tensor:
         return f"tensor({body}{suffix})"
 
     __hash__ = object.__hash__
+
+
+def _init(tensor, data):
+    """Set every slot of a new tensor: a leaf holding ``data``, outside any graph."""
+    tensor._data = data
+    tensor._version_counter = [0]  # shared by all views; in-place ops bump element 0
+    tensor._requires_grad = False
+    tensor._node = None
+    tensor._output_nr = 0
+    tensor._grad = None
+    tensor._grad_accumulator = None
+    tensor._leaf_hooks = None
+    tensor._post_accumulate_hooks = None
+    tensor._retains_grad = False
+    tensor._base = None
+    tensor._fw_grads = None
+    return tensor
 
 
 class Size(tuple):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from reference import grad_mode
 from reference.autograd import forward_ad
 from reference.autograd.graph import Node
+from reference.ops.pointwise import _Binary
 from reference.ops.recording import attach, edges, has_tangent, needs_grad, raw, save_input, shape_of
 from reference.tensor import Tensor
 
@@ -50,11 +51,7 @@ def rebase_history(tensor: Tensor, node) -> None:
     attach(tensor, node)
 
 
-class _InplaceBinary(Node):
-    __slots__ = ("_shapes",)
-
-
-class AddBackward1(_InplaceBinary):
+class AddBackward1(_Binary):
     """self += alpha * other"""
 
     __slots__ = ("_alpha",)
@@ -69,7 +66,7 @@ class AddBackward1(_InplaceBinary):
         )
 
 
-class MulBackward1(_InplaceBinary):
+class MulBackward1(_Binary):
     """self *= other (saves other, and a copy of the old self if other needs a gradient)"""
 
     __slots__ = ()
@@ -86,7 +83,7 @@ class MulBackward1(_InplaceBinary):
         )
 
 
-class DivBackward1(_InplaceBinary):
+class DivBackward1(_Binary):
     __slots__ = ()
     saved_names = ("self", "other")
 
@@ -222,46 +219,43 @@ def sub_(self, other, alpha=1):
     return add_(self, other, alpha=-alpha)
 
 
-def mul_(self, other):
-    value = raw(other)
+def _scale_inplace(self, other, node_cls, mutate, scale_tangent, cross_term):
+    """``self *= other`` and ``self /= other``: both save ``other`` (and a snapshot of the
+    old self when ``other`` needs a gradient), and both scale self's tangent in place."""
 
     def configure(node):
-        needs_other = isinstance(other, Tensor) and other._requires_grad
+        needs_other = getattr(other, "_requires_grad", False)
         node._saved = (_old_self(self) if needs_other else None, save_input(other))
 
-    def mutate(data):
-        data *= value
-
     def tangent_rule(t_self, t_other):
-        term = None if t_other is None else self * t_other  # before t_self changes: t_other may be t_self
+        term = None if t_other is None else cross_term(t_other)  # first: t_other may be t_self
         if t_self is not None:
-            t_self.mul_(other)
+            scale_tangent(t_self)
         if term is None:
             return t_self
         return _fresh_tangent(self, term) if t_self is None else t_self.add_(term)
 
-    return _apply_inplace(self, other, MulBackward1, mutate, configure, tangent_rule)
+    return _apply_inplace(self, other, node_cls, mutate, configure, tangent_rule)
+
+
+def mul_(self, other):
+    value = raw(other)
+
+    def mutate(data):
+        data *= value
+
+    return _scale_inplace(self, other, MulBackward1, mutate,
+                          lambda t: t.mul_(other), lambda t_other: self * t_other)
 
 
 def div_(self, other):
     value = raw(other)
 
-    def configure(node):
-        needs_other = isinstance(other, Tensor) and other._requires_grad
-        node._saved = (_old_self(self) if needs_other else None, save_input(other))
-
     def mutate(data):
         data /= value
 
-    def tangent_rule(t_self, t_other):
-        term = None if t_other is None else -(self * t_other) / (other * other)
-        if t_self is not None:
-            t_self.div_(other)
-        if term is None:
-            return t_self
-        return _fresh_tangent(self, term) if t_self is None else t_self.add_(term)
-
-    return _apply_inplace(self, other, DivBackward1, mutate, configure, tangent_rule)
+    return _scale_inplace(self, other, DivBackward1, mutate,
+                          lambda t: t.div_(other), lambda t_other: -(self * t_other) / (other * other))
 
 
 def fill_(self, value):
