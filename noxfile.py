@@ -61,3 +61,20 @@ def conformance_oneflow(session: nox.Session, oneflow: str) -> None:
     session.install(*ONEFLOW[oneflow], *ONEFLOW_CUDA_LIBRARIES)
     session.install("-e", ".[test]")
     _conformance(session, "oneflow", f"oneflow-{oneflow}")
+
+
+# -- differential testing (docs/differential.md) ---------------------------------------------
+@nox.session(python=PYTHON)
+def explore(session: nox.Session) -> None:
+    """Long random differential search against the reference; findings go to
+    reports/results/explore-<adapter>.jsonl.
+
+    nox -s explore -- --adapter torch --examples 5000
+    nox -s explore -- --adapter oneflow --python /opt/of09/bin/python --examples 2000
+    (any option of `python -m conformance.differential --help`; default 2000 examples)
+    """
+    session.install("-e", ".[test,torch]")
+    args = list(session.posargs)
+    if "--examples" not in args:
+        args += ["--examples", "2000"]
+    session.run("python", "-m", "conformance.differential", *args, success_codes=[0, 1])

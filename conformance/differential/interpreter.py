@@ -1,0 +1,143 @@
+"""Runs a program's steps on one framework and returns what could be observed.
+
+``run_steps`` executes each step's source (``Step.render("fw")``) in a fresh namespace with
+``fw`` bound to the framework module, moving the records the step appended to ``ev`` into
+the trace tagged with the step's index. The first exception ends the program; it is kept as
+``{"step", "type", "category", "marker", "message"}``. The garbage collector is disabled
+while a program runs, so liveness depends on reference counting and the program's own
+``gc.collect()`` steps only; objects older than the program are frozen (``gc.freeze``), which
+keeps a collection cheap in a process that imported a large framework.
+
+Pure standard library: the subprocess worker imports this module under other Pythons.
+"""
+from __future__ import annotations
+
+import gc
+import warnings
+import weakref
+
+# (category, substrings of the message, any of which puts an error in the category);
+# the first match wins. ``marker`` is the substring that matched (the script checks it).
+ERROR_CATEGORIES = (
+    ("version", ("modified by an inplace operation", "modified by an in-place operation")),
+    ("freed", ("backward through the graph a second time", "already been freed",
+               "after they have already been freed", "has been released")),
+    ("leaf-inplace", ("leaf Variable that requires grad", "leaf variable that requires grad")),
+    ("no-grad", ("does not require grad", "doesn't require grad", "does not have a grad_fn",
+                 "requires_grad` should be true",
+                 "does not require gradient", "doesn't require gradient")),
+    ("unused", ("appears to not have been used",)),
+    ("jvp", ("jvp",)),
+    ("forward-ad", ("forward AD", "forward-mode", "dual", "forward gradient")),
+    ("non-leaf", ("non-leaf",)),
+    ("none-grad", ("None gradient", "NoneType")),
+    ("shape", ("size", "shape", "broadcast")),
+)
+MISSING_API = "missing-api"
+CRASH = "crash"
+TIMEOUT = "timeout"
+
+_code_cache: dict[str, object] = {}
+
+
+def categorize(exc: BaseException) -> tuple[str, str]:
+    """(category, marker) of an exception raised by a step."""
+    message = str(exc)
+    if isinstance(exc, AttributeError) or (isinstance(exc, TypeError) and "unexpected keyword" in message):
+        return MISSING_API, type(exc).__name__
+    lowered = message.lower()
+    for category, needles in ERROR_CATEGORIES:
+        for needle in needles:
+            if needle.lower() in lowered:
+                return category, needle
+    return f"other:{type(exc).__name__}", type(exc).__name__
+
+
+def _compile(source: str):
+    code = _code_cache.get(source)
+    if code is None:
+        if len(_code_cache) > 20000:
+            _code_cache.clear()
+        code = _code_cache[source] = compile(source, "<step>", "exec")
+    return code
+
+
+def run_steps(fw, steps: list[list[str]], forward_ad: bool = False, on_step=None) -> dict:
+    """Run ``steps`` (lists of source lines) with ``fw`` as the framework; see the module doc.
+
+    ``on_step(i)`` is called before step ``i`` runs (the worker reports progress with it,
+    so that a crash is attributed to its step).
+    """
+    ev: list = []
+    env = {"fw": fw, "ev": ev, "keep": [], "gc": gc, "weakref": weakref}
+    trace: list = []
+    error = None
+    was_enabled = gc.isenabled()
+    gc.disable()
+    gc.freeze()  # everything older than this program: gc.collect() scans only what it creates
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for index, lines in enumerate(steps):
+                if on_step is not None:
+                    on_step(index)
+                try:
+                    exec(_compile("\n".join(lines)), env)
+                except Exception as exc:  # noqa: BLE001 - every error is an observation
+                    category, marker = categorize(exc)
+                    error = {"step": index, "type": type(exc).__name__, "category": category,
+                             "marker": marker, "message": str(exc)[:300]}
+                finally:
+                    trace.extend([index, _plain(record)] for record in ev)
+                    ev.clear()
+                if error is not None:
+                    break
+    finally:
+        env.clear()
+        if forward_ad:
+            try:
+                fw.autograd.forward_ad.exit_dual_level()
+            except Exception:  # noqa: BLE001 - no level was open
+                pass
+        if was_enabled:
+            gc.enable()
+        gc.collect()
+    return {"trace": trace, "error": error}
+
+
+def _plain(value):
+    """Records as JSON would give them back (tuples -> lists, numpy scalars -> floats)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def probe_features(fw, unsupported=()) -> list[str]:
+    """The program-language features ``fw`` offers (see ``strategies.ALL_FEATURES``)."""
+    features = {"inplace"}
+    t = fw.tensor([1.0, 2.0], requires_grad=True)
+    y = t * 2
+    checks = {
+        "post_hook": lambda: t.register_post_accumulate_grad_hook(lambda p: None).remove(),
+        "node_hook": lambda: y.grad_fn.register_hook(lambda gi, go: None).remove(),
+        "prehook": lambda: y.grad_fn.register_prehook(lambda go: None).remove(),
+        "retain_grad": lambda: (t * 1).retain_grad(),
+        "function": lambda: fw.autograd.Function,
+        "autograd_grad": lambda: fw.autograd.grad,
+        "forward_ad": lambda: (fw.autograd.forward_ad.make_dual, fw.autograd.forward_ad.enter_dual_level),
+        "weakref": lambda: weakref.ref(t),
+    }
+    for name, check in checks.items():
+        if name in unsupported:
+            continue
+        try:
+            check()
+        except Exception:  # noqa: BLE001 - the feature is missing
+            continue
+        features.add(name)
+    return sorted(features)

@@ -1,0 +1,490 @@
+"""The program language: a program is a dtype plus a list of steps; each step is a dataclass.
+
+One source of truth: a step's ``render(fw)`` is the Python it means, with ``fw`` the name of
+the framework module (``torch``, ``oneflow``, ``reference``). The interpreter executes
+exactly ``render("fw")`` with ``fw`` bound to the framework, and a standalone script is the
+same lines with the framework's real name, so a shrunk program and its script cannot drift
+apart.
+
+Names the rendered code uses: ``t<n>`` tensors, ``h<n>`` hook handles, ``u<n>`` tangents,
+``g<n>`` kept gradients, ``w<n>`` weakrefs, ``F<n>`` custom Function classes, ``ev`` the list
+of observations (plain lists of str / int / bool / None / nested float lists, so a record
+survives a JSON round trip unchanged) and ``keep`` (stashed ctx objects).
+
+Records (``ev`` entries), first field the kind:
+  ['hook', h, shape|None]            a tensor hook ran with a gradient of that shape
+  ['post', h, shape]                 a post-accumulate-grad hook ran (shape of p.grad)
+  ['node', h, n, [shape|None]]       a node (post) hook: len(grad_inputs), grad_outputs shapes
+  ['prehook', h, [shape|None]]       a node pre-hook: grad_outputs shapes
+  ['grad', 't<n>', values|None]      t.grad
+  ['agrad', 't<n>', values]          the result of autograd.grad
+  ['kept', g, same, values|None]     a .grad read earlier: still `is` t.grad?, its values now
+  ['is', what, bool]                 an identity check (t.grad is t.grad, ...)
+  ['meta', 't<n>', requires_grad, is_leaf, grad_fn is None]
+  ['alive', w, bool]                 weakref w still resolves
+  ['tangent', 't<n>', values|None]   unpack_dual(t).tangent
+  ['ctx', f, [shape]]                shapes of a stashed ctx's saved_tensors
+Numeric payloads (``NUMERIC_KINDS``) are always the last field.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar
+
+VALUES = (0.5, -1.25, 2.0, 1.5, -0.75, 1.0, -2.0, 0.25, 1.75)
+NUMERIC_KINDS = frozenset({"grad", "agrad", "kept", "tangent"})
+FWAD = "autograd.forward_ad"
+
+
+def _shape_expr(var: str) -> str:
+    return f"None if {var} is None else list({var}.shape)"
+
+
+def _shapes_expr(var: str) -> str:
+    return f"[None if x is None else list(x.shape) for x in {var}]"
+
+
+def _values_expr(expr: str) -> str:
+    return f"None if {expr} is None else {expr}.tolist()"
+
+
+def leaf_values(shape: tuple, seed: int):
+    """Deterministic, well-conditioned values (no zeros) for a leaf of ``shape``."""
+    n = 1
+    for s in shape:
+        n *= s
+    flat = [VALUES[(seed + 3 * i) % len(VALUES)] for i in range(n)]
+
+    def nest(items, dims):
+        if not dims:
+            return items[0]
+        step = len(items) // dims[0]
+        return [nest(items[i * step:(i + 1) * step], dims[1:]) for i in range(dims[0])]
+
+    return nest(flat, list(shape))
+
+
+@dataclass(frozen=True)
+class Step:
+    """Base class. ``suite``: the catalogue suite an error raised by this step belongs to."""
+
+    suite: ClassVar[str] = "engine"
+    imports: ClassVar[tuple[str, ...]] = ()
+
+    def render(self, fw: str) -> list[str]:
+        raise NotImplementedError
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+    def to_json(self) -> dict:
+        return {"step": self.kind, **dataclasses.asdict(self)}
+
+
+# -- tensors ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Leaf(Step):
+    out: int
+    shape: tuple
+    seed: int
+    requires_grad: bool
+    dtype: str = "float64"
+
+    def render(self, fw):
+        rg = ", requires_grad=True" if self.requires_grad else ""
+        values = leaf_values(self.shape, self.seed)
+        return [f"t{self.out} = {fw}.tensor({values!r}, dtype={fw}.{self.dtype}{rg})"]
+
+
+UNARY = {
+    "mul2": "{x} * 2", "add1": "{x} + 1", "neg": "-{x}", "square": "{x} * {x}",
+    "exp": "{x}.exp()", "tanh": "{x}.tanh()", "sigmoid": "{x}.sigmoid()", "sin": "{x}.sin()",
+    "clone": "{x}.clone()", "detach": "{x}.detach()",
+}
+BINARY = {"add": "{a} + {b}", "sub": "{a} - {b}", "mul": "{a} * {b}"}
+REDUCE = {"sum": "{x}.sum()", "sum0": "{x}.sum(0)", "mean": "{x}.mean()"}
+VIEW = {"t": "{x}.t()", "flat": "{x}.reshape(-1)", "unsqueeze": "{x}.unsqueeze(0)", "index": "{x}[0]"}
+
+
+def _maybe_no_grad(fw: str, line: str, no_grad: bool) -> str:
+    return f"with {fw}.no_grad(): {line}" if no_grad else line
+
+
+@dataclass(frozen=True)
+class Unary(Step):
+    out: int
+    src: int
+    op: str
+    no_grad: bool = False
+
+    def render(self, fw):
+        expr = UNARY[self.op].format(x=f"t{self.src}")
+        return [_maybe_no_grad(fw, f"t{self.out} = {expr}", self.no_grad)]
+
+
+@dataclass(frozen=True)
+class Binary(Step):
+    out: int
+    a: int
+    b: int
+    op: str
+
+    def render(self, fw):
+        return [f"t{self.out} = " + BINARY[self.op].format(a=f"t{self.a}", b=f"t{self.b}")]
+
+
+@dataclass(frozen=True)
+class Reduce(Step):
+    out: int
+    src: int
+    op: str
+
+    def render(self, fw):
+        return [f"t{self.out} = " + REDUCE[self.op].format(x=f"t{self.src}")]
+
+
+@dataclass(frozen=True)
+class Matmul(Step):
+    out: int
+    a: int
+    b: int
+
+    def render(self, fw):
+        return [f"t{self.out} = {fw}.matmul(t{self.a}, t{self.b})"]
+
+
+@dataclass(frozen=True)
+class View(Step):
+    out: int
+    src: int
+    op: str
+
+    def render(self, fw):
+        return [f"t{self.out} = " + VIEW[self.op].format(x=f"t{self.src}")]
+
+
+INPLACE = {"mul_": "t{d}.mul_(2)", "add_": "t{d}.add_(1)", "add_t": "t{d}.add_(t{s})", "zero_": "t{d}.zero_()"}
+
+
+@dataclass(frozen=True)
+class Inplace(Step):
+    dst: int
+    op: str
+    src: int = -1
+    no_grad: bool = False
+
+    def render(self, fw):
+        return [_maybe_no_grad(fw, INPLACE[self.op].format(d=self.dst, s=self.src), self.no_grad)]
+
+
+# -- hooks ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Hook(Step):
+    """kind: tensor (t.register_hook), post (register_post_accumulate_grad_hook),
+    node (t.grad_fn.register_hook), prehook (t.grad_fn.register_prehook)."""
+
+    suite: ClassVar[str] = "hooks"
+    hid: int
+    slot: int
+    hook: str
+    scale: bool = False
+
+    def render(self, fw):
+        h, t = self.hid, f"t{self.slot}"
+        if self.hook == "tensor":
+            body = f"ev.append(['hook', {h}, {_shape_expr('g')}])"
+            if self.scale:
+                body += " or g * 2"
+            return [f"h{h} = {t}.register_hook(lambda g: {body})"]
+        if self.hook == "post":
+            return [f"h{h} = {t}.register_post_accumulate_grad_hook("
+                    f"lambda p: ev.append(['post', {h}, list(p.grad.shape)]))"]
+        if self.hook == "node":
+            # grad_inputs: only their number. torch leaves the ones autograd.grad does not
+            # need None (its input mask); the reference computes them all.
+            return [f"h{h} = {t}.grad_fn.register_hook(lambda gi, go: ev.append(['node', {h}, "
+                    f"len(gi), {_shapes_expr('go')}]))"]
+        if self.hook == "prehook":
+            return [f"h{h} = {t}.grad_fn.register_prehook("
+                    f"lambda go: ev.append(['prehook', {h}, {_shapes_expr('go')}]))"]
+        raise ValueError(self.hook)
+
+
+@dataclass(frozen=True)
+class RemoveHook(Step):
+    suite: ClassVar[str] = "hooks"
+    hid: int
+
+    def render(self, fw):
+        return [f"h{self.hid}.remove()"]
+
+
+@dataclass(frozen=True)
+class RetainGrad(Step):
+    suite: ClassVar[str] = "hooks"
+    slot: int
+
+    def render(self, fw):
+        return [f"t{self.slot}.retain_grad()"]
+
+
+# -- custom Function ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class FunctionApply(Step):
+    """y = x*x saving the input, or y = exp(x) saving the output; ctx optionally stashed in keep."""
+
+    out: int
+    src: int
+    fid: int
+    save: str  # "input" | "output"
+    stash: bool = False
+
+    def render(self, fw):
+        stash = " keep.append(ctx);" if self.stash else ""
+        if self.save == "input":
+            fwd = f"ctx.save_for_backward(x);{stash} return x * x"
+            bwd = "return g * 2 * ctx.saved_tensors[0]"
+        else:
+            fwd = f"y = x.exp(); ctx.save_for_backward(y);{stash} return y"
+            bwd = "return g * ctx.saved_tensors[0]"
+        return [
+            f"class F{self.fid}({fw}.autograd.Function):",
+            "    @staticmethod",
+            f"    def forward(ctx, x): {fwd}",
+            "    @staticmethod",
+            f"    def backward(ctx, g): {bwd}",
+            f"t{self.out} = F{self.fid}.apply(t{self.src})",
+        ]
+
+
+@dataclass(frozen=True)
+class ObserveCtx(Step):
+    """Shapes of the saved tensors of the k-th stashed ctx (raises once they are freed)."""
+
+    k: int
+    fid: int
+
+    def render(self, fw):
+        return [f"ev.append(['ctx', {self.fid}, [list(s.shape) for s in keep[{self.k}].saved_tensors]])"]
+
+
+# -- running backward ---------------------------------------------------------------------
+def _flags(retain: bool, create: bool) -> str:
+    return (", retain_graph=True" if retain else "") + (", create_graph=True" if create else "")
+
+
+@dataclass(frozen=True)
+class Backward(Step):
+    slot: int
+    retain: bool = False
+    create: bool = False
+
+    def render(self, fw):
+        return [f"t{self.slot}.sum().backward({_flags(self.retain, self.create)[2:]})"]
+
+
+@dataclass(frozen=True)
+class Grad(Step):
+    """t<out>, = autograd.grad(t<root>.sum(), t<inp>, ...) and its value observed."""
+
+    out: int
+    root: int
+    inp: int
+    retain: bool = False
+    create: bool = False
+
+    def render(self, fw):
+        return [
+            f"t{self.out}, = {fw}.autograd.grad(t{self.root}.sum(), t{self.inp}"
+            f"{_flags(self.retain, self.create)})",
+            f"ev.append(['agrad', 't{self.out}', t{self.out}.tolist()])",
+        ]
+
+
+# -- observations -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ObserveGrad(Step):
+    slot: int
+
+    def render(self, fw):
+        t = f"t{self.slot}"
+        return [f"ev.append(['grad', '{t}', {_values_expr(t + '.grad')}])"]
+
+
+@dataclass(frozen=True)
+class ObserveMeta(Step):
+    slot: int
+
+    def render(self, fw):
+        t = f"t{self.slot}"
+        return [f"ev.append(['meta', '{t}', {t}.requires_grad, {t}.is_leaf, {t}.grad_fn is None])"]
+
+
+@dataclass(frozen=True)
+class Identity(Step):
+    suite: ClassVar[str] = "identity"
+    slot: int
+    attr: str  # "grad" | "grad_fn"
+
+    def render(self, fw):
+        e = f"t{self.slot}.{self.attr}"
+        return [f"ev.append(['is', '{e}', {e} is {e}])"]
+
+
+@dataclass(frozen=True)
+class KeepGrad(Step):
+    suite: ClassVar[str] = "identity"
+    kid: int
+    slot: int
+
+    def render(self, fw):
+        return [f"g{self.kid} = t{self.slot}.grad"]
+
+
+@dataclass(frozen=True)
+class ObserveKept(Step):
+    suite: ClassVar[str] = "identity"
+    kid: int
+    slot: int
+
+    def render(self, fw):
+        g = f"g{self.kid}"
+        return [f"ev.append(['kept', {self.kid}, t{self.slot}.grad is {g}, {_values_expr(g)}])"]
+
+
+@dataclass(frozen=True)
+class SetGradNone(Step):
+    slot: int
+
+    def render(self, fw):
+        return [f"t{self.slot}.grad = None"]
+
+
+# -- lifetimes ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Weakref(Step):
+    suite: ClassVar[str] = "gc_cycles"
+    imports: ClassVar[tuple[str, ...]] = ("weakref",)
+    wid: int
+    slot: int
+
+    def render(self, fw):
+        return [f"w{self.wid} = weakref.ref(t{self.slot})"]
+
+
+@dataclass(frozen=True)
+class ObserveAlive(Step):
+    suite: ClassVar[str] = "gc_cycles"
+    wid: int
+
+    def render(self, fw):
+        return [f"ev.append(['alive', {self.wid}, w{self.wid}() is not None])"]
+
+
+@dataclass(frozen=True)
+class Delete(Step):
+    suite: ClassVar[str] = "gc_cycles"
+    slot: int
+
+    def render(self, fw):
+        return [f"del t{self.slot}"]
+
+
+@dataclass(frozen=True)
+class Collect(Step):
+    suite: ClassVar[str] = "gc_cycles"
+    imports: ClassVar[tuple[str, ...]] = ("gc",)
+
+    def render(self, fw):
+        return ["gc.collect()"]
+
+
+# -- forward AD ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EnterLevel(Step):
+    suite: ClassVar[str] = "forward_levels"
+
+    def render(self, fw):
+        return [f"{fw}.{FWAD}.enter_dual_level()"]
+
+
+@dataclass(frozen=True)
+class ExitLevel(Step):
+    suite: ClassVar[str] = "forward_levels"
+
+    def render(self, fw):
+        return [f"{fw}.{FWAD}.exit_dual_level()"]
+
+
+@dataclass(frozen=True)
+class MakeDual(Step):
+    suite: ClassVar[str] = "forward_levels"
+    out: int
+    src: int
+    tid: int
+
+    def render(self, fw):
+        return [f"u{self.tid} = {fw}.full_like(t{self.src}, 0.5)",
+                f"t{self.out} = {fw}.{FWAD}.make_dual(t{self.src}, u{self.tid})"]
+
+
+@dataclass(frozen=True)
+class UnpackDual(Step):
+    suite: ClassVar[str] = "forward_levels"
+    slot: int
+
+    def render(self, fw):
+        return [f"ev.append(['tangent', 't{self.slot}', "
+                f"{_values_expr(f'{fw}.{FWAD}.unpack_dual(t{self.slot}).tangent')}])"]
+
+
+@dataclass(frozen=True)
+class TangentIdentity(Step):
+    suite: ClassVar[str] = "forward_levels"
+    slot: int
+    tid: int
+
+    def render(self, fw):
+        return [f"ev.append(['is', 'tangent of t{self.slot} is u{self.tid}', "
+                f"{fw}.{FWAD}.unpack_dual(t{self.slot}).tangent is u{self.tid}])"]
+
+
+STEP_TYPES = {cls.__name__: cls for cls in Step.__subclasses__()}
+
+
+@dataclass(frozen=True)
+class Program:
+    dtype: str
+    steps: tuple
+
+    def render(self, fw: str) -> list[list[str]]:
+        """Each step's lines, with ``fw`` as the framework's module name."""
+        return [step.render(fw) for step in self.steps]
+
+    def imports(self) -> list[str]:
+        return sorted({name for step in self.steps for name in step.imports})
+
+    def uses_forward_ad(self) -> bool:
+        return any(isinstance(s, EnterLevel) for s in self.steps)
+
+    def without(self, index: int) -> "Program":
+        return Program(self.dtype, self.steps[:index] + self.steps[index + 1:])
+
+    def to_json(self) -> dict:
+        return {"dtype": self.dtype, "steps": [s.to_json() for s in self.steps]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Program":
+        steps = []
+        for item in data["steps"]:
+            item = dict(item)
+            step_cls = STEP_TYPES[item.pop("step")]
+            if "shape" in item:
+                item["shape"] = tuple(item["shape"])
+            steps.append(step_cls(**item))
+        return cls(data["dtype"], tuple(steps))
+
+    def __str__(self) -> str:
+        return "\n".join(line for lines in self.render("fw") for line in lines)

@@ -1,0 +1,397 @@
+"""Targets, the search loop, shrinking, the results file and the command line.
+
+``python -m conformance.differential --adapter torch --examples 300 [--seed 0]`` runs random
+programs on the reference (in this process) and on the adapter, shrinks every new divergence
+(hypothesis, then a greedy one-step-deletion pass), renders it as a standalone script and
+appends one JSON line per divergence to ``reports/results/explore-<adapter>.jsonl``
+(schema: docs/differential.md). The reference and torch run in-process; ``--python PATH``
+(or ``--subprocess``) runs the framework in a worker subprocess, so that a segfault is one
+CRASH divergence and the search goes on (OneFlow: ``--python /opt/of09/bin/python``).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import json
+import os
+import platform
+import select
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hyp_seed, settings
+from hypothesis.errors import Flaky
+
+from conformance.differential.compare import Divergence, compare
+from conformance.differential.interpreter import CRASH, MISSING_API, TIMEOUT, probe_features, run_steps
+from conformance.differential.program import Program
+from conformance.differential.render import render_script
+from conformance.differential.strategies import ALL_FEATURES, programs
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_VERSION = 1
+
+# Divergences torch shows on purpose, mapped to the rule whose expectation explains them:
+# (adapter, signature prefix) -> rule id (its reason comes from adapters/expectations/).
+EXPECTED_DIVERGENCES: dict[str, list[tuple[str, str]]] = {
+    "torch": [],
+}
+
+
+# -- targets ---------------------------------------------------------------------------
+class InProcessTarget:
+    """A framework imported into this process (the reference, torch)."""
+
+    def __init__(self, adapter_name: str, features=None) -> None:
+        from adapters.base import load_adapter
+
+        self.adapter = load_adapter(adapter_name)
+        self.name = adapter_name
+        self.fw = self.adapter.fw
+        self.module = getattr(self.fw, "__name__", adapter_name)
+        self.version = self.adapter.framework_version()
+        self.features = frozenset(features if features is not None else
+                                  probe_features(self.fw, self.adapter.unsupported))
+
+    def run(self, program: Program) -> dict:
+        return run_steps(self.fw, program.render("fw"), program.uses_forward_ad())
+
+    def close(self) -> None:
+        pass
+
+
+class SubprocessTarget:
+    """A framework in a worker subprocess (``worker.py``); restarted after a crash."""
+
+    def __init__(self, adapter_name: str, python: str = sys.executable, plant: str | None = None,
+                 timeout: float = 60.0) -> None:
+        self.name = adapter_name
+        self.python = python
+        self.plant = plant
+        self.timeout = timeout
+        self.module = {"reference": "reference", "torch": "torch", "oneflow": "oneflow"}.get(
+            adapter_name, adapter_name)
+        self.proc = None
+        self.crashes = 0
+        ready = self._start()
+        self.version = ready["version"]
+        self.features = frozenset(ready["features"])
+
+    def _start(self) -> dict:
+        read_fd, write_fd = os.pipe()
+        cmd = [self.python, "-m", "conformance.differential.worker", "--adapter", self.name,
+               "--fd", str(write_fd)]
+        if self.plant:
+            cmd += ["--plant", self.plant]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, pass_fds=(write_fd,), env=env, text=True)
+        os.close(write_fd)
+        self._reader = os.fdopen(read_fd, "r")
+        self._buffer = ""
+        ready = self._read(timeout=300)
+        if ready is None or ready.get("type") != "ready":
+            raise RuntimeError(f"worker for {self.name!r} ({self.python}) did not start: {ready!r}")
+        return ready
+
+    def _read(self, timeout: float):
+        """The next message, or None at end of file / timeout."""
+        deadline = time.monotonic() + timeout
+        fd = self._reader.fileno()
+        while "\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return {"type": "timeout"}
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self._buffer += chunk.decode()
+        line, self._buffer = self._buffer.split("\n", 1)
+        return json.loads(line)
+
+    def _stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self._reader.close()
+            self.proc = None
+
+    def run(self, program: Program) -> dict:
+        if self.proc is None:
+            self._start()
+        request = {"steps": program.render("fw"), "forward_ad": program.uses_forward_ad()}
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        step = 0
+        trace: list = []
+        while True:
+            message = self._read(self.timeout)
+            if message is None or message.get("type") == "timeout":
+                category = CRASH if message is None else TIMEOUT
+                code = self.proc.poll()
+                self._stop()
+                self.crashes += 1
+                return {"trace": trace, "error": {
+                    "step": step, "type": category.upper(), "category": category, "marker": category,
+                    "message": f"worker {'died (exit status ' + str(code) + ')' if category == CRASH else 'timed out'}"}}
+            if message["type"] == "step":
+                step = message["i"]
+            elif message["type"] == "result":
+                return {"trace": message["trace"], "error": message["error"]}
+
+    def close(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except Exception:  # noqa: BLE001
+                pass
+            self._stop()
+
+
+def make_target(adapter: str, python: str | None = None, subprocess_: bool = False, plant: str | None = None):
+    if python or subprocess_ or plant:
+        return SubprocessTarget(adapter, python or sys.executable, plant)
+    return InProcessTarget(adapter)
+
+
+# -- one program -------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    status: str                    # "same" | "diverges" | "unsupported"
+    divergence: Divergence | None = None
+    reference_run: dict | None = None
+    target_run: dict | None = None
+
+
+def check(program: Program, oracle, target) -> Outcome:
+    expected = oracle.run(program)
+    actual = target.run(program)
+    err = actual.get("error")
+    if err and err["category"] == MISSING_API and not (
+            expected.get("error") and expected["error"]["step"] == err["step"]):
+        return Outcome("unsupported", None, expected, actual)
+    divergence = compare(program, expected, actual)
+    return Outcome("diverges" if divergence else "same", divergence, expected, actual)
+
+
+def _simpler(program: Program):
+    """Candidates one edit simpler: a step deleted, or one of a step's flags switched off."""
+    for index in reversed(range(len(program.steps))):
+        if len(program.steps) > 1:
+            yield program.without(index)
+    for index, step in enumerate(program.steps):
+        for f in dataclasses.fields(step):
+            if getattr(step, f.name) is True:
+                steps = list(program.steps)
+                steps[index] = dataclasses.replace(step, **{f.name: False})
+                yield Program(program.dtype, tuple(steps))
+
+
+def shrink_greedy(program: Program, oracle, target, signature: str) -> tuple[Program, Outcome]:
+    """After hypothesis: delete steps and switch flags off while the divergence keeps its
+    signature, until no single edit keeps it (steps after the divergence are dropped)."""
+    outcome = check(program, oracle, target)
+    if outcome.divergence is not None:
+        program = Program(program.dtype, program.steps[:outcome.divergence.step + 1])
+    changed = True
+    while changed:
+        changed = False
+        for candidate in _simpler(program):
+            result = check(candidate, oracle, target)
+            if result.divergence is not None and result.divergence.signature == signature:
+                program = Program(candidate.dtype, candidate.steps[:result.divergence.step + 1])
+                changed = True
+                break
+    return program, check(program, oracle, target)
+
+
+# -- expectations ------------------------------------------------------------------------
+def expectation_for(adapter: str, divergence: Divergence) -> dict | None:
+    for prefix, rule in EXPECTED_DIVERGENCES.get(adapter, ()):
+        if divergence.signature.startswith(prefix):
+            path = ROOT / "adapters" / "expectations" / f"{adapter}.toml"
+            reason = None
+            if path.exists():
+                entry = tomllib.loads(path.read_text()).get(rule)
+                if isinstance(entry, dict):
+                    reason = entry.get("reason")
+            return {"rule": rule, "reason": reason}
+    return None
+
+
+# -- the search --------------------------------------------------------------------------
+class _Found(Exception):
+    pass
+
+
+@dataclass
+class Finding:
+    program: Program
+    outcome: Outcome
+    script: str
+    expectation: dict | None
+    examples_before: int
+
+    @property
+    def divergence(self) -> Divergence:
+        return self.outcome.divergence
+
+
+@dataclass
+class Search:
+    oracle: object
+    target: object
+    features: frozenset
+    max_steps: int = 16
+    findings: list = field(default_factory=list)
+    known: set = field(default_factory=set)
+    examples: int = 0
+    statuses: dict = field(default_factory=dict)
+    on_finding: object = None
+
+    def _one_round(self, budget: int, seed: int | None):
+        strategy = programs(self.features, self.max_steps)
+        box: dict = {}
+
+        def prop(program):
+            if "signature" not in box:
+                self.examples += 1
+            outcome = check(program, self.oracle, self.target)
+            if "signature" not in box:
+                self.statuses[outcome.status] = self.statuses.get(outcome.status, 0) + 1
+            div = outcome.divergence
+            if div is None or div.signature in self.known:
+                return
+            if box.setdefault("signature", div.signature) != div.signature:
+                return
+            box["last"] = program
+            raise _Found(div.signature)
+
+        test = settings(max_examples=budget, database=None, deadline=None, derandomize=False,
+                        suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+                        phases=[Phase.generate, Phase.shrink], verbosity=Verbosity.quiet,
+                        print_blob=False)(given(strategy)(prop))
+        if seed is not None:
+            test = hyp_seed(seed)(test)
+        try:
+            test()
+        except (_Found, Flaky):
+            pass
+        except Exception as exc:  # hypothesis wraps some failures
+            if "last" not in box:
+                raise
+            print(f"[differential] hypothesis ended with {type(exc).__name__}: {exc}", file=sys.stderr)
+        return box.get("last"), box.get("signature")
+
+    def run(self, examples: int, seed: int | None = 0, max_rounds: int = 50) -> list[Finding]:
+        start = self.examples
+        rounds = 0
+        while self.examples - start < examples and rounds < max_rounds:
+            budget = examples - (self.examples - start)
+            before = self.examples
+            program, signature = self._one_round(budget, None if seed is None else seed + rounds)
+            rounds += 1
+            if program is None:
+                if self.examples == before:
+                    break
+                continue
+            self.known.add(signature)
+            program, outcome = shrink_greedy(program, self.oracle, self.target, signature)
+            if outcome.divergence is None or outcome.divergence.signature != signature:
+                outcome = check(program, self.oracle, self.target)
+            if outcome.divergence is None:  # not reproducible (a flaky framework)
+                continue
+            div = outcome.divergence
+            expectation = expectation_for(self.target.name, div)
+            header = [
+                f"autograd-conformance differential test: {self.target.name} {self.target.version} "
+                f"diverges from the reference",
+                f"category: {div.suite}; signature: {div.signature}",
+                f"{div.summary[:200]}",
+            ]
+            script = render_script(program, div, outcome.reference_run, self.target.module, header)
+            finding = Finding(program, outcome, script, expectation, self.examples)
+            self.findings.append(finding)
+            if self.on_finding:
+                self.on_finding(finding)
+        return self.findings
+
+
+# -- results -----------------------------------------------------------------------------
+def divergence_record(finding: Finding, target, reference_version: str) -> dict:
+    div = finding.divergence
+    return {
+        "type": "divergence", "schema": SCHEMA_VERSION,
+        "adapter": target.name, "framework_version": target.version,
+        "reference_version": reference_version,
+        "category": div.suite, "signature": div.signature, "summary": div.summary,
+        "kind": div.kind, "step": div.step,
+        "expected": div.expected, "actual": div.actual,
+        "expected_error": div.expected_error, "actual_error": div.actual_error,
+        "program": finding.program.to_json(), "program_text": str(finding.program),
+        "script": finding.script, "script_lines": finding.script.count("\n"),
+        "expectation": finding.expectation, "examples_before": finding.examples_before,
+        "found": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.differential",
+                                     description="differential testing against the reference engine")
+    parser.add_argument("--adapter", default="reference")
+    parser.add_argument("--examples", type=int, default=200, help="example budget (programs run)")
+    parser.add_argument("--seed", type=int, default=None, help="fixed seed (default: random)")
+    parser.add_argument("--max-steps", type=int, default=16)
+    parser.add_argument("--python", default=None, help="run the framework in a worker under this Python")
+    parser.add_argument("--subprocess", action="store_true", help="run the framework in a worker subprocess")
+    parser.add_argument("--plant", default=None, help="module:function called in the worker (tests)")
+    parser.add_argument("--results", default=None, help="JSON-lines file (default reports/results/explore-<adapter>.jsonl)")
+    parser.add_argument("--max-findings", type=int, default=50)
+    args = parser.parse_args(argv)
+
+    oracle = InProcessTarget("reference")
+    target = make_target(args.adapter, args.python, args.subprocess, args.plant)
+    features = oracle.features & target.features
+    results = Path(args.results or ROOT / "reports" / "results" / f"explore-{args.adapter}.jsonl")
+    results.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with results.open("a") as out:
+        out.write(json.dumps({
+            "type": "run", "schema": SCHEMA_VERSION, "adapter": target.name,
+            "framework_version": target.version, "reference_version": oracle.version,
+            "features": sorted(features), "examples": args.examples, "seed": args.seed,
+            "max_steps": args.max_steps, "python": platform.python_version(),
+            "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "argv": sys.argv if argv is None else argv}) + "\n")
+        out.flush()
+
+        def on_finding(finding):
+            record = divergence_record(finding, target, oracle.version)
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+            tag = "expected" if finding.expectation else "NEW"
+            print(f"[{tag}] {record['category']}: {record['signature']}  ({record['script_lines']} lines)")
+            print(record["script"])
+
+        search = Search(oracle, target, features, args.max_steps, on_finding=on_finding)
+        search.run(args.examples, args.seed, max_rounds=args.max_findings)
+        duration = time.monotonic() - started
+        out.write(json.dumps({
+            "type": "end", "examples": search.examples, "statuses": search.statuses,
+            "divergences": len(search.findings),
+            "unexpected": sum(1 for f in search.findings if not f.expectation),
+            "crashes": getattr(target, "crashes", 0), "duration": round(duration, 1)}) + "\n")
+    target.close()
+    print(f"{search.examples} programs in {duration:.1f}s: {search.statuses}; "
+          f"{len(search.findings)} divergences -> {results}")
+    return 1 if any(not f.expectation for f in search.findings) else 0

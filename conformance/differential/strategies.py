@@ -1,0 +1,403 @@
+"""Hypothesis strategies: valid programs, built step by step against a model of the state.
+
+``programs(features)`` is the equivalent of a ``RuleBasedStateMachine`` whose rules append
+steps instead of executing them: each rule has a precondition on the model (which tensors
+exist, their shapes, whether they require grad, are leaves or views, which hooks, kept
+gradients, weakrefs, stashed ctx objects and dual levels exist), draws its arguments, and
+updates the model. Drawing the whole program first lets it run unchanged on two engines
+(one of them possibly in another process) and be rendered as one script.
+
+The model is deliberately approximate: it only keeps programs away from constructs where the
+reference differs from torch on purpose (README, "Where the reference deliberately
+differs"): no in-place op on a view or on a tensor that has views (torch rewrites the base's
+history with CopySlices), no weakref to a node, no hook that closes over its own tensor.
+Everything else, errors included, is compared.
+
+Features (``ALL_FEATURES``) switch rule families off for frameworks that lack them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import hypothesis.strategies as st
+
+from conformance.differential import program as P
+
+ALL_FEATURES = frozenset({
+    "forward_ad", "post_hook", "node_hook", "prehook", "weakref", "function", "retain_grad",
+    "autograd_grad", "inplace",
+})
+SHAPES = ((3,), (2, 3), (1, 3), (3, 2))
+
+
+@dataclass(frozen=True)
+class Slot:
+    shape: tuple
+    rg: bool            # requires_grad
+    leaf: bool
+    view: bool = False
+    had_view: bool = False
+    deps: frozenset = frozenset()   # slots (requiring grad) this one's history reaches
+    tan: bool = False               # carries a tangent of the open level
+    aliased: bool = False           # a result of autograd.grad (see r_grad)
+
+
+def _broadcast(a: tuple, b: tuple):
+    out = []
+    for x, y in zip(reversed((1,) * (len(b) - len(a)) + a), reversed((1,) * (len(a) - len(b)) + b)):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y))
+    return tuple(reversed(out))
+
+
+@dataclass
+class Model:
+    dtype: str
+    features: frozenset
+    slots: dict = field(default_factory=dict)
+    counters: dict = field(default_factory=lambda: {"t": 0, "h": 0, "k": 0, "w": 0, "f": 0, "u": 0})
+    hooks: list = field(default_factory=list)
+    kept: list = field(default_factory=list)       # (kid, slot)
+    weakrefs: list = field(default_factory=list)
+    stashed: list = field(default_factory=list)    # (k, fid)
+    duals: list = field(default_factory=list)      # (slot, tid)
+    level_open: bool = False
+    level_used: bool = False
+
+    def new(self, kind: str) -> int:
+        n = self.counters[kind]
+        self.counters[kind] = n + 1
+        return n
+
+    def add(self, slot: Slot) -> int:
+        n = self.new("t")
+        self.slots[n] = slot
+        return n
+
+    def where(self, pred) -> list[int]:
+        return sorted(n for n, s in self.slots.items() if pred(s))
+
+
+def _pick(draw, items):
+    """One of ``items``; half the time the newest (chains, several hooks on one tensor)."""
+    items = sorted(items)
+    if len(items) > 1 and draw(st.booleans()):
+        return items[-1]
+    return draw(st.sampled_from(items))
+
+
+# -- rules: (name, weight, precondition, build) ------------------------------------------
+def r_leaf(draw, m):
+    shape = draw(st.sampled_from(SHAPES))
+    seed = draw(st.integers(0, 8))
+    rg = draw(st.integers(0, 3)) > 0
+    out = m.add(Slot(shape, rg, True, deps=frozenset()))
+    if rg:
+        m.slots[out] = replace(m.slots[out], deps=frozenset({out}))
+    return P.Leaf(out, shape, seed, rg, m.dtype)
+
+
+def _result(m, shape, srcs, no_grad=False) -> Slot:
+    rg = not no_grad and any(m.slots[s].rg for s in srcs)
+    deps = frozenset().union(*(m.slots[s].deps for s in srcs)) if rg else frozenset()
+    tan = m.level_open and any(m.slots[s].tan for s in srcs)
+    return Slot(shape, rg, not rg, deps=deps, tan=tan)
+
+
+def _with_self(m, n):
+    s = m.slots[n]
+    if s.rg:
+        m.slots[n] = replace(s, deps=s.deps | {n})
+    return n
+
+
+def r_unary(draw, m):
+    src = _pick(draw, m.slots)
+    op = draw(st.sampled_from(sorted(P.UNARY)))
+    no_grad = draw(st.integers(0, 5)) == 0
+    res = _result(m, m.slots[src].shape, [src], no_grad or op == "detach")
+    return P.Unary(_with_self(m, m.add(res)), src, op, no_grad)
+
+
+def r_binary(draw, m):
+    a = _pick(draw, m.slots)
+    partners = m.where(lambda s: _broadcast(s.shape, m.slots[a].shape) is not None)
+    b = _pick(draw, partners)
+    op = draw(st.sampled_from(sorted(P.BINARY)))
+    shape = _broadcast(m.slots[a].shape, m.slots[b].shape)
+    return P.Binary(_with_self(m, m.add(_result(m, shape, [a, b]))), a, b, op)
+
+
+def r_reduce(draw, m):
+    src = _pick(draw, m.slots)
+    shape = m.slots[src].shape
+    ops = ["sum", "mean"] + (["sum0"] if shape else [])
+    op = draw(st.sampled_from(ops))
+    out_shape = shape[1:] if op == "sum0" else ()
+    return P.Reduce(_with_self(m, m.add(_result(m, out_shape, [src]))), src, op)
+
+
+def _matmul_pairs(m):
+    pairs = []
+    for a, sa in m.slots.items():
+        if len(sa.shape) != 2:
+            continue
+        for b, sb in m.slots.items():
+            if 1 <= len(sb.shape) <= 2 and sb.shape[0] == sa.shape[1]:
+                pairs.append((a, b))
+    return sorted(pairs)
+
+
+def r_matmul(draw, m):
+    a, b = draw(st.sampled_from(_matmul_pairs(m)))
+    shape = m.slots[a].shape[:1] + m.slots[b].shape[1:]
+    return P.Matmul(_with_self(m, m.add(_result(m, shape, [a, b]))), a, b)
+
+
+def r_view(draw, m):
+    src = _pick(draw, m.slots)
+    shape = m.slots[src].shape
+    ops = ["flat", "unsqueeze"] + (["index"] if shape else []) + (["t"] if len(shape) == 2 else [])
+    op = draw(st.sampled_from(ops))
+    new_shape = {"flat": (max(1, Slot_numel(shape)),), "unsqueeze": (1,) + shape,
+                 "index": shape[1:], "t": shape[::-1]}[op]
+    res = replace(_result(m, new_shape, [src]), view=True)
+    m.slots[src] = replace(m.slots[src], had_view=True)
+    return P.View(_with_self(m, m.add(res)), src, op)
+
+
+def Slot_numel(shape) -> int:  # noqa: N802
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _inplace_targets(m):
+    return m.where(lambda s: not s.view and not s.had_view and not s.aliased)
+
+
+def r_inplace(draw, m):
+    dst = _pick(draw, _inplace_targets(m))
+    d = m.slots[dst]
+    no_grad = (d.rg and d.leaf) or draw(st.integers(0, 5)) == 0
+    srcs = m.where(lambda s: _broadcast(s.shape, d.shape) == d.shape)
+    ops = ["mul_", "add_", "zero_"] + (["add_t"] if srcs else [])
+    op = draw(st.sampled_from(ops))
+    src = _pick(draw, srcs) if op == "add_t" else -1
+    if not no_grad:
+        inputs = [dst] + ([src] if src >= 0 else [])
+        res = _result(m, d.shape, inputs)
+        if res.rg:
+            m.slots[dst] = replace(d, rg=True, leaf=False, deps=res.deps | {dst})
+        if res.tan:
+            m.slots[dst] = replace(m.slots[dst], tan=True)
+    return P.Inplace(dst, op, src, no_grad)
+
+
+def r_hook(draw, m):
+    kinds = ["tensor"]
+    if "post_hook" in m.features and m.where(lambda s: s.rg and s.leaf):
+        kinds.append("post")
+    nonleaf = m.where(lambda s: s.rg and not s.leaf)
+    if nonleaf and "node_hook" in m.features:
+        kinds.append("node")
+    if nonleaf and "prehook" in m.features:
+        kinds.append("prehook")
+    kind = draw(st.sampled_from(kinds))
+    pool = {"tensor": m.where(lambda s: s.rg), "post": m.where(lambda s: s.rg and s.leaf)}.get(kind, nonleaf)
+    slot = _pick(draw, pool)
+    scale = kind == "tensor" and draw(st.integers(0, 3)) == 0
+    hid = m.new("h")
+    m.hooks.append(hid)
+    return P.Hook(hid, slot, kind, scale)
+
+
+def r_remove_hook(draw, m):
+    hid = _pick(draw, m.hooks)
+    m.hooks.remove(hid)
+    return P.RemoveHook(hid)
+
+
+def r_retain_grad(draw, m):
+    return P.RetainGrad(_pick(draw, m.where(lambda s: s.rg)))
+
+
+def r_function(draw, m):
+    src = _pick(draw, m.slots)
+    save = draw(st.sampled_from(["input", "output"]))
+    # A ctx of a Function whose inputs need no grad: torch keeps no saved tensors on it
+    # (saved_tensors is empty), the reference keeps them; left out (see the report).
+    stash = m.slots[src].rg and draw(st.booleans())
+    fid = m.new("f")
+    if stash:
+        m.stashed.append((len(m.stashed), fid))
+    res = _result(m, m.slots[src].shape, [src])
+    return P.FunctionApply(_with_self(m, m.add(res)), src, fid, save, stash)
+
+
+def r_observe_ctx(draw, m):
+    k, fid = draw(st.sampled_from(m.stashed))
+    return P.ObserveCtx(k, fid)
+
+
+def r_backward(draw, m):
+    slot = _pick(draw, m.where(lambda s: s.rg))
+    retain = draw(st.booleans())
+    create = draw(st.integers(0, 4)) == 0
+    return P.Backward(slot, retain, create)
+
+
+def _grad_pairs(m):
+    return sorted((r, i) for r, s in m.slots.items() if s.rg for i in s.deps if i in m.slots)
+
+
+def r_grad(draw, m):
+    root, inp = draw(st.sampled_from(_grad_pairs(m)))
+    retain = draw(st.booleans())
+    create = draw(st.integers(0, 3)) == 0
+    shape = m.slots[inp].shape
+    # aliased: no in-place op and no make_dual on a result of autograd.grad. The gradient of
+    # a broadcast (x.sum()) is a stride-0 expanded tensor in torch (make_dual refuses it:
+    # "more than one element of the written-to tensor refers to a single memory location")
+    # and a read-only stride-0 array in the reference (zero_() raises ValueError where
+    # torch succeeds: an engine bug, see docs/differential.md).
+    res = Slot(shape, create, not create, aliased=True,
+               deps=(m.slots[root].deps if create else frozenset()))
+    return P.Grad(m.add(res), root, inp, retain, create)
+
+
+def r_observe_grad(draw, m):
+    return P.ObserveGrad(_pick(draw, m.slots))
+
+
+def r_meta(draw, m):
+    return P.ObserveMeta(_pick(draw, m.slots))
+
+
+def r_identity(draw, m):
+    return P.Identity(_pick(draw, m.slots), draw(st.sampled_from(["grad", "grad_fn"])))
+
+
+def r_keep_grad(draw, m):
+    slot = _pick(draw, m.slots)
+    kid = m.new("k")
+    m.kept.append((kid, slot))
+    return P.KeepGrad(kid, slot)
+
+
+def r_observe_kept(draw, m):
+    kid, slot = draw(st.sampled_from(m.kept))
+    return P.ObserveKept(kid, slot)
+
+
+def r_set_grad_none(draw, m):
+    return P.SetGradNone(_pick(draw, m.where(lambda s: s.leaf)))
+
+
+def r_weakref(draw, m):
+    wid = m.new("w")
+    m.weakrefs.append(wid)
+    return P.Weakref(wid, _pick(draw, m.slots))
+
+
+def r_observe_alive(draw, m):
+    return P.ObserveAlive(_pick(draw, m.weakrefs))
+
+
+def r_delete(draw, m):
+    slot = _pick(draw, m.slots)
+    del m.slots[slot]
+    m.kept = [(k, s) for k, s in m.kept if s != slot]
+    m.duals = [(s, u) for s, u in m.duals if s != slot]
+    return P.Delete(slot)
+
+
+def r_collect(draw, m):
+    return P.Collect()
+
+
+def r_enter(draw, m):
+    m.level_open = m.level_used = True
+    return P.EnterLevel()
+
+
+def r_exit(draw, m):
+    m.level_open = False
+    m.slots = {n: replace(s, tan=False) for n, s in m.slots.items()}
+    return P.ExitLevel()
+
+
+def _dual_sources(m):
+    # torch refuses make_dual of a tensor that already has a tangent at the level; the
+    # reference accepts it (an engine bug, see docs/differential.md): left out.
+    return m.where(lambda s: not s.tan and not s.aliased)
+
+
+def r_make_dual(draw, m):
+    src = _pick(draw, _dual_sources(m))
+    tid = m.new("u")
+    res = replace(_result(m, m.slots[src].shape, [src]), view=True, tan=True)
+    m.slots[src] = replace(m.slots[src], had_view=True)
+    out = _with_self(m, m.add(res))
+    m.duals.append((out, tid))
+    return P.MakeDual(out, src, tid)
+
+
+def r_unpack_dual(draw, m):
+    return P.UnpackDual(_pick(draw, m.slots))
+
+
+def r_tangent_identity(draw, m):
+    slot, tid = draw(st.sampled_from(m.duals))
+    return P.TangentIdentity(slot, tid)
+
+
+# (rule, weight, precondition). Ordered simplest first: hypothesis shrinks towards the front.
+RULES = (
+    (r_leaf, 2, lambda m: True),
+    (r_unary, 4, lambda m: bool(m.slots)),
+    (r_binary, 3, lambda m: bool(m.slots)),
+    (r_reduce, 2, lambda m: bool(m.slots)),
+    (r_backward, 6, lambda m: bool(m.where(lambda s: s.rg))),
+    (r_hook, 8, lambda m: bool(m.where(lambda s: s.rg))),
+    (r_observe_grad, 4, lambda m: bool(m.slots)),
+    (r_remove_hook, 2, lambda m: bool(m.hooks)),
+    (r_retain_grad, 2, lambda m: "retain_grad" in m.features and bool(m.where(lambda s: s.rg))),
+    (r_matmul, 2, lambda m: bool(_matmul_pairs(m))),
+    (r_view, 2, lambda m: bool(m.slots)),
+    (r_inplace, 3, lambda m: "inplace" in m.features and bool(_inplace_targets(m))),
+    (r_grad, 3, lambda m: "autograd_grad" in m.features and bool(_grad_pairs(m))),
+    (r_function, 2, lambda m: "function" in m.features and bool(m.slots)),
+    (r_observe_ctx, 2, lambda m: bool(m.stashed)),
+    (r_meta, 1, lambda m: bool(m.slots)),
+    (r_identity, 1, lambda m: bool(m.slots)),
+    (r_keep_grad, 1, lambda m: bool(m.slots)),
+    (r_observe_kept, 2, lambda m: bool(m.kept)),
+    (r_set_grad_none, 1, lambda m: bool(m.where(lambda s: s.leaf))),
+    (r_weakref, 1, lambda m: "weakref" in m.features and bool(m.slots)),
+    (r_observe_alive, 3, lambda m: bool(m.weakrefs)),
+    (r_delete, 1, lambda m: bool(m.slots)),
+    (r_collect, 2, lambda m: bool(m.weakrefs)),
+    (r_enter, 1, lambda m: "forward_ad" in m.features and not m.level_open and bool(m.slots)),
+    (r_exit, 1, lambda m: m.level_open),
+    (r_make_dual, 3, lambda m: m.level_open and bool(_dual_sources(m))),
+    (r_unpack_dual, 2, lambda m: m.level_used and bool(m.slots)),
+    (r_tangent_identity, 1, lambda m: bool(m.duals)),
+)
+
+
+@st.composite
+def programs(draw, features=ALL_FEATURES, max_steps: int = 16, dtypes=("float64", "float32")):
+    """A valid program of 2..max_steps steps using only ``features``."""
+    features = frozenset(features)
+    dtype = draw(st.sampled_from(dtypes))
+    model = Model(dtype, features)
+    n = draw(st.integers(2, max_steps))
+    steps = []
+    for _ in range(n):
+        enabled = [rule for rule, weight, pre in RULES if pre(model) for _ in range(weight)]
+        rule = draw(st.sampled_from(enabled))
+        steps.append(rule(draw, model))
+    return P.Program(dtype, tuple(steps))
