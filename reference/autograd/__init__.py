@@ -173,6 +173,11 @@ def _result_capture(results, index, previous):
 
 
 def _wrap_result(array):
+    """A returned gradient the caller owns: never a read-only broadcast view of another array."""
+    from reference.array_backend import namespace_of
     from reference.tensor import Tensor
 
+    flags = getattr(array, "flags", None)
+    if flags is not None and not flags.writeable:
+        array = namespace_of(array).array(array, copy=True)
     return Tensor._wrap(array)

@@ -66,7 +66,8 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
             if extras is None:
                 grad_inputs = node.apply(ops, grads)
             else:
-                grad_inputs = _run_node_with_hooks(node, extras, grads, ops)
+                grad_inputs = _run_node_with_hooks(node, extras, grads, ops,
+                                                   dependencies if captures is not None else None)
             if not retain_graph and node._saved:
                 node._saved = None
             for (child, nr), grad in zip(node._next_functions, grad_inputs):
@@ -186,8 +187,12 @@ def _check_hook_result(hook, before, after):
         raise RuntimeError(f"hook '{name}' has changed the device of value")
 
 
-def _run_node_with_hooks(node, extras, grads, ops):
-    """Node pre-hooks, apply, node post-hooks (hooks see tensors, apply sees ``ops`` values)."""
+def _run_node_with_hooks(node, extras, grads, ops, task_nodes=None):
+    """Node pre-hooks, apply, node post-hooks (hooks see tensors, apply sees ``ops`` values).
+
+    With ``task_nodes`` (a graph task limited to some inputs), post-hooks see None for the
+    gradients this task does not need, as in PyTorch.
+    """
     if extras.pre_hooks:
         outputs = tuple(None if g is None else ops.as_tensor(g) for g in grads)
         for hook in tuple(extras.pre_hooks.values()):
@@ -200,6 +205,9 @@ def _run_node_with_hooks(node, extras, grads, ops):
         grad_outputs = tuple(None if g is None else ops.as_tensor(g) for g in grads)
     grad_inputs = node.apply(ops, grads)
     if post_hooks:
+        if task_nodes is not None:
+            grad_inputs = [g if child is not None and child in task_nodes else None
+                           for (child, _), g in zip(node._next_functions, grad_inputs)]
         inputs = tuple(None if g is None else ops.as_tensor(g) for g in grad_inputs)
         for hook in tuple(post_hooks.values()):
             result = hook(inputs, grad_outputs)

@@ -179,6 +179,11 @@ def make_dual(tensor, tangent, *, level=None):
         raise RuntimeError(
             f"Trying to set a forward gradient on device {tangent.device} for a Tensor on device {tensor.device}."
         )
+    if get_tangent(tensor, level) is not None:
+        raise RuntimeError(
+            "Making a dual Tensor based on a Tensor that already has a forward gradient at the same level "
+            f"{level} is not supported."
+        )
     dual = make_dual_view(tensor)
     set_tangent(dual, tangent, level)
     return dual

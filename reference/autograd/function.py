@@ -347,7 +347,10 @@ def _apply(fn_cls, args, kwargs):
             result._requires_grad = False
         results.append(result)
 
-    _save(ctx, results, outputs, input_ids)
+    if record or forward:
+        _save(ctx, results, outputs, input_ids)
+    else:
+        ctx._to_save, ctx._saved = None, ()  # outside any graph, nothing is kept for backward
     if forward:
         _forward_tangents(fn_cls, ctx, inputs, outputs, results, dirty_ids)
     ctx._dirty = ctx._non_differentiable = ()  # forward's bookkeeping must not own the outputs
