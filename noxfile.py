@@ -78,3 +78,96 @@ def explore(session: nox.Session) -> None:
     if "--examples" not in args:
         args += ["--examples", "2000"]
     session.run("python", "-m", "conformance.differential", *args, success_codes=[0, 1])
+
+
+# -- the comparison report: every framework's run, one page ------------------------------------
+# label -> (nox session that writes reports/results/<label>.jsonl, what it installs)
+REPORT_COLUMNS = {
+    "reference": ("conformance-reference", ["reference"]),
+    "torch": ("conformance-torch", ["torch==2.13.0"]),
+    **{f"oneflow-{v}": (f"conformance-oneflow({v})", [*ONEFLOW[v], *ONEFLOW_CUDA_LIBRARIES])
+       for v in ONEFLOW},
+}
+
+
+def _suite_digest(spec: list[str]) -> str:
+    """What a run's results depend on: the suites, catalogue, harness, adapters, reference."""
+    import hashlib
+    from pathlib import Path
+
+    h = hashlib.sha256(repr(spec).encode())
+    for top in ("conformance", "adapters", "reference"):
+        for path in sorted(Path(top).rglob("*")):
+            if path.suffix in (".py", ".toml") and "__pycache__" not in path.parts \
+                    and "report" not in path.parts and "repro" not in path.parts:
+                h.update(str(path).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def _complete(results) -> bool:
+    import json
+
+    try:
+        lines = results.read_text(encoding="utf-8").strip().splitlines()
+        return bool(lines) and json.loads(lines[-1]).get("type") == "end"
+    except (OSError, ValueError):
+        return False
+
+
+@nox.session(python=PYTHON)
+def report(session: nox.Session) -> None:
+    """Run the suites against every framework (reusing unchanged results) and write
+    reports/index.html, reports/results.json and reports/junit/. `-- --force` reruns all."""
+    import json
+    import sys
+    from pathlib import Path
+
+    force = "--force" in session.posargs
+    results_dir = Path("reports/results")
+    results_dir.mkdir(parents=True, exist_ok=True)
+    for label, (name, spec) in REPORT_COLUMNS.items():
+        results = results_dir / f"{label}.jsonl"
+        stamp = results_dir / f"{label}.stamp.json"
+        status = results_dir / f"{label}.status.json"
+        digest = _suite_digest(spec)
+        if (not force and _complete(results) and stamp.is_file()
+                and json.loads(stamp.read_text()).get("digest") == digest):
+            session.log(f"{label}: reusing {results} (suites and framework unchanged)")
+            continue
+        results.unlink(missing_ok=True)
+        status.unlink(missing_ok=True)
+        session.log(f"{label}: running nox -s {name!r}")
+        # divergences fail the pytest run: that is the point, not a reason to stop the report
+        output = session.run(sys.executable, "-m", "nox", "-s", name, external=True,
+                             silent=True, success_codes=range(0, 256)) or ""
+        tail = "\n".join(output.strip().splitlines()[-8:])
+        if results.is_file():
+            stamp.write_text(json.dumps({"digest": digest, "session": name}))
+            session.log(f"{label}: {tail.splitlines()[-1] if tail else 'done'}")
+            continue
+        installing = ("pip install" in output and "failed" in output) or "not found" in output \
+            or "ERROR: " in output
+        detail = (f"nox -s {name!r} could not install {' '.join(spec)}: " if installing
+                  else f"nox -s {name!r} produced no results: ") + tail[-600:]
+        status.write_text(json.dumps({"status": "not-installed" if installing else "missing",
+                                      "detail": detail}))
+        session.warn(f"{label}: {detail}")
+    session.install("-e", ".[report]")
+    session.run("python", "-m", "conformance.report")
+
+
+# -- differential testing (docs/differential.md) ---------------------------------------------
+@nox.session(python=PYTHON)
+def explore(session: nox.Session) -> None:
+    """Long random differential search against the reference; findings go to
+    reports/results/explore-<adapter>.jsonl.
+
+    nox -s explore -- --adapter torch --examples 5000
+    nox -s explore -- --adapter oneflow --python /opt/of09/bin/python --examples 2000
+    (any option of `python -m conformance.differential --help`; default 2000 examples)
+    """
+    session.install("-e", ".[test,torch]")
+    args = list(session.posargs)
+    if "--examples" not in args:
+        args += ["--examples", "2000"]
+    session.run("python", "-m", "conformance.differential", *args, success_codes=[0, 1])

@@ -30,6 +30,14 @@ def phase_info(report) -> dict | None:
     return None
 
 
+def chain_of(report) -> dict | None:
+    """A leak's keep-alive chain attached to a phase report (conformance.report.chains)."""
+    for entry in getattr(report, "user_properties", ()):
+        if len(entry) == 2 and entry[0] == "conformance-chain":
+            return entry[1]
+    return None
+
+
 def git_revision(path: Path) -> dict[str, Any]:
     """The commit the suites come from and whether they differ from it (None outside git)."""
     def git(*args: str) -> str | None:
@@ -61,6 +69,8 @@ class TestRecords:
         pending = self._pending.setdefault(report.nodeid, {"duration": 0.0, "info": None,
                                                            "meta": None})
         pending["duration"] += report.duration or 0.0
+        if chain_of(report) is not None and "chain" not in pending:
+            pending["chain"] = chain_of(report)
         if info is not None:
             pending["meta"] = pending["meta"] or info
             if info.get("outcome") is not None and self._decides(pending["info"], info):
@@ -70,7 +80,11 @@ class TestRecords:
         del self._pending[report.nodeid]
         if pending["info"] is None and pending["meta"] is None:
             return None  # not a suite test
-        return self._record(report.nodeid, pending["info"] or pending["meta"], pending["duration"])
+        record = self._record(report.nodeid, pending["info"] or pending["meta"],
+                              pending["duration"])
+        if pending.get("chain") is not None:
+            record["chain"] = pending["chain"]  # only for leaks: other lines keep their keys
+        return record
 
     def meta(self, nodeid: str) -> dict[str, Any]:
         """What is known so far of an unfinished test (its rule, from the setup report)."""

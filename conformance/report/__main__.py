@@ -1,0 +1,5 @@
+import sys
+
+from conformance.report.build import main
+
+sys.exit(main())

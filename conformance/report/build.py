@@ -1,0 +1,93 @@
+"""Gather the runs in reports/results/ and write results.json, junit/ and index.html.
+
+``python -m conformance.report [--results-dir DIR] [--out DIR] [--column LABEL=FRAMEWORK[:VERSION]]``
+
+A column whose results file is absent gets a placeholder: ``not-installed`` when
+``<label>.status.json`` says the framework could not be installed, else ``missing``; no
+framework ever silently disappears from the page.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from conformance.catalogue import load_catalogue
+from conformance.report import html, junit, schema
+
+ROOT = Path(__file__).resolve().parents[2]
+#: label -> (framework, version): the columns of the README's report, in page order.
+DEFAULT_COLUMNS = {
+    "reference": ("reference", None),
+    "torch": ("torch", "2.13.0"),
+    "oneflow-0.9.0": ("oneflow", "0.9.0"),
+    "oneflow-0.8.0": ("oneflow", "0.8.0"),
+}
+
+
+def status_path(results_dir: Path, label: str) -> Path:
+    return Path(results_dir) / f"{label}.status.json"
+
+
+def collect_runs(results_dir: Path, columns: dict[str, tuple[str, str | None]]) -> list[dict]:
+    runs = []
+    for label, (framework, version) in columns.items():
+        lines = Path(results_dir) / f"{label}.jsonl"
+        status = status_path(results_dir, label)
+        info = json.loads(status.read_text()) if status.is_file() else {}
+        if info.get("status") == "not-installed":
+            runs.append(schema.placeholder_run(label, framework, version, "not-installed",
+                                               info.get("detail", "")))
+        elif lines.is_file():
+            run = schema.read_lines(lines, label, framework)
+            if info.get("detail") and run["status"] != "complete":
+                run["detail"] = info["detail"]
+            runs.append(run)
+        else:
+            runs.append(schema.placeholder_run(
+                label, framework, version, "missing",
+                info.get("detail") or f"no results file {lines.name}; run nox -s report"))
+    return runs
+
+
+def build(results_dir: Path, out_dir: Path, columns=None, catalogue_dir: Path | None = None):
+    columns = columns or DEFAULT_COLUMNS
+    catalogue = load_catalogue(catalogue_dir or ROOT / "conformance" / "catalogue")
+    data = schema.build(collect_runs(results_dir, columns), catalogue)
+    out_dir = Path(out_dir)
+    schema.write(data, out_dir / "results.json")
+    junit.write_all(data, out_dir / "junit")
+    page = html.write(data, out_dir / "index.html")
+    return data, page
+
+
+def _column(text: str) -> tuple[str, tuple[str, str | None]]:
+    label, _, rest = text.partition("=")
+    framework, _, version = (rest or label).partition(":")
+    return label, (framework, version or None)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.report", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--results-dir", type=Path, default=ROOT / "reports" / "results")
+    parser.add_argument("--out", type=Path, default=ROOT / "reports")
+    parser.add_argument("--column", action="append", type=_column,
+                        help="LABEL=FRAMEWORK[:VERSION] (repeat; default: reference, torch, "
+                             "oneflow-0.9.0, oneflow-0.8.0)")
+    args = parser.parse_args(argv)
+    columns = dict(args.column) if args.column else None
+    try:
+        data, page = build(args.results_dir, args.out, columns)
+    except schema.SchemaError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for run in data["runs"]:
+        n = len(run["tests"])
+        print(f"  {run['label']:<16} {run['status']:<14} {n:4d} tests  {run['detail'] or ''}")
+    print(f"results: {(args.out / 'results.json').resolve()}")
+    print(f"junit:   {(args.out / 'junit').resolve()}/")
+    print(f"report:  {page.resolve()}")
+    print(f"         file://{page.resolve()}")
+    return 0

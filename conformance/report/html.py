@@ -1,0 +1,123 @@
+"""reports/index.html: one self-contained page (inline CSS and JS, no network), from jinja2.
+
+The matrix is rendered by the template (autoescaped); the details of a cell are filled in by
+the page's script from a JSON block (``<script type="application/json">`` with ``<``, ``>``
+and ``&`` escaped as ``\\u003c`` etc., so no message can end the block) and always through
+``textContent``, so a message containing ``<script>`` shows as text.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from conformance.report import aggregate, repro, schema
+from conformance.report.svg import chain_svg
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def _json_for_script(obj: Any) -> str:
+    return (json.dumps(obj, default=repr, separators=(",", ":"))
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+class _Rule:
+    def __init__(self, entry, **extra):
+        self.__dict__.update(entry, **extra)
+
+
+def scripts_for(data: dict[str, Any]) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """adapter -> rule id -> standalone script; rule id -> why it has none."""
+    from conformance.catalogue import Rule
+
+    scripts: dict[str, dict[str, str]] = {}
+    errors: dict[str, str] = {}
+    adapters = []
+    for run in data["runs"]:
+        if run["framework"] not in adapters:
+            adapters.append(run["framework"])
+    for adapter in adapters:
+        scripts[adapter] = {}
+        for entry in data["catalogue"]:
+            rule = Rule(file=Path("."), **{k: entry[k] for k in
+                                           ("id", "level", "statement", "rationale", "source")})
+            try:
+                scripts[adapter][entry["id"]] = repro.generate(rule, adapter)
+            except (repro.ReproError, ValueError, KeyError) as exc:
+                errors[entry["id"]] = f"(no reproduction script: {exc})"
+    return scripts, errors
+
+
+def context(data: dict[str, Any]) -> dict[str, Any]:
+    table = aggregate.cells(data)
+    counts = aggregate.suite_counts(data, table)
+    suites = sorted({e["suite"] for e in data["catalogue"]})
+    columns = []
+    for run in data["runs"]:
+        columns.append({**{k: run.get(k) for k in ("label", "status", "detail", "framework",
+                                                     "framework_version", "python", "device",
+                                                     "suite_revision", "suite_dirty", "started")},
+                        "adapter": run["framework"], "title": aggregate.column_title(run)})
+    rules_by_suite: dict[str, list] = {s: [] for s in suites}
+    for e in data["catalogue"]:
+        row_cells = [table[(e["id"], c["label"])] for c in columns]
+        rules_by_suite[e["suite"]].append(_Rule(
+            e, diverges=any(aggregate.broken(c) for c in row_cells),
+            outcomes=sorted({c["outcome"] for c in row_cells})))
+    totals = {}
+    for c in columns:
+        parts = [counts[(s, c["label"])] for s in suites]
+        totals[c["label"]] = {k: sum(p[k] for p in parts)
+                              for k in ("held", "rules", "tests", "tests_expected")}
+    scripts, script_errors = scripts_for(data)
+    js_cells: dict[str, dict[str, Any]] = {}
+    for (rid, label), cell in table.items():
+        tests = []
+        for t in cell["tests"]:
+            tests.append({"name": t["nodeid"].split("::", 1)[-1], "outcome": t["outcome"],
+                          "actual": t.get("actual"), "message": t.get("message") or "",
+                          "duration": t.get("duration"), "observed": t.get("observed"),
+                          "chain": t.get("chain"),
+                          "chain_svg": chain_svg(t["chain"]) if t.get("chain") else None})
+        js_cells.setdefault(rid, {})[label] = {"outcome": cell["outcome"],
+                                               "actual": cell["actual"], "tests": tests,
+                                               "expectation": cell["expectation"]}
+    js = {"schema": data["schema"], "version": data["version"],
+          "rules": {e["id"]: e for e in data["catalogue"]},
+          "columns": {c["label"]: c for c in columns},
+          "column_order": [c["label"] for c in columns],
+          "cells": js_cells, "scripts": scripts, "script_errors": script_errors,
+          "styles": {k: list(v) for k, v in aggregate.STYLE.items()}}
+    return {"columns": columns, "suites": suites, "rules_by_suite": rules_by_suite,
+            "cells": table, "counts": counts, "totals": totals,
+            "only_one": aggregate.only_one(data, table),
+            "styles": list(aggregate.STYLE.items()),
+            "style_of": lambda o: aggregate.STYLE.get(o, aggregate.STYLE["ERROR"]),
+            "generated": data.get("generated"), "schema_version": data["version"],
+            "catalogue_size": len(data["catalogue"]), "data_json": _json_for_script(js)}
+
+
+def render(data: dict[str, Any]) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    return env.get_template("index.html.j2").render(**context(data))
+
+
+def write(data: dict[str, Any], path: Path) -> Path:
+    schema.validate(data)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(data), encoding="utf-8")
+    return path
+
+
+def embedded_data(page: str) -> dict[str, Any]:
+    """The JSON block of a rendered page (what its script shows), for tests and tools."""
+    start = page.index('<script type="application/json" id="report-data">')
+    start = page.index(">", start) + 1
+    end = page.index("</script>", start)
+    return json.loads(page[start:end])

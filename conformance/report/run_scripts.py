@@ -1,0 +1,105 @@
+"""Run reproduction scripts and report what each printed as its RESULT line.
+
+``python -m conformance.report.run_scripts SCRIPTS_DIR OUT.jsonl [--standalone]``
+
+Each ``*.py`` in SCRIPTS_DIR is executed as ``__main__`` (``runpy.run_path``) with its output
+captured, one after another in this interpreter: the scripts are standalone, and running them in
+one process keeps 160 of them to a few seconds, as the suites themselves run. A script that kills
+the process (a segfault in the framework) is recorded as CRASH by the parent, which starts a new
+process for the scripts after it. ``--standalone`` runs each script in its own ``python`` instead.
+One JSON line per script: ``{"script", "outcome", "message", "output"}``.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+from conformance.report.repro import parse_result
+
+
+def _run_here(path: Path) -> dict:
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            runpy.run_path(str(path), run_name="__main__")
+    except SystemExit:
+        pass
+    except BaseException as exc:  # noqa: BLE001 - a script that raises reports ERROR
+        out.write(f"\nscript raised {type(exc).__name__}: {exc}\n")
+    text = out.getvalue()
+    parsed = parse_result(text)
+    outcome, message = parsed if parsed else ("ERROR", "the script printed no RESULT line")
+    return {"script": path.name, "outcome": outcome, "message": message, "output": text[-4000:]}
+
+
+def _worker(paths: list[Path], out_path: Path) -> None:
+    with open(out_path, "a", encoding="utf-8") as fh:
+        for path in paths:
+            fh.write(json.dumps({"script": path.name, "started": True}) + "\n")
+            fh.flush()
+            fh.write(json.dumps(_run_here(path)) + "\n")
+            fh.flush()
+
+
+def run_all(scripts_dir: Path, out_path: Path, python: str = sys.executable,
+            standalone: bool = False, timeout: float = 1800) -> dict[str, dict]:
+    """Run every script of ``scripts_dir`` with ``python``; script name -> result."""
+    paths = sorted(Path(scripts_dir).glob("*.py"))
+    out_path = Path(out_path)
+    out_path.write_text("")
+    results: dict[str, dict] = {}
+    if standalone:
+        for path in paths:
+            proc = subprocess.run([python, str(path)], capture_output=True, text=True,
+                                  timeout=timeout, cwd=path.parent)
+            parsed = parse_result(proc.stdout)
+            if proc.returncode < 0:
+                parsed = ("CRASH", f"the process died (signal {-proc.returncode})")
+            outcome, message = parsed or ("ERROR", f"no RESULT line; stderr: {proc.stderr[-500:]}")
+            results[path.name] = {"script": path.name, "outcome": outcome, "message": message,
+                                  "output": proc.stdout[-4000:]}
+        return results
+    remaining = list(paths)
+    while remaining:
+        names = [str(p) for p in remaining]
+        proc = subprocess.run([python, "-m", "conformance.report.run_scripts", "--worker",
+                               str(out_path), *names], capture_output=True, text=True,
+                              timeout=timeout)
+        started = None
+        for line in out_path.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("started"):
+                started = rec["script"]
+            else:
+                results[rec["script"]] = rec
+                started = None
+        if started is not None and started not in results:
+            results[started] = {"script": started, "outcome": "CRASH",
+                                "message": f"the process died (exit status {proc.returncode})",
+                                "output": proc.stderr[-2000:]}
+        elif proc.returncode != 0 and len(results) < len(paths) and started is None:
+            raise RuntimeError(f"script runner failed: {proc.stderr[-2000:]}")
+        remaining = [p for p in paths if p.name not in results]
+    return results
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "--worker":
+        _worker([Path(p) for p in argv[2:]], Path(argv[1]))
+        return 0
+    standalone = "--standalone" in argv
+    argv = [a for a in argv if a != "--standalone"]
+    results = run_all(Path(argv[0]), Path(argv[1]), standalone=standalone)
+    for name, rec in sorted(results.items()):
+        print(f"{rec['outcome']:<12} {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

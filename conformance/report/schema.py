@@ -1,0 +1,169 @@
+"""reports/results.json: every run of the suites in one versioned file.
+
+Why one file with a version: the page, CI dashboards and the repro tests all read it; a reader
+that meets a layout it does not know must refuse it with a message saying what to do, never
+misread it. The JSON-lines files of single runs (``--results``, schema
+:data:`conformance.results.SCHEMA_VERSION`) are the input; this module gathers them.
+
+Layout (version 1)::
+
+    {"schema": "autograd-conformance/results", "version": 1, "generated": ISO time,
+     "catalogue": [{"id", "suite", "level", "statement", "rationale", "source"}, ...],
+     "runs": [{"label", "framework", "status", "detail",
+               "suite_revision", "suite_dirty", "adapter", "framework_version", "python",
+               "device", "platform", "started", "finished", "exitstatus", "counts", "not_run",
+               "tests": [{"nodeid", "rule", "suite", "level", "outcome", "actual", "message",
+                          "observed", "expectation", "duration", "chain"?}]}]}
+
+``status``: ``complete`` (the end line was written), ``interrupted`` (the run died: no end
+line), ``not-installed`` (the framework could not be installed; ``detail`` says why) or
+``missing`` (no results were produced; ``detail`` says why).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from conformance.results import SCHEMA_VERSION as LINES_SCHEMA_VERSION
+
+SCHEMA = "autograd-conformance/results"
+VERSION = 1
+STATUSES = ("complete", "interrupted", "not-installed", "missing")
+TEST_KEYS = ("nodeid", "rule", "suite", "level", "outcome", "actual", "message", "observed",
+             "expectation", "duration")
+RUN_KEYS = ("suite_revision", "suite_dirty", "adapter", "framework_version", "python", "device",
+            "platform", "started")
+
+
+class SchemaError(Exception):
+    """A results file this version of the report cannot read; the message says what to do."""
+
+
+# -- single runs (JSON lines) -----------------------------------------------------------------
+def read_lines(path: Path, label: str | None = None, framework: str | None = None) -> dict[str, Any]:
+    """One run from a ``--results`` JSON-lines file."""
+    path = Path(path)
+    records = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            if n == len(path.read_text(encoding="utf-8").splitlines()):
+                break  # a run killed mid-write leaves a partial last line
+            raise SchemaError(f"{path}:{n}: not JSON ({exc})") from None
+    if not records or records[0].get("type") != "run":
+        raise SchemaError(f"{path}: the first line is not a run header; is it a --results file?")
+    header = records[0]
+    if header.get("schema") != LINES_SCHEMA_VERSION:
+        raise SchemaError(f"{path}: results lines of schema {header.get('schema')!r}; this report "
+                          f"reads schema {LINES_SCHEMA_VERSION}. Run the suites again with this "
+                          f"checkout (nox -s report).")
+    end = records[-1] if records[-1].get("type") == "end" else None
+    tests = []
+    for r in records:
+        if r.get("type") != "test":
+            continue
+        test = {k: r.get(k) for k in TEST_KEYS}
+        if r.get("chain") is not None:
+            test["chain"] = r["chain"]
+        tests.append(test)
+    run = {"label": label or path.stem, "framework": framework or header.get("adapter"),
+           "status": "complete" if end else "interrupted",
+           "detail": "" if end else "the run ended without its end line (it was killed)",
+           **{k: header.get(k) for k in RUN_KEYS},
+           "finished": end.get("finished") if end else None,
+           "exitstatus": end.get("exitstatus") if end else None,
+           "counts": end.get("counts") if end else None,
+           "not_run": end.get("not_run", []) if end else [],
+           "tests": tests}
+    return run
+
+
+def placeholder_run(label: str, framework: str, version: str | None, status: str,
+                    detail: str) -> dict[str, Any]:
+    """A column for a framework that produced no results (not installable, or not run)."""
+    if status not in ("not-installed", "missing"):
+        raise ValueError(f"placeholder status {status!r}")
+    return {"label": label, "framework": framework, "status": status, "detail": detail,
+            **{k: None for k in RUN_KEYS}, "adapter": framework, "framework_version": version,
+            "finished": None, "exitstatus": None, "counts": None, "not_run": [], "tests": []}
+
+
+# -- the combined file ------------------------------------------------------------------------
+def catalogue_entries(catalogue) -> list[dict[str, str]]:
+    return [{"id": r.id, "suite": r.suite, "level": r.level, "statement": r.statement,
+             "rationale": r.rationale, "source": r.source} for r in catalogue.rules.values()]
+
+
+def build(runs: Iterable[dict[str, Any]], catalogue) -> dict[str, Any]:
+    return {"schema": SCHEMA, "version": VERSION,
+            "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "catalogue": catalogue_entries(catalogue), "runs": list(runs)}
+
+
+def write(data: dict[str, Any], path: Path) -> None:
+    validate(data)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, default=repr) + "\n", encoding="utf-8")
+
+
+# Migrations from older versions: version -> function returning the next version's data.
+# Version 1 is the first; an older file (or one without a version) is refused.
+MIGRATIONS: dict[int, Any] = {}
+
+
+def migrate(data: dict[str, Any], where: str = "results.json") -> dict[str, Any]:
+    """Bring ``data`` to :data:`VERSION` or raise SchemaError saying what to do."""
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise SchemaError(f"{where}: not an autograd-conformance results file "
+                          f"(expected \"schema\": {SCHEMA!r})")
+    version = data.get("version")
+    if not isinstance(version, int):
+        raise SchemaError(f"{where}: no integer \"version\"; regenerate it with nox -s report")
+    if version > VERSION:
+        raise SchemaError(f"{where}: schema version {version} is newer than this report reads "
+                          f"({VERSION}); update this checkout")
+    while version < VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise SchemaError(f"{where}: schema version {version} is older than {VERSION} and "
+                              f"has no migration; regenerate it with nox -s report")
+        data = step(data)
+        version = data["version"]
+    validate(data, where)
+    return data
+
+
+def load(path: Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{path}: not JSON ({exc})") from None
+    return migrate(data, str(path))
+
+
+def validate(data: dict[str, Any], where: str = "results.json") -> None:
+    """Raise SchemaError if ``data`` does not have the version-1 layout."""
+    def need(cond: bool, what: str) -> None:
+        if not cond:
+            raise SchemaError(f"{where}: {what}")
+
+    need(data.get("schema") == SCHEMA and data.get("version") == VERSION, "wrong schema/version")
+    need(isinstance(data.get("catalogue"), list), "\"catalogue\" must be a list")
+    need(isinstance(data.get("runs"), list), "\"runs\" must be a list")
+    labels = set()
+    for run in data["runs"]:
+        need(isinstance(run, dict) and isinstance(run.get("label"), str), "a run without label")
+        need(run["label"] not in labels, f"run label {run['label']!r} twice")
+        labels.add(run["label"])
+        need(run.get("status") in STATUSES, f"run {run['label']}: status {run.get('status')!r}")
+        need(isinstance(run.get("tests"), list), f"run {run['label']}: tests must be a list")
+        for t in run["tests"]:
+            missing = [k for k in TEST_KEYS if k not in t]
+            need(not missing, f"run {run['label']}: a test lacks {missing}")

@@ -1,0 +1,13 @@
+"""Hand-written reproduction scripts, one file per rule id (``<rule id>.py``).
+
+Most scripts are derived from the suite tests by :mod:`conformance.report.repro`; a file here
+replaces the derived script for its rule, where the derived one would not be standalone (a test
+that starts a helper interpreter with harness code) or where an upstream issue needs a script
+that shows the behaviour itself (the alternating ``id(a.grad)`` values).
+
+A template is a plain Python script with three placeholders, replaced by plain text:
+``{preamble}`` (the lines that import the framework as user code does: ``import torch``, or
+OneFlow's CUDA-library preloading then ``import oneflow``), ``{fw}`` (the framework's import
+name) and ``{device}``. It must end by printing ``RESULT: PASS`` or ``RESULT: <OUTCOME>: why``
+with the outcome the conformance harness gives the rule (PASS, DIVERGES, UNSUPPORTED, ERROR).
+"""

@@ -1,0 +1,220 @@
+"""The report's parts on small synthetic runs: results.json schema, cells and counts, JUnit,
+leak-chain pictures, escaping in the page, and reproduction scripts for every rule."""
+from __future__ import annotations
+
+import ast
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conformance.catalogue import load_catalogue
+from conformance.report import aggregate, html, junit, repro, schema
+from conformance.report.build import build, collect_runs, status_path
+from conformance.report.svg import chain_svg
+from conformance.results import SCHEMA_VERSION
+
+ROOT = Path(__file__).resolve().parents[1]
+CATALOGUE = load_catalogue(ROOT / "conformance" / "catalogue")
+RULE = "identity.grad-stable-id"
+OTHER = "identity.grad-same-object"
+CHAIN = {"kind": "cycle", "types": ["Tensor", "dict", "function <lambda>", "cell", "Tensor"],
+         "edges": [[0, 1, "._backward_hooks"], [1, 2, "[0]"], [2, 3, "closure 'b'"],
+                   [3, 4, "cell_contents"]], "note": ""}
+
+
+def write_run(path: Path, adapter: str, version: str, tests: list[tuple], end: bool = True):
+    lines = [{"type": "run", "schema": SCHEMA_VERSION, "suite_revision": "abc123",
+              "suite_dirty": False, "started": "2026-01-01T00:00:00+00:00", "adapter": adapter,
+              "framework_version": version, "device": "cpu", "python": "3.11.7",
+              "platform": "Linux", "rules": len(CATALOGUE.rules), "argv": []}]
+    for rule, name, outcome, actual, message, *extra in tests:
+        rec = {"type": "test", "adapter": adapter, "framework_version": version, "device": "cpu",
+               "python": "3.11.7", "nodeid": f"conformance/suites/test_x.py::{name}",
+               "rule": rule, "suite": rule.split(".")[0], "level": "MUST", "outcome": outcome,
+               "actual": actual, "message": message, "observed": None,
+               "expectation": extra[0] if extra else None, "duration": 0.01}
+        if len(extra) > 1:
+            rec["chain"] = extra[1]
+        lines.append(rec)
+    if end:
+        lines.append({"type": "end", "exitstatus": 1, "finished": "2026-01-01T00:01:00+00:00",
+                      "counts": {}, "not_run": []})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+@pytest.fixture
+def results_dir(tmp_path):
+    d = tmp_path / "results"
+    d.mkdir()
+    write_run(d / "reference.jsonl", "reference", "0.1", [
+        (RULE, "test_a", "PASS", "PASS", ""), (RULE, "test_b", "PASS", "PASS", ""),
+        (OTHER, "test_c", "PASS", "PASS", "")])
+    write_run(d / "torch.jsonl", "torch", "2.13.0", [
+        (RULE, "test_a", "PASS", "PASS", ""), (RULE, "test_b", "PASS", "PASS", ""),
+        (OTHER, "test_c", "XFAIL", "DIVERGES", "leak", {"outcome": "DIVERGES", "reason": "r"},
+         CHAIN)])
+    write_run(d / "oneflow-0.8.0.jsonl", "oneflow", "0.8.0", [
+        (RULE, "test_a", "DIVERGES", "DIVERGES", "<script>alert('x')</script> ids alternate"),
+        (OTHER, "test_c", "PASS", "PASS", "")], end=False)
+    status_path(d, "oneflow-0.9.0").write_text(json.dumps(
+        {"status": "not-installed", "detail": "pip could not install oneflow==0.9.0"}))
+    return d
+
+
+def test_results_json_holds_every_column_with_its_status(results_dir, tmp_path):
+    data, page = build(results_dir, tmp_path / "out")
+    assert [r["label"] for r in data["runs"]] == ["reference", "torch", "oneflow-0.9.0",
+                                                  "oneflow-0.8.0"]
+    status = {r["label"]: r["status"] for r in data["runs"]}
+    assert status == {"reference": "complete", "torch": "complete",
+                      "oneflow-0.9.0": "not-installed", "oneflow-0.8.0": "interrupted"}
+    loaded = schema.load(tmp_path / "out" / "results.json")
+    assert loaded["version"] == schema.VERSION and loaded["schema"] == schema.SCHEMA
+    torch = next(r for r in loaded["runs"] if r["label"] == "torch")
+    assert {"suite_revision", "adapter", "framework_version", "python", "device",
+            "started"} <= set(torch)
+    leak = next(t for t in torch["tests"] if t["rule"] == OTHER)
+    assert leak["chain"] == CHAIN and leak["duration"] == 0.01 and leak["message"] == "leak"
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"version": 0}, "older than 1 and has no migration"),
+    ({"version": 99}, "newer than this report reads"),
+    ({"schema": "something-else"}, "not an autograd-conformance results file"),
+    ({"version": "1"}, "no integer"),
+])
+def test_other_schema_versions_are_refused_with_what_to_do(results_dir, tmp_path, change, words):
+    data, _ = build(results_dir, tmp_path / "out")
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({**data, **change}))
+    with pytest.raises(schema.SchemaError, match=words):
+        schema.load(path)
+
+
+def test_a_registered_migration_is_applied(results_dir, tmp_path, monkeypatch):
+    data, _ = build(results_dir, tmp_path / "out")
+    monkeypatch.setitem(schema.MIGRATIONS, 0, lambda d: {**d, "version": 1,
+                                                         "runs": d["old_runs"]})
+    old = {k: v for k, v in data.items() if k != "runs"} | {"version": 0, "old_runs": data["runs"]}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    assert schema.load(path)["runs"] == data["runs"]
+
+
+def test_results_lines_of_another_schema_are_refused(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"type": "run", "schema": 99}) + "\n")
+    with pytest.raises(schema.SchemaError, match="schema 99"):
+        schema.read_lines(path)
+
+
+def test_cells_take_the_most_severe_test_and_missing_tests_are_not_run(results_dir):
+    data = schema.build(collect_runs(results_dir, {
+        "reference": ("reference", None), "torch": ("torch", "2.13.0"),
+        "oneflow-0.9.0": ("oneflow", "0.9.0"), "oneflow-0.8.0": ("oneflow", "0.8.0")}),
+        CATALOGUE)
+    table = aggregate.cells(data)
+    assert table[(RULE, "oneflow-0.8.0")]["outcome"] == "NOT RUN"  # test_b is missing there
+    assert table[(RULE, "oneflow-0.8.0")]["actual"] == "NOT RUN"
+    assert table[(OTHER, "torch")]["outcome"] == "XFAIL"
+    assert table[(OTHER, "torch")]["actual"] == "DIVERGES"
+    assert table[(OTHER, "torch")]["expectation"]["reason"] == "r"
+    assert table[(RULE, "oneflow-0.9.0")]["outcome"] == "NOT INSTALLED"
+    counts = aggregate.suite_counts(data, table)
+    ref = counts[("identity", "reference")]
+    assert ref["rules"] == len(CATALOGUE.of_suite("identity")) and ref["held"] == 2
+    of8 = counts[("identity", "oneflow-0.8.0")]
+    assert of8["tests"] == 2 and of8["tests_expected"] >= 3  # the lost test is visible
+    only = {(o["rule"], o["who"]) for o in aggregate.only_one(data, table)}
+    assert (OTHER, "torch 2.13.0") in only
+
+
+def test_junit_file_per_run(results_dir, tmp_path):
+    data, _ = build(results_dir, tmp_path / "out")
+    files = sorted(p.name for p in (tmp_path / "out" / "junit").iterdir())
+    assert files == ["oneflow-0.8.0.xml", "oneflow-0.9.0.xml", "reference.xml", "torch.xml"]
+    root = ET.parse(tmp_path / "out" / "junit" / "oneflow-0.8.0.xml").getroot()
+    failures = root.findall(".//failure")
+    assert failures and "<script>" in failures[0].text
+    skipped = ET.parse(tmp_path / "out" / "junit" / "torch.xml").getroot().findall(".//skipped")
+    assert skipped and skipped[0].get("message").startswith("XFAIL")
+    assert ET.parse(tmp_path / "out" / "junit" / "oneflow-0.9.0.xml").getroot().find(".//error") \
+        is not None
+
+
+def test_chain_svg_draws_each_object_and_escapes_labels():
+    svg = chain_svg({**CHAIN, "types": ["<script>x</script>", *CHAIN["types"][1:]]})
+    ET.fromstring(svg)  # well-formed
+    assert "<script>" not in svg and "&lt;script&gt;" in svg
+    assert "closure 'b'".replace("'", "&#x27;") in svg
+    assert svg.count("<rect") == 4  # a cycle: the last entry is the first object again
+
+
+def test_page_escapes_messages_and_embeds_its_data(results_dir, tmp_path):
+    _, page = build(results_dir, tmp_path / "out")
+    text = page.read_text()
+    assert "<script>alert" not in text
+    assert text.count("<script") == 2  # the data block and the page's own script
+    data = html.embedded_data(text)
+    cell = data["cells"][RULE]["oneflow-0.8.0"]
+    assert any("<script>alert('x')</script>" in t["message"] for t in cell["tests"])
+    assert "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in text
+    assert set(data["scripts"]) == {"reference", "torch", "oneflow"}
+
+
+# -- reproduction scripts -----------------------------------------------------------------------
+@pytest.mark.parametrize("adapter", ["reference", "torch", "oneflow"])
+def test_every_rule_has_a_standalone_script(adapter):
+    problems = []
+    for rule in CATALOGUE.rules.values():
+        try:
+            script = repro.generate(rule, adapter)
+        except repro.ReproError as exc:
+            problems.append(f"{rule.id}: {exc}")
+            continue
+        repro.check_standalone(script)
+        assert 'print(f"RESULT: ' in script or "RESULT: PASS" in script, rule.id
+        assert f"conformance rule {rule.id} [" in script
+    assert not problems, "rules without a reproduction script:\n" + "\n".join(problems)
+
+
+def test_every_hand_written_template_names_a_rule_and_uses_the_placeholders():
+    templates = sorted(repro.TEMPLATES_DIR.glob("*.py"))
+    named = [p for p in templates if p.name != "__init__.py"]
+    assert named, "the id(a.grad) repro must be hand-written"
+    for path in named:
+        rule_id = path.name[:-3]
+        assert rule_id in CATALOGUE.rules, f"{path.name} names no catalogue rule"
+        text = path.read_text()
+        assert "{preamble}" in text and "{fw}" in text, path.name
+        for adapter in ("reference", "torch", "oneflow"):
+            ast.parse(repro.render_template(rule_id, adapter))
+
+
+def test_id_of_grad_script_prints_the_ids():
+    script = repro.generate(CATALOGUE.rules[RULE], "oneflow")
+    assert "import oneflow" in script and "_preload_cuda_libraries()" in script
+    assert "id(a.grad)" in script and "print(f\"  read {i}: {value}\"" in script
+
+
+def test_derived_script_inlines_fixtures_and_helpers():
+    rule = CATALOGUE.rules["gc_cycles.hook-self-closure-nonleaf-collectable"]
+    script = repro.generate(rule, "torch")
+    assert "\nimport torch\n" in script and "fw." not in script
+    assert "def assert_freed(" in script and "def keep_alive_chain(" in script
+    tree = ast.parse(script)
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name) and n.value.id in ("liveness", "adapter_fw")]
+    assert "\n@rule(" not in script and "@pytest" not in script
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert {"watch", "tensor_probe", "gc_disabled", "Unsupported", "check"} <= defined
+
+
+def test_parse_result_reads_the_last_result_line():
+    assert repro.parse_result("x\nRESULT: PASS\n") == ("PASS", "")
+    assert repro.parse_result("RESULT: DIVERGES: id(a.grad) took 2\n") == \
+        ("DIVERGES", "id(a.grad) took 2")
+    assert repro.parse_result("nothing") is None
