@@ -17,6 +17,24 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def stress(session: nox.Session) -> None:
+    """Long rounds: the thread scenarios, and --leak-check over the reference's own tests and
+    every conformance rule on the reference (issue 7; `tests` runs short versions)."""
+    import glob
+
+    session.install("-e", ".[test,torch]")
+    session.run("pytest", "-p", "no:cacheprovider", "tests/test_reliability_threads.py",
+                env={"AUTOGRAD_CONFORMANCE_STRESS_ROUNDS": "2000"})
+    for _ in range(20):  # the suites' thread rules, again and again
+        session.run("pytest", "-p", "no:cacheprovider", "-q", "--adapter=reference",
+                    "conformance/suites", "-k", "threads")
+    session.run("pytest", "-p", "no:cacheprovider", "--adapter=reference", "--leak-check",
+                "conformance/suites")
+    session.run("pytest", "-p", "no:cacheprovider", "--leak-check",
+                *sorted(glob.glob("tests/test_reference_*.py")), *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Benchmarks (pytest-benchmark): reference vs raw numpy vs torch."""
     session.install("-e", ".[test,torch]")

@@ -94,28 +94,60 @@ def _entries(data: dict, prefix: str = "") -> Iterable[tuple[str, Any]]:
             yield rule_id, value
 
 
+def _line_of(path: Path, rule_id: str, key: str | None = None) -> int | None:
+    """The line of ``rule_id``'s table header (or of ``key`` inside it), for messages."""
+    import re
+
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    quoted = re.escape(rule_id)
+    header = re.compile(rf'^\s*\[\[?\s*(?:"{quoted}"|\'{quoted}\'|{quoted})\s*\]\]?')
+    for number, text in enumerate(lines, 1):
+        if header.match(text):
+            if key is None:
+                return number
+            for offset, inner in enumerate(lines[number:], number + 1):
+                if inner.lstrip().startswith("["):
+                    break
+                if re.match(rf"^\s*{re.escape(key)}\s*=", inner):
+                    return offset
+            return number
+    return None
+
+
+def _at(path: Path, rule_id: str, key: str | None = None) -> str:
+    """`` (line N)``, appended to a message about ``rule_id``'s entry (or its ``key``)."""
+    line = _line_of(path, rule_id, key)
+    return f" (line {line})" if line else ""
+
+
 def _parse(path: Path, rule_id: str, table: Any) -> Expectation:
     where = f"{path}: [{rule_id}]"
     if not isinstance(table, dict):
-        raise ExpectationsError(f"{where}: must be a table with outcome and reason")
+        raise ExpectationsError(f"{where}: must be a table with outcome and reason"
+                                f"{_at(path, rule_id)}")
     unknown = sorted(set(table) - FIELDS)
     if unknown:
         raise ExpectationsError(f"{where}: unknown key(s) {', '.join(unknown)}; "
-                                f"allowed: {', '.join(sorted(FIELDS))}")
+                                f"allowed: {', '.join(sorted(FIELDS))}{_at(path, rule_id, unknown[0])}")
     outcome = table.get("outcome")
     allowed = ", ".join(o.value for o in EXPECTABLE)
     if outcome not in {o.value for o in EXPECTABLE}:
-        raise ExpectationsError(f"{where}: key 'outcome' = {outcome!r} must be one of {allowed}")
+        raise ExpectationsError(f"{where}: key 'outcome' = {outcome!r} must be one of {allowed}"
+                                f"{_at(path, rule_id, 'outcome')}")
     reason = table.get("reason")
     if not isinstance(reason, str) or not reason.strip():
-        raise ExpectationsError(f"{where}: key 'reason' is required (why the framework does this)")
+        raise ExpectationsError(f"{where}: key 'reason' is required (why the framework does this)"
+                                f"{_at(path, rule_id, 'reason')}")
     for key in ("category", "upstream"):
         if not isinstance(table.get(key, ""), str):
-            raise ExpectationsError(f"{where}: key {key!r} must be a string")
+            raise ExpectationsError(f"{where}: key {key!r} must be a string{_at(path, rule_id, key)}")
     versions = table.get("versions", [])
     if not isinstance(versions, list) or not all(isinstance(v, str) and v for v in versions):
         raise ExpectationsError(f"{where}: key 'versions' must be a list of version patterns "
-                                f"such as [\"0.8.0\", \"0.9.*\"]")
+                                f"such as [\"0.8.0\", \"0.9.*\"]{_at(path, rule_id, 'versions')}")
     tests = table.get("tests", [])
     if not isinstance(tests, list) or not all(isinstance(t, str) and t for t in tests):
         raise ExpectationsError(f"{where}: key 'tests' must be a list of test name patterns "
@@ -140,7 +172,7 @@ def load_expectations(path: Path | None, rule_ids: Iterable[str], version: str
     for rule_id, value in _entries(read_toml(path, ExpectationsError)):
         if rule_id not in known:
             raise ExpectationsError(f"{path}: [{rule_id}]: no such rule in the catalogue; "
-                                    f"fix the id or remove the entry")
+                                    f"fix the id or remove the entry{_at(path, rule_id)}")
         tables = value if isinstance(value, list) else [value]
         for table in tables:
             exp = _parse(path, rule_id, table)

@@ -22,6 +22,7 @@ class Option:
     default: str | None = None
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
+    action: str | None = None  # "store_true" for a flag without a value
 
     @property
     def dest(self) -> str:
@@ -64,6 +65,30 @@ OPTIONS = (
         help="expected outcomes file to use instead of the adapter's own "
         "(adapters/expectations/<adapter>.toml).",
     ),
+    Option(
+        "--conformance-timeout",
+        default="300",
+        metavar="SECONDS",
+        help="per-test time limit (0: none). A test past it is interrupted and reported as "
+        "TIMEOUT; one stuck outside Python (C code, a deadlock holding the GIL) has its "
+        "worker process ended a few seconds later, also TIMEOUT; with -n 1 (pytest-xdist) "
+        "the run goes on, without xdist it ends there. Under --leak-check the limit covers "
+        "every run of the test.",
+    ),
+    Option(
+        "--leak-check",
+        action="store_true",
+        help="run each selected test again and again after a warm-up and report a test "
+        "that leaves more live objects of some type, or more traced memory, behind on every "
+        "run as LEAK, naming the types and what keeps one alive (needs objgraph).",
+    ),
+    Option(
+        "--leak-check-runs",
+        default="2:4",
+        metavar="WARMUPS:RUNS",
+        help="for --leak-check: unmeasured warm-up runs, then measured runs (a type or the "
+        "traced memory must grow in each measured run to count as a leak).",
+    ),
 )
 
 INI_OPTIONS = (
@@ -86,6 +111,9 @@ def add_options(parser) -> None:
     group = parser.getgroup("autograd-conformance", "autograd conformance suites")
     for opt in OPTIONS:
         kwargs = dict(dest=opt.dest, default=opt.default, help=opt.help)
+        if opt.action:
+            kwargs["action"] = opt.action
+            kwargs["default"] = False
         if opt.choices:
             kwargs["choices"] = opt.choices
         if opt.metavar:
@@ -103,12 +131,42 @@ def ini_path(config, name: str) -> Path:
     return path.resolve()
 
 
+def timeout_seconds(config) -> float:
+    """``--conformance-timeout`` as seconds (0: no limit); a bad value is a ValueError."""
+    raw = config.getoption("conformance_timeout")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"--conformance-timeout {raw!r}: give a number of seconds >= 0 "
+                         f"(0 turns the limit off)")
+    return value
+
+
+def leak_check_runs(config) -> tuple[int, int]:
+    """``--leak-check-runs WARMUPS:RUNS`` as two ints; a bad value is a ValueError."""
+    raw = str(config.getoption("leak_check_runs"))
+    warmups, sep, runs = raw.partition(":")
+    try:
+        pair = (int(warmups), int(runs))
+    except ValueError:
+        pair = (-1, -1)
+    if not sep or pair[0] < 0 or pair[1] < 2:
+        raise ValueError(f"--leak-check-runs {raw!r}: give WARMUPS:RUNS, e.g. 2:4 (warm-ups "
+                         f">= 0, measured runs >= 2)")
+    return pair
+
+
 def markdown() -> str:
     """The options as a markdown table (pasted into docs/running.md; a test keeps it in sync)."""
     lines = ["| option | default | what it does |", "|---|---|---|"]
     for opt in OPTIONS:
-        flag = f"`{opt.flag} {opt.metavar or '{' + ','.join(opt.choices or ()) + '}'}`"
-        default = f"`{opt.default}`" if opt.default else "none"
+        if opt.action:
+            flag, default = f"`{opt.flag}`", "off"
+        else:
+            flag = f"`{opt.flag} {opt.metavar or '{' + ','.join(opt.choices or ()) + '}'}`"
+            default = f"`{opt.default}`" if opt.default else "none"
         lines.append(f"| {flag} | {default} | {opt.help} |")
     for ini in INI_OPTIONS:
         lines.append(f"| ini `{ini.name}` | `conformance/{Path(ini.default).name}` | {ini.help} |")

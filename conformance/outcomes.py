@@ -12,11 +12,15 @@ outcome                    pytest status          fails the run?
 PASS, OBSERVED             passed                 no
 UNSUPPORTED                skipped "UNSUPPORTED:  no (counted in the summary)
 DIVERGES, ERROR, CRASH,    failed                 yes
-TIMEOUT
+TIMEOUT, LEAK
 XFAIL (as expected)        xfailed                no
 XPASS (expected, passed)   failed                 yes (strict: remove the entry)
 other than expected        failed                 yes (update the entry)
 =========================  =====================  ==================================
+
+TIMEOUT: the test ran past ``--conformance-timeout`` (``conformance.timeout``); LEAK: the test
+held but, run again and again under ``--leak-check``, left more live objects or traced memory
+behind on every run (``conformance.leakcheck``).
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ class Outcome(str, enum.Enum):
     ERROR = "ERROR"
     CRASH = "CRASH"
     TIMEOUT = "TIMEOUT"
+    LEAK = "LEAK"
     XFAIL = "XFAIL"
     XPASS = "XPASS"
 
@@ -45,12 +50,13 @@ class Outcome(str, enum.Enum):
 
 
 #: Outcomes an expectations file may declare.
-EXPECTABLE = (Outcome.DIVERGES, Outcome.UNSUPPORTED, Outcome.ERROR, Outcome.CRASH, Outcome.TIMEOUT)
+EXPECTABLE = (Outcome.DIVERGES, Outcome.UNSUPPORTED, Outcome.ERROR, Outcome.CRASH, Outcome.TIMEOUT,
+              Outcome.LEAK)
 #: Outcomes that mean the rule held (or was observed) for the framework.
 HELD = (Outcome.PASS, Outcome.OBSERVED)
 #: Column order in summaries.
 ORDER = (Outcome.PASS, Outcome.OBSERVED, Outcome.DIVERGES, Outcome.UNSUPPORTED, Outcome.ERROR,
-         Outcome.CRASH, Outcome.TIMEOUT, Outcome.XFAIL, Outcome.XPASS)
+         Outcome.CRASH, Outcome.TIMEOUT, Outcome.LEAK, Outcome.XFAIL, Outcome.XPASS)
 
 
 def classify(exc: BaseException | None, level: str, observed: bool) -> tuple[Outcome, str]:

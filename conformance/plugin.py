@@ -3,7 +3,9 @@
 This module only wires pytest hooks to the concepts that live in their own modules:
 ``options`` (command line), ``catalogue`` (rules), ``traceability`` (test <-> rule),
 ``outcomes`` (classification and pytest status), ``expectations`` (known divergences),
-``results`` (JSON lines, tallies) and ``summary`` (terminal output).
+``results`` (JSON lines, tallies), ``summary`` (terminal output), ``timeout``
+(``--conformance-timeout``: TIMEOUT), ``leakcheck`` (``--leak-check``: LEAK) and
+``isolation`` (a framework that crashes at import).
 
 The harness is *active* only when the run collects from the suites directory; the
 project's own tests (``tests/``) stay ordinary pytest tests that may still use the
@@ -12,6 +14,7 @@ project's own tests (``tests/``) stay ordinary pytest tests that may still use t
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import platform
 from pathlib import Path
@@ -20,10 +23,10 @@ from typing import Any
 import pytest
 
 from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
-from conformance import hookspecs, options, summary, traceability
+from conformance import hookspecs, isolation, leakcheck, options, summary, timeout, traceability
 from conformance.catalogue import Catalogue, load_catalogue
 from conformance.expectations import Expectation, load_expectations
-from conformance.outcomes import Outcome, Verdict, classify, first_lines, judge
+from conformance.outcomes import HELD, Outcome, Verdict, classify, first_lines, judge
 from conformance.results import PROPERTY, ResultsFile, Tally, TestRecords
 from conformance.tomlfile import FileError
 
@@ -42,6 +45,7 @@ class Harness:
     records: TestRecords | None = None
     tally: Tally = dataclasses.field(default_factory=Tally)
     results: ResultsFile | None = None
+    watchdog: timeout.Watchdog | None = None
 
     @property
     def active(self) -> bool:
@@ -86,19 +90,51 @@ def pytest_addhooks(pluginmanager):
     pluginmanager.add_hookspecs(hookspecs)
 
 
+def _stop_before_tests(config, suites_dir: Path, spec: str, message: str):
+    """The run cannot start: say why, and record it in the results file if one was asked."""
+    results = config.getoption("results")
+    if results and _is_controller(config):
+        out = ResultsFile(Path(results))
+        out.header({"adapter": spec, "framework_version": None, "device":
+                    config.getoption("device"), "python": platform.python_version()},
+                   suites_dir, 0)
+        out.close(pytest.ExitCode.USAGE_ERROR, Tally(), error=message)
+    raise pytest.UsageError(message)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "rule(id): the conformance rule this test checks")
+    spec = config.getoption("adapter")
+    suites_dir = options.ini_path(config, "conformance_suites")
     try:
-        adapter = load_adapter(config.getoption("adapter"))
+        limit = options.timeout_seconds(config)
+        warmups, runs = options.leak_check_runs(config)
+        adapter = load_adapter(spec)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if _is_controller(config) and _touches(config, suites_dir):
+        crashed = isolation.import_crash(spec, limit)
+        if crashed:
+            _stop_before_tests(config, suites_dir, spec, crashed)
+    try:
         adapter.fw
         device = config.getoption("device")
         adapter.check_device(device)
     except (ValueError, FrameworkNotInstalled) as exc:
         raise pytest.UsageError(str(exc)) from None
-    h = Harness(adapter=adapter, device=device,
-                suites_dir=options.ini_path(config, "conformance_suites"),
+    h = Harness(adapter=adapter, device=device, suites_dir=suites_dir,
                 catalogue_dir=options.ini_path(config, "conformance_catalogue"))
     config.stash[HARNESS] = h
+    leak_check = config.getoption("leak_check")
+    if leak_check:
+        if importlib.util.find_spec("objgraph") is None:
+            raise pytest.UsageError("--leak-check needs objgraph: pip install objgraph")
+        config.pluginmanager.register(
+            leakcheck.LeakChecker(warmups, runs, lambda item: item.stash.__delitem__(OBSERVED)
+                                  if OBSERVED in item.stash else None),
+            "autograd-conformance-leakcheck")
+    h.watchdog = timeout.Watchdog(config, limit, scale=1 + (warmups + runs + 1 if leak_check else 0))
+    config.pluginmanager.register(h.watchdog, "autograd-conformance-timeout")
     if not _touches(config, h.suites_dir):
         return
     version = adapter.framework_version()
@@ -228,7 +264,13 @@ def _observed(item):
 def pytest_runtest_makereport(item, call):
     report = yield
     h = item.config.stash.get(HARNESS, None)
+    leak = leakcheck.finding_of(item) if call.when == "call" else None
     if h is None or not h.is_suite_path(item.path):
+        if leak is not None and report.passed:  # a project test: fails with the word LEAK
+            report.outcome = "failed"
+            report.longrepr = leak.message()
+            report.user_properties = [*report.user_properties,
+                                      (PROPERTY, {"outcome": str(Outcome.LEAK), "fails": True})]
         return report
     rule = h.rule_of(item)
     if rule is None:  # collection already refused it; be safe if collection was bypassed
@@ -244,6 +286,8 @@ def pytest_runtest_makereport(item, call):
         else:
             actual, message = classify(exc, rule.level, bool(item.stash.get(OBSERVED, [])))
         expectation = h.expectations.get(rule.id)
+        if leak is not None and actual in HELD:
+            actual, message = Outcome.LEAK, leak.message()
         verdict = judge(actual, expectation.outcome if expectation else None,
                         expectation.where() if expectation else "")
         _apply(report, verdict, message, item, rule, expectation)
@@ -303,17 +347,21 @@ class Controller:
         meta = h.records.meta(crashitem)
         rule = h.catalogue.get(meta.get("rule") or "")
         expectation = h.expectations.get(rule.id) if rule else None
-        verdict = judge(Outcome.CRASH, expectation.outcome if expectation else None,
+        timed_out = h.watchdog.crash_outcome(crashitem) if h.watchdog else None
+        actual = Outcome.TIMEOUT if timed_out else Outcome.CRASH
+        verdict = judge(actual, expectation.outcome if expectation else None,
                         expectation.where() if expectation else "")
-        message = str(report.longrepr)
+        message = timed_out or str(report.longrepr)
+        if timed_out:
+            report.longrepr = timed_out
         if verdict.status == "xfailed":
             report.outcome = "skipped"
-            report.wasxfail = f"CRASH as expected: {expectation.reason}"
+            report.wasxfail = f"{actual} as expected: {expectation.reason}"
         elif verdict.note:
             report.longrepr = f"{message}\n{verdict.note}"
         info = {"rule": rule.id if rule else None, "suite": rule.suite if rule else None,
                 "level": rule.level if rule else None, "outcome": str(verdict.outcome),
-                "actual": str(Outcome.CRASH), "message": message, "observed": None,
+                "actual": str(actual), "message": message, "observed": None,
                 "fails": verdict.fails_run, "crash": True,
                 "expectation": expectation.as_json() if expectation else None}
         report.user_properties = [*report.user_properties, (PROPERTY, info)]

@@ -146,8 +146,63 @@ class ResultsFile:
                     **context, "platform": platform.platform(), "rules": rules,
                     "argv": sys.argv[1:]})
 
-    def close(self, exitstatus: int, tally: Tally) -> None:
-        self.write({"type": "end", "exitstatus": int(exitstatus),
-                    "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                    "counts": dict(tally.totals()), "not_run": tally.not_run})
+    def close(self, exitstatus: int, tally: Tally, error: str | None = None) -> None:
+        end = {"type": "end", "exitstatus": int(exitstatus),
+               "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+               "counts": dict(tally.totals()), "not_run": tally.not_run}
+        if error is not None:  # the run stopped before any test (e.g. the framework crashed)
+            end["error"] = error
+        self.write(end)
         self._fh.close()
+
+
+# -- reading a results file back ---------------------------------------------------------
+class ResultsSchemaError(ValueError):
+    """A results file this version cannot read; the message names the file, line, version."""
+
+
+#: schema version -> function turning that version's records into the next version's.
+#: (Schema 1 is the first versioned one; add ``MIGRATIONS[1]`` when schema 2 appears.)
+MIGRATIONS: dict[int, Any] = {}
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """The records of a ``--results`` file, migrated to :data:`SCHEMA_VERSION`.
+
+    Raises :class:`ResultsSchemaError` for a line that is not a JSON object, a file without
+    a run header, or a schema version it cannot migrate (named, with what to do).
+    """
+    path = Path(path)
+    records = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                raise ResultsSchemaError(f"{path}:{lineno}: not a JSON line ({exc})") from None
+            if not isinstance(record, dict):
+                raise ResultsSchemaError(f"{path}:{lineno}: not a JSON object")
+            records.append(record)
+    if not records or records[0].get("type") != "run":
+        raise ResultsSchemaError(f"{path}:1: no run header (a line with \"type\": \"run\"); "
+                                 f"not a results file of autograd-conformance")
+    schema = records[0].get("schema", 0)
+    if not isinstance(schema, int) or isinstance(schema, bool):
+        raise ResultsSchemaError(f"{path}:1: schema {schema!r} is not a version number")
+    if schema > SCHEMA_VERSION:
+        raise ResultsSchemaError(f"{path}:1: written with results schema {schema}, newer than "
+                                 f"this reader's {SCHEMA_VERSION}; upgrade autograd-conformance")
+    while schema < SCHEMA_VERSION:
+        migrate = MIGRATIONS.get(schema)
+        if migrate is None:
+            what = "no schema version (a harness from before versioned results)" if schema == 0 \
+                else f"results schema {schema}"
+            raise ResultsSchemaError(f"{path}:1: written with {what}; this reader reads schema "
+                                     f"{SCHEMA_VERSION} and cannot migrate it: re-run the suite "
+                                     f"with --results to write a current file")
+        records = migrate(records)
+        schema += 1
+        records[0]["schema"] = schema
+    return records

@@ -1,0 +1,260 @@
+"""``--leak-check``: run each test again and again; steady growth is a LEAK.
+
+Why: a conformance suite for object lifetimes must not leak itself, and a framework that
+leaks on every call of a rule's scenario breaks the rule's spirit even when each single
+run looks right. The method is CPython's ``regrtest -R``: run the test ``warmups`` times
+unmeasured (caches fill, warnings registries fill, lazy imports happen), then ``runs``
+times measured; after each measured run collect garbage and count
+
+* live objects by type (``objgraph.typestats``, every gc-tracked object created since the
+  measured runs began: older ones are frozen with ``gc.freeze()`` so counting stays cheap), and
+* memory traced by ``tracemalloc`` (catches what is not gc-tracked: bytes, arrays), except
+  what the test tooling allocates (:data:`TOOLING`: hypothesis, pytest, pluggy).
+
+A type whose count grows by at least one in *every* measured run, or traced memory that
+grows by at least ``MEMORY_THRESHOLD`` bytes in every measured run and in the last by at
+least half its largest growth after the first, is a leak (a one-off growth, growth that is
+later given back, or a cache that fills by less and less, is not: bpo-30776's false
+positives).
+For a leaking type one more run is made, an object of that type created by it is picked,
+and objgraph's ``find_backref_chain`` names what keeps it alive
+(:func:`conformance.liveness.keep_alive_chain`); for memory alone, tracemalloc names the
+line that allocated the growth.
+
+Each run is pytest's whole protocol for the item (function-scoped fixtures are set up and
+torn down every time; wider-scoped ones are kept), silently: only the final, ordinary run
+is reported, and it becomes LEAK if it passed but the measured runs leaked. A test that
+fails or is skipped in a silent run gets no leak verdict (its ordinary run reports it).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import gc
+import tracemalloc
+from typing import Callable
+
+import pytest
+from _pytest.runner import runtestprotocol
+
+from conformance.liveness import KeepAliveChain, collect, keep_alive_chain
+from conformance.outcomes import HELD
+from conformance.results import phase_info
+
+MEMORY_THRESHOLD = 4096  # bytes per measured run
+FINDING = pytest.StashKey["LeakFinding"]()
+#: Types a leaking scenario always grows along with the leaked object; reported, but never
+#: picked for the keep-alive chain when a more specific type leaked too.
+_GENERIC = {"builtins.dict", "builtins.list", "builtins.tuple", "builtins.cell",
+            "builtins.function", "builtins.weakref", "builtins.set", "builtins.method"}
+
+
+@dataclasses.dataclass
+class LeakFinding:
+    """What grew in every measured run of one test."""
+
+    runs: int
+    types: dict[str, list[int]]  # type name -> growth in each measured run
+    memory: list[int] | None  # traced-memory growth (bytes) per run, if it grew steadily
+    chain: KeepAliveChain | None = None
+    allocation: str = ""  # for memory growth: where tracemalloc saw it allocated
+
+    def message(self) -> str:
+        parts = []
+        if self.types:
+            listed = ", ".join(f"{name} +{sum(d)} ({'/'.join(map(str, d))})"
+                               for name, d in sorted(self.types.items(),
+                                                     key=lambda kv: -sum(kv[1]))[:8])
+            parts.append(f"live objects grew in each of {self.runs} measured runs: {listed}")
+        if self.memory:
+            parts.append(f"traced memory grew in each of {self.runs} measured runs: "
+                         f"{'/'.join(map(str, self.memory))} bytes"
+                         + (f" (most at {self.allocation})" if self.allocation else ""))
+        if self.chain is not None:
+            parts.append(f"one leaked object is kept alive by: {self.chain.render()}")
+        return "LEAK: " + "; ".join(parts)
+
+
+def _type_counts() -> dict[str, int]:
+    import objgraph
+
+    collect()
+    return objgraph.typestats(shortnames=False)
+
+
+#: Allocation sites whose memory is the test tooling's (hypothesis's strategy caches fill for
+#: thousands of runs), not the code under test; tracemalloc's own and this module's too.
+TOOLING = ("*/hypothesis/*", "*/_pytest/*", "*/pluggy/*", "*/tracemalloc.py", __file__)
+
+
+def _snapshot():
+    return tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.Filter(False, pattern) for pattern in TOOLING])
+
+
+def _traced() -> int:
+    """Bytes traced since tracing began, still allocated, outside the tooling."""
+    return sum(stat.size for stat in _snapshot().statistics("filename"))
+
+
+def measure(run_once: Callable[[], bool], warmups: int, runs: int) -> LeakFinding | None:
+    """Run ``run_once`` (True if the test held) ``warmups + runs`` times; the leak, if any.
+
+    None: no steady growth, or the test did not hold in some run (no verdict then).
+    """
+    for _ in range(warmups):
+        if not run_once():
+            return None
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start(1)
+    # Everything alive now is moved to gc's permanent generation: collections and counts
+    # then only walk what the measured runs create (a process that imported torch tracks
+    # ~170,000 objects; counting them all each run costs a second).
+    collect()
+    gc.freeze()
+    frozen = True
+    try:
+        # Only the previous counts are kept (a list of them would itself grow the traced
+        # memory); memory is read with exactly one counts dict alive, every time.
+        previous = _type_counts()
+        memory = [_traced()]
+        growth: dict[str, list[int]] | None = None
+        for _ in range(runs):
+            if not run_once():
+                return None
+            collect()
+            memory.append(_traced())
+            current = _type_counts()
+            if growth is None:
+                growth = {name: [n - previous.get(name, 0)] for name, n in current.items()
+                          if n > previous.get(name, 0)}
+            else:
+                growth = {name: [*d, current.get(name, 0) - previous.get(name, 0)]
+                          for name, d in growth.items()
+                          if current.get(name, 0) > previous.get(name, 0)}
+            previous = current
+        del previous, current
+        leaking = growth or {}
+        mem = [b - a for a, b in zip(memory, memory[1:])]
+        # Steady, not filling up: a cache that fills (hypothesis's, numpy's) grows in every
+        # run too, but by less and less; a leak grows by about the same amount each run.
+        settled = max(mem[1:]) if len(mem) > 2 else max(mem)
+        mem_leak = (mem if all(x >= MEMORY_THRESHOLD for x in mem) and mem[-1] >= settled / 2
+                    else None)
+        if not leaking and mem_leak is None:
+            return None
+        finding = LeakFinding(runs=runs, types=leaking, memory=mem_leak)
+        gc.unfreeze()  # referrers are only found among unfrozen objects
+        frozen = False
+        _explain(finding, run_once)
+        return finding
+    finally:
+        if frozen:
+            gc.unfreeze()
+        if started:
+            tracemalloc.stop()
+
+
+def _explain(finding: LeakFinding, run_once: Callable[[], bool]) -> None:
+    """One more run: name what keeps one of its new objects alive, or where memory grew."""
+    specific = [n for n in finding.types if n not in _GENERIC]
+    wanted = set(specific or finding.types)
+    collect()
+    before_ids = {id(o) for o in gc.get_objects() if _name(o) in wanted}
+    snapshot = _snapshot() if finding.memory and tracemalloc.is_tracing() else None
+    if not run_once():
+        return
+    collect()
+    if wanted:
+        new = [o for o in gc.get_objects() if _name(o) in wanted and id(o) not in before_ids]
+        if new:
+            obj = new[-1]
+            del new
+            finding.chain = keep_alive_chain(obj)
+            del obj
+    if snapshot is not None:
+        stats = _snapshot().compare_to(snapshot, "lineno")
+        top = next((s for s in stats if s.size_diff > 0), None)
+        if top is not None:
+            frame = top.traceback[0]
+            finding.allocation = f"{frame.filename}:{frame.lineno} (+{top.size_diff} B)"
+
+
+def _name(obj) -> str:
+    """The type name objgraph's ``typestats(shortnames=False)`` counts ``obj`` under."""
+    t = type(obj)
+    module = getattr(t, "__module__", None)
+    return f"{module}.{t.__name__}" if module else t.__name__
+
+
+class LeakChecker:
+    """pytest plugin: the silent repeated runs before each test's ordinary run."""
+
+    def __init__(self, warmups: int, runs: int, reset: Callable[[object], None]) -> None:
+        self.warmups = warmups
+        self.runs = runs
+        self.reset = reset  # forget per-run state the harness keeps on the item
+
+    @pytest.hookimpl(tryfirst=True, wrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        function = getattr(item, "obj", None)
+        attributes = dict(getattr(function, "__dict__", None) or {})
+
+        def run_once() -> bool:
+            marks = _finalizer_marks(item)
+            # nextitem=item.parent: the teardown pops the item (its function-scoped fixtures
+            # are torn down and set up afresh next time) and keeps every wider scope.
+            reports = runtestprotocol(item, log=False, nextitem=item.parent)
+            self.reset(item)
+            _forget_finished_dependents(marks)
+            if attributes and function.__dict__ != attributes:
+                # decorators' per-call state on the test function (hypothesis wraps its
+                # settings object once more on every call): not the code under test
+                function.__dict__.clear()
+                function.__dict__.update(attributes)
+            return all(_held(r) for r in reports)
+
+        item.stash[FINDING] = measure(run_once, self.warmups, self.runs)
+        try:
+            return (yield)
+        finally:
+            item.stash[FINDING] = None
+
+
+def _finalizer_marks(item) -> list[tuple[object, int]]:
+    """pytest bookkeeping that grows with every run of the same item: a function-scoped
+    fixture that uses a wider-scoped one adds ``partial(its finish, request)`` to the wider
+    one's finalizers, kept until that scope ends. Note each wider fixture's list length."""
+    info = getattr(item, "_fixtureinfo", None)
+    marks = []
+    for defs in getattr(info, "name2fixturedefs", {}).values():
+        for fixturedef in defs:
+            finalizers = getattr(fixturedef, "_finalizers", None)
+            if getattr(fixturedef, "scope", "function") != "function" and isinstance(finalizers, list):
+                marks.append((fixturedef, len(finalizers)))
+    return marks
+
+
+def _forget_finished_dependents(marks) -> None:
+    """Drop what a silent run appended to those lists: finishers of function-scoped fixtures,
+    already torn down by the run (calling one again would do nothing)."""
+    for fixturedef, length in marks:
+        finalizers = fixturedef._finalizers
+        finalizers[length:] = [f for f in finalizers[length:]
+                               if not (isinstance(f, functools.partial)
+                                       and getattr(getattr(f.func, "__self__", None),
+                                                   "scope", None) == "function")]
+
+
+def _held(report) -> bool:
+    """Whether the framework held in this phase, before expectations (an expected LEAK
+    entry turns a held run into XPASS, which must still be measured)."""
+    info = phase_info(report)
+    if info is not None and info.get("actual"):
+        return info["actual"] in {str(o) for o in HELD}
+    return report.outcome == "passed"
+
+
+def finding_of(item) -> LeakFinding | None:
+    return item.stash.get(FINDING, None)

@@ -1,0 +1,76 @@
+"""Crash isolation end to end: a segfault loses no other result; a crash at import is named."""
+import pytest
+
+from conformance import isolation
+
+CRASHING_IMPORT = '''
+import ctypes
+from fakefw import FakeAdapter
+
+
+class CrashingAdapter(FakeAdapter):
+    name = "crashing"
+
+    def _import(self):
+        ctypes.string_at(0)  # the framework's extension module segfaults while loading
+'''
+
+
+def test_a_framework_that_crashes_at_import_is_reported_as_such(conformance_project):
+    conformance_project.rules("demo", "a")
+    conformance_project.suite("demo", '@rule("demo.a")\ndef test_a(): pass\n')
+    conformance_project.file("crashfw.py", CRASHING_IMPORT)
+    result = conformance_project.run("suites", "--results", "results.jsonl",
+                                     adapter="crashfw:CrashingAdapter")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "*adapter 'crashfw:CrashingAdapter': importing its framework crashed the interpreter "
+        "(SIGSEGV; checked in a child interpreter*"])
+    header, end = conformance_project.results()
+    assert header["type"] == "run" and header["adapter"] == "crashfw:CrashingAdapter"
+    assert end["type"] == "end" and end["exitstatus"] == 4 and "SIGSEGV" in end["error"]
+
+
+def test_an_import_that_fails_normally_is_left_to_the_install_hint():
+    assert isolation.import_crash("adapters.reference_adapter:ReferenceAdapter") is None
+    assert isolation.import_crash("no_such_module:Thing") is None
+
+
+TWO_SUITES = {
+    "alpha": '''
+        import pytest
+        @rule("alpha.a")
+        @pytest.mark.parametrize("n", range(3))
+        def test_a(n): pass
+        @rule("alpha.crashes")
+        def test_segfault(fw): fw.crash()
+        @rule("alpha.b")
+        def test_b(): assert False, "diverges"
+    ''',
+    "beta": '''
+        @rule("beta.a")
+        def test_a(): pass
+        @rule("beta.crashes")
+        def test_segfault_too(fw): fw.crash()
+        @rule("beta.b")
+        def test_b(adapter): adapter.require("forward_ad")
+    ''',
+}
+
+
+def test_segfaults_in_two_suites_leave_every_other_result(conformance_project):
+    for suite, source in TWO_SUITES.items():
+        conformance_project.rules(suite, "a", "b", "crashes")
+        conformance_project.suite(suite, source)
+    result = conformance_project.run("-n", "1", "suites", "--results", "results.jsonl",
+                                     subprocess=True)
+    records = conformance_project.results()
+    tests = {r["nodeid"].split("/")[-1]: r["outcome"] for r in records if r["type"] == "test"}
+    assert tests == {
+        "test_alpha.py::test_a[0]": "PASS", "test_alpha.py::test_a[1]": "PASS",
+        "test_alpha.py::test_a[2]": "PASS", "test_alpha.py::test_segfault": "CRASH",
+        "test_alpha.py::test_b": "DIVERGES", "test_beta.py::test_a": "PASS",
+        "test_beta.py::test_segfault_too": "CRASH", "test_beta.py::test_b": "UNSUPPORTED"}, \
+        result.stdout.str()
+    assert records[-1]["type"] == "end" and records[-1]["not_run"] == []
+    result.stdout.fnmatch_lines(["alpha*5*3/5*1/5*1/5*", "beta*3*1/3*1/3*1/3*"])
