@@ -42,7 +42,22 @@ def bench(session: nox.Session) -> None:
 
 
 # -- conformance runs: one session per framework (version), results in reports/results/ ----
-ONEFLOW_PYTHON = "3.10"  # OneFlow publishes no wheels for newer Pythons
+def _python(version: str) -> str:
+    """``pythonX.Y`` from PATH, else from pyenv's versions (whose shims may not expose it)."""
+    import glob
+    import os
+    import shutil
+    import subprocess
+
+    on_path = shutil.which(f"python{version}")  # may be a pyenv shim that refuses to run
+    if on_path and subprocess.run([on_path, "-c", ""], capture_output=True).returncode == 0:
+        return version
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    found = sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")))
+    return found[-1] if found else version
+
+
+ONEFLOW_PYTHON = _python("3.10")  # OneFlow publishes no wheels for newer Pythons
 ONEFLOW = {
     "0.9.0": ["oneflow==0.9.0", "numpy<2"],
     "0.8.0": ["oneflow==0.8.0", "numpy<1.24"],

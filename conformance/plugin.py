@@ -25,7 +25,7 @@ import pytest
 from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
 from conformance import hookspecs, isolation, leakcheck, options, summary, timeout, traceability
 from conformance.catalogue import Catalogue, load_catalogue
-from conformance.expectations import Expectation, load_expectations
+from conformance.expectations import ExpectationSet, load_expectations
 from conformance.outcomes import HELD, Outcome, Verdict, classify, first_lines, judge
 from conformance.results import PROPERTY, ResultsFile, Tally, TestRecords
 from conformance.tomlfile import FileError
@@ -40,7 +40,7 @@ class Harness:
     suites_dir: Path
     catalogue_dir: Path
     catalogue: Catalogue | None = None  # None: the run does not touch the suites
-    expectations: dict[str, Expectation] = dataclasses.field(default_factory=dict)
+    expectations: ExpectationSet = dataclasses.field(default_factory=ExpectationSet)
     context: dict[str, Any] = dataclasses.field(default_factory=dict)
     records: TestRecords | None = None
     tally: Tally = dataclasses.field(default_factory=Tally)
@@ -285,9 +285,9 @@ def pytest_runtest_makereport(item, call):
             message = first_lines(f"{type(exc).__name__}: {exc}") if exc else ""
         else:
             actual, message = classify(exc, rule.level, bool(item.stash.get(OBSERVED, [])))
-        expectation = h.expectations.get(rule.id)
         if leak is not None and actual in HELD:
             actual, message = Outcome.LEAK, leak.message()
+        expectation = h.expectations.get(rule.id, item.name)
         verdict = judge(actual, expectation.outcome if expectation else None,
                         expectation.where() if expectation else "")
         _apply(report, verdict, message, item, rule, expectation)
@@ -346,7 +346,7 @@ class Controller:
         h = self.h
         meta = h.records.meta(crashitem)
         rule = h.catalogue.get(meta.get("rule") or "")
-        expectation = h.expectations.get(rule.id) if rule else None
+        expectation = h.expectations.get(rule.id, crashitem) if rule else None
         timed_out = h.watchdog.crash_outcome(crashitem) if h.watchdog else None
         actual = Outcome.TIMEOUT if timed_out else Outcome.CRASH
         verdict = judge(actual, expectation.outcome if expectation else None,
