@@ -35,33 +35,52 @@ double = _dtypes.float64
 long = _dtypes.int64
 dtype = _dtypes.dtype
 
-exp = _pointwise.exp
-log = _pointwise.log
-tanh = _pointwise.tanh
-sigmoid = _pointwise.sigmoid
-relu = _pointwise.relu
-sin = _pointwise.sin
-cos = _pointwise.cos
-sqrt = _pointwise.sqrt
-abs = _pointwise.abs  # noqa: A001
-neg = _pointwise.neg
-sign = _pointwise.sign
-clone = _pointwise.clone
-add = _pointwise.add
-sub = _pointwise.sub
-mul = _pointwise.mul
-div = _pointwise.div
-pow = _pointwise.pow  # noqa: A001
-matmul = _linalg.matmul
-mm = _linalg.matmul
-sum = _reduction.sum  # noqa: A001
-mean = _reduction.mean
-reshape = _views.reshape
-transpose = _views.transpose
-t = _views.t
-squeeze = _views.squeeze
-unsqueeze = _views.unsqueeze
-flatten = _views.flatten
+
+
+def _tensor_function(name, method):
+    """``reference.<name>(input, ...)``: the method, with torch's error for a non-tensor input."""
+
+    def function(input, *args, **kwargs):  # noqa: A002 - torch's parameter name
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        result = method(input, *args, **kwargs)
+        if result is NotImplemented:  # the operator protocol's answer to a foreign operand
+            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor or a number, "
+                            f"not {type(args[0]).__name__ if args else 'nothing'}")
+        return result
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = method.__doc__
+    return function
+
+
+exp = _tensor_function("exp", _pointwise.exp)
+log = _tensor_function("log", _pointwise.log)
+tanh = _tensor_function("tanh", _pointwise.tanh)
+sigmoid = _tensor_function("sigmoid", _pointwise.sigmoid)
+relu = _tensor_function("relu", _pointwise.relu)
+sin = _tensor_function("sin", _pointwise.sin)
+cos = _tensor_function("cos", _pointwise.cos)
+sqrt = _tensor_function("sqrt", _pointwise.sqrt)
+abs = _tensor_function("abs", _pointwise.abs)  # noqa: A001
+neg = _tensor_function("neg", _pointwise.neg)
+sign = _tensor_function("sign", _pointwise.sign)
+clone = _tensor_function("clone", _pointwise.clone)
+add = _tensor_function("add", _pointwise.add)
+sub = _tensor_function("sub", _pointwise.sub)
+mul = _tensor_function("mul", _pointwise.mul)
+div = _tensor_function("div", _pointwise.div)
+pow = _tensor_function("pow", _pointwise.pow)  # noqa: A001
+matmul = _tensor_function("matmul", _linalg.matmul)
+mm = _tensor_function("mm", _linalg.matmul)
+sum = _tensor_function("sum", _reduction.sum)  # noqa: A001
+mean = _tensor_function("mean", _reduction.mean)
+reshape = _tensor_function("reshape", _views.reshape)
+transpose = _tensor_function("transpose", _views.transpose)
+t = _tensor_function("t", _views.t)
+squeeze = _tensor_function("squeeze", _views.squeeze)
+unsqueeze = _tensor_function("unsqueeze", _views.unsqueeze)
+flatten = _tensor_function("flatten", _views.flatten)
 
 
 def is_tensor(obj) -> bool:

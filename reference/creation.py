@@ -31,6 +31,8 @@ def _resolve_dtype(dtype, default=dtypes.float32):
 
 
 def _infer_dtype(data):
+    if isinstance(data, str):
+        raise ValueError(f"too many dimensions '{type(data).__name__}'")
     if isinstance(data, bool):
         return dtypes.bool_
     if isinstance(data, numbers.Integral):
@@ -60,6 +62,8 @@ def _to_array(data, dtype, device_type):
 def _leaf(data, requires_grad) -> Tensor:
     out = Tensor._wrap(data)
     if requires_grad:
+        if not out.dtype.is_floating_point:
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         out.requires_grad_(True)
     return out
 
@@ -121,8 +125,20 @@ def rand(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
-    if end is None:
+    if end is None:  # arange(end)
         start, end = 0, start
+        arguments = (("end", end, 1),)
+    else:
+        arguments = (("start", start, 1), ("end", end, 2), ("step", step, 3))
+    for name, value, position in arguments:
+        if not isinstance(value, numbers.Real):
+            raise TypeError(f"arange(): argument '{name}' (position {position}) must be Number, "
+                            f"not {type(value).__name__}")
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if dtype is not None and not isinstance(dtype, dtypes.dtype):
+        raise TypeError(f"arange() received an invalid combination of arguments - got "
+                        f"({type(end).__name__}, dtype={type(dtype).__name__}), but expected one of:")
     if dtype is None:
         dtype = dtypes.float32 if any(isinstance(v, float) for v in (start, end, step)) else dtypes.int64
     xp = array_backend.namespace_for_device(_device_type(device))

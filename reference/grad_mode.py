@@ -55,8 +55,11 @@ class set_grad_enabled(_GradModeContext):
     """``set_grad_enabled(mode)``: sets the mode at once, and restores it as a context."""
 
     def __init__(self, mode: bool):
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                            f"not {type(mode).__name__}")
         self._prev = _state.enabled
-        self._target = bool(mode)
+        self._target = mode
         _state.enabled = self._target
 
     def __enter__(self):

@@ -167,6 +167,9 @@ class Tensor:
         raise RuntimeError("requires_grad must be a bool")
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if not isinstance(requires_grad, bool):
+            raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be bool, "
+                            f"not {type(requires_grad).__name__}")
         self.requires_grad = requires_grad
         return self
 

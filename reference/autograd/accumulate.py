@@ -7,11 +7,22 @@ where the sum is a new differentiable tensor and old references keep their old v
 """
 from __future__ import annotations
 
+import threading
+
+#: Backwards on different threads may reach the same leaf; each update of a ``.grad`` is
+#: made under this lock so that none is lost (PyTorch holds a per-leaf mutex there).
+_grad_lock = threading.Lock()
+
 POST_ACCUMULATE_RETURN = "Tensor post accumulate grad hooks should return None."
 
 
 def store_grad(variable, grad, ops) -> None:
     """Add ``grad`` (an array, or a tensor under create_graph) into ``variable.grad``."""
+    with _grad_lock:
+        _store_grad_locked(variable, grad, ops)
+
+
+def _store_grad_locked(variable, grad, ops) -> None:
     current = variable._grad
     if current is None:
         variable._grad = ops.fresh_grad(grad)

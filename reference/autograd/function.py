@@ -153,7 +153,7 @@ class BackwardCFunction(FunctionCtx):
                     "but the corresponding forward input was not a Variable"
                 )
             if not isinstance(result, Tensor):
-                raise TypeError(f"function {name} returned a non-Tensor gradient at position {index + 1}: {type(result).__name__}")
+                raise RuntimeError(f"expected Variable or None (got {type(result).__name__})")
             shape = info[0]
             if tuple(result.shape) != shape:
                 from reference.ops.reduction import sum_to_size

@@ -163,7 +163,13 @@ def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=N
             configure(node)
     if tangent_rule is not None and has_tangent(self, other):
         _update_tangent(self, other, tangent_rule)
-    mutate(self._data)
+    try:
+        mutate(self._data)
+    except ValueError:
+        raise RuntimeError(
+            f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+            f"{list(_broadcast_shape(self._data.shape, shape_of(other)))}"
+        ) from None
     bump_version(self)
     if node is not None:
         rebase_history(self, node)
@@ -187,6 +193,15 @@ def _update_tangent(self, other, tangent_rule):
         tangent = tangent_rule(t_self, t_other)
     if tangent is not None and tangent is not t_self:
         forward_ad.set_tangent(self, tangent)
+
+
+def _broadcast_shape(a, b):
+    import numpy
+
+    try:
+        return numpy.broadcast_shapes(a, b)
+    except ValueError:
+        return b
 
 
 def _fresh_tangent(self, value):

@@ -54,8 +54,16 @@ def matmul(self, other):
                            f"{a.ndim}D and {b.ndim}D")
     try:
         data = namespace_of(a).matmul(a, b)
-    except ValueError as exc:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape} and {b.shape}): {exc}") from None
+    except ValueError:
+        if a.ndim == 1 and b.ndim == 1:
+            raise RuntimeError(
+                f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src [{b.shape[0]}] to have the "
+                f"same number of elements, but got {a.shape[0]} and {b.shape[0]} elements respectively"
+            ) from None
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, a.shape))} and "
+            f"{'x'.join(map(str, b.shape))})"
+        ) from None
     out = Tensor._wrap(data)
     if needs_grad(self, other):
         node = MmBackward0(edges(self, other))

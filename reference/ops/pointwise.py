@@ -22,6 +22,19 @@ from reference.tensor import Tensor
 _FAST_OPERANDS = frozenset((Tensor, float, int, bool))
 
 
+def broadcast_error(a, b) -> RuntimeError:
+    """PyTorch's message for operands whose shapes do not broadcast."""
+    sa, sb = shape_of(a), shape_of(b)
+    ndim = max(len(sa), len(sb))
+    for i in range(1, ndim + 1):
+        da = sa[-i] if i <= len(sa) else 1
+        db = sb[-i] if i <= len(sb) else 1
+        if da != db and da != 1 and db != 1:
+            return RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) "
+                                f"at non-singleton dimension {ndim - i}")
+    return RuntimeError(f"shapes {list(sa)} and {list(sb)} cannot be broadcast together")
+
+
 def _check_operand(value) -> bool:
     """Tensors and numbers are operands; anything else makes the operator return NotImplemented."""
     return type(value) in _FAST_OPERANDS or isinstance(value, (Tensor, numbers.Number))
@@ -179,7 +192,10 @@ def _binary(node_cls, a, b, out_data, save=None):
 def add(self, other, alpha=1):
     if not _check_operand(other):
         return NotImplemented
-    data = raw(self) + (raw(other) if alpha == 1 else raw(other) * alpha)
+    try:
+        data = raw(self) + (raw(other) if alpha == 1 else raw(other) * alpha)
+    except ValueError:
+        raise broadcast_error(self, other) from None
     out = Tensor._wrap(data)
     if needs_grad(self, other):
         node = AddBackward0(edges(self, other))
@@ -210,13 +226,17 @@ def sub(self, other, alpha=1):
         return NotImplemented
     if alpha != 1:
         return add(self, other, alpha=-alpha)
-    return _binary(SubBackward0, self, other, raw(self) - raw(other))
+    try:
+        data = raw(self) - raw(other)
+    except ValueError:
+        raise broadcast_error(self, other) from None
+    return _binary(SubBackward0, self, other, data)
 
 
 def rsub(self, other):
     if not _check_operand(other):
         return NotImplemented
-    return _binary(SubBackward0, other, self, raw(other) - raw(self))
+    return _binary(SubBackward0, other, self, raw(other) - raw(self))  # other is a number
 
 
 def _save_mul(a, b, out):
@@ -229,7 +249,11 @@ def _save_mul(a, b, out):
 def mul(self, other):
     if not _check_operand(other):
         return NotImplemented
-    return _binary(MulBackward0, self, other, raw(self) * raw(other), _save_mul)
+    try:
+        data = raw(self) * raw(other)
+    except ValueError:
+        raise broadcast_error(self, other) from None
+    return _binary(MulBackward0, self, other, data, _save_mul)
 
 
 def rmul(self, other):
@@ -245,7 +269,11 @@ def _save_div(a, b, out):
 def div(self, other):
     if not _check_operand(other):
         return NotImplemented
-    return _binary(DivBackward0, self, other, raw(self) / raw(other), _save_div)
+    try:
+        data = raw(self) / raw(other)
+    except ValueError:
+        raise broadcast_error(self, other) from None
+    return _binary(DivBackward0, self, other, data, _save_div)
 
 
 def rdiv(self, other):
@@ -266,7 +294,11 @@ def pow(self, exponent):
         if has_tangent(self):
             propagate_tangent(out, lambda t: PowBackward0.jvp(self, exponent, out, t), self)
         return out
-    return _binary(PowBackward1, self, exponent, raw(self) ** raw(exponent), _save_pow)
+    try:
+        data = raw(self) ** raw(exponent)
+    except ValueError:
+        raise broadcast_error(self, exponent) from None
+    return _binary(PowBackward1, self, exponent, data, _save_pow)
 
 
 def _save_pow(base, exponent, out):
@@ -523,7 +555,10 @@ def _compare(op):
     def compare(self, other):
         if not _check_operand(other):
             return NotImplemented
-        return Tensor._wrap(op(raw(self), raw(other)))
+        try:
+            return Tensor._wrap(op(raw(self), raw(other)))
+        except ValueError:
+            raise broadcast_error(self, other) from None
 
     return compare
 

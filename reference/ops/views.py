@@ -94,6 +94,8 @@ def _shape_arg(shape):
 
 
 def _infer(shape, numel):
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
     if -1 in shape:
         known = 1
         for s in shape:
