@@ -7,7 +7,9 @@ starts passing fails the run, so the file cannot rot.
 Format (``adapters/expectations/<adapter>.toml``; no file means no expectations)::
 
     ["identity.grad-stable-id"]          # a rule id from the catalogue (quoted or dotted)
-    outcome = "DIVERGES"                 # DIVERGES | UNSUPPORTED | ERROR | CRASH | TIMEOUT | LEAK
+    outcome = "DIVERGES"                 # DIVERGES | UNSUPPORTED | ERROR | CRASH | TIMEOUT | LEAK,
+                                         # or a list for a flaky framework: the usual outcome
+                                         # first, then others seen in some runs (["TIMEOUT", "PASS"])
     reason = "id(a.grad) changes between reads"      # required
     category = "identity"                # optional, free text for grouping
     upstream = "https://github.com/..."  # optional
@@ -26,7 +28,7 @@ import fnmatch
 from pathlib import Path
 from typing import Any, Iterable
 
-from conformance.outcomes import EXPECTABLE, Outcome
+from conformance.outcomes import EXPECTABLE, HELD, Outcome
 from conformance.tomlfile import FileError, read_toml
 
 FIELDS = {"outcome", "reason", "category", "upstream", "versions", "tests"}
@@ -46,6 +48,7 @@ class Expectation:
     upstream: str = ""
     versions: tuple[str, ...] = ()
     tests: tuple[str, ...] = ()
+    flaky: tuple[Outcome, ...] = ()  # other outcomes accepted in some runs
 
     def applies_to(self, version: str) -> bool:
         return not self.versions or any(fnmatch.fnmatchcase(version, v) for v in self.versions)
@@ -59,7 +62,8 @@ class Expectation:
         return f"{self.file} [{self.rule}]"
 
     def as_json(self) -> dict[str, Any]:
-        return {"outcome": str(self.outcome), "reason": self.reason, "category": self.category,
+        return {"outcome": str(self.outcome), "flaky": [str(o) for o in self.flaky],
+                "reason": self.reason, "category": self.category,
                 "upstream": self.upstream, "versions": list(self.versions),
                 "tests": list(self.tests), "file": str(self.file)}
 
@@ -134,6 +138,13 @@ def _parse(path: Path, rule_id: str, table: Any) -> Expectation:
                                 f"allowed: {', '.join(sorted(FIELDS))}{_at(path, rule_id, unknown[0])}")
     outcome = table.get("outcome")
     allowed = ", ".join(o.value for o in EXPECTABLE)
+    flaky: list = []
+    if isinstance(outcome, list) and outcome:
+        outcome, flaky = outcome[0], outcome[1:]
+        if not all(o in {x.value for x in (*EXPECTABLE, *HELD)} for o in flaky):
+            raise ExpectationsError(f"{where}: key 'outcome': the further outcomes of a flaky entry "
+                                    f"must each be one of {allowed}, PASS, OBSERVED"
+                                    f"{_at(path, rule_id, 'outcome')}")
     if outcome not in {o.value for o in EXPECTABLE}:
         raise ExpectationsError(f"{where}: key 'outcome' = {outcome!r} must be one of {allowed}"
                                 f"{_at(path, rule_id, 'outcome')}")
@@ -154,7 +165,8 @@ def _parse(path: Path, rule_id: str, table: Any) -> Expectation:
                                 f"such as [\"test_grad_*\"]")
     return Expectation(rule=rule_id, outcome=Outcome(outcome), reason=reason, file=path,
                        category=table.get("category", ""), upstream=table.get("upstream", ""),
-                       versions=tuple(versions), tests=tuple(tests))
+                       versions=tuple(versions), tests=tuple(tests),
+                       flaky=tuple(Outcome(o) for o in flaky))
 
 
 def load_expectations(path: Path | None, rule_ids: Iterable[str], version: str

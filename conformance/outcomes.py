@@ -110,8 +110,19 @@ class Verdict:
         return self.status == "failed"
 
 
-def judge(actual: Outcome, expected: Outcome | None, where: str = "") -> Verdict:
-    """Compare the framework's outcome with the expected one (None: the rule should hold)."""
+def judge(actual: Outcome, expected: Outcome | None, where: str = "",
+          flaky: tuple[Outcome, ...] = ()) -> Verdict:
+    """Compare the framework's outcome with the expected one (None: the rule should hold).
+
+    ``flaky``: further outcomes the expectation accepts, for a framework that does not
+    behave the same in every run (a deadlock that happens in some runs only). A held rule
+    listed there passes with a note instead of being a strict XPASS.
+    """
+    if expected is not None and actual != expected and actual in flaky:
+        note = f"flaky: {actual} this time, {expected} in other runs ({where})"
+        if actual in HELD:
+            return Verdict(actual, actual, "passed", note)
+        return Verdict(Outcome.XFAIL, actual, "xfailed", note)
     if expected is None:
         if actual in HELD:
             return Verdict(actual, actual, "passed")

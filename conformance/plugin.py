@@ -289,7 +289,8 @@ def pytest_runtest_makereport(item, call):
             actual, message = Outcome.LEAK, leak.message()
         expectation = h.expectations.get(rule.id, item.name)
         verdict = judge(actual, expectation.outcome if expectation else None,
-                        expectation.where() if expectation else "")
+                        expectation.where() if expectation else "",
+                        expectation.flaky if expectation else ())
         _apply(report, verdict, message, item, rule, expectation)
         info.update(outcome=str(verdict.outcome), actual=str(actual),
                     message=verdict.note + ("\n" if verdict.note and message else "") + message,
@@ -350,7 +351,8 @@ class Controller:
         timed_out = h.watchdog.crash_outcome(crashitem) if h.watchdog else None
         actual = Outcome.TIMEOUT if timed_out else Outcome.CRASH
         verdict = judge(actual, expectation.outcome if expectation else None,
-                        expectation.where() if expectation else "")
+                        expectation.where() if expectation else "",
+                        expectation.flaky if expectation else ())
         message = timed_out or str(report.longrepr)
         if timed_out:
             report.longrepr = timed_out

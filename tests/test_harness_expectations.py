@@ -75,6 +75,23 @@ def test_parametrized_test_names_match_exactly(tmp_path):
     assert exps.get("hooks.fire-once", "test_grads[default]") is None
 
 
+def test_flaky_entry_accepts_its_further_outcomes(tmp_path):
+    text = '["hooks.fire-once"]\noutcome = ["TIMEOUT", "PASS"]\nreason = "deadlocks in some runs"\n'
+    exp = load(tmp_path, text)["hooks.fire-once"]
+    assert (exp.outcome, exp.flaky) == (Outcome.TIMEOUT, (Outcome.PASS,))
+    with pytest.raises(ExpectationsError, match="flaky entry"):
+        load(tmp_path, '["hooks.fire-once"]\noutcome = ["TIMEOUT", "MAYBE"]\nreason = "r"\n')
+
+
+def test_flaky_verdicts():
+    from conformance.outcomes import judge
+
+    assert judge(Outcome.PASS, Outcome.TIMEOUT, "w", (Outcome.PASS,)).status == "passed"
+    assert judge(Outcome.TIMEOUT, Outcome.TIMEOUT, "w", (Outcome.PASS,)).status == "xfailed"
+    assert judge(Outcome.CRASH, Outcome.TIMEOUT, "w", (Outcome.PASS,)).status == "failed"
+    assert judge(Outcome.PASS, Outcome.TIMEOUT, "w").status == "failed"  # strict without flaky
+
+
 def test_missing_file_means_no_expectations(tmp_path):
     assert load_expectations(tmp_path / "none.toml", RULES, "1") == {}
 

@@ -63,6 +63,7 @@ def report(tmp_path_factory):
             continue
         xdist = ["-n", "1"] if framework == "oneflow" else []
         proc = subprocess.run([python, "-m", "pytest", f"--adapter={framework}", *xdist, "-q",
+                               "--conformance-timeout=60",
                         "-p", "no:cacheprovider", "conformance/suites",
                         f"--results={results / (label + '.jsonl')}"],
                        cwd=ROOT, capture_output=True, text=True, timeout=1200)

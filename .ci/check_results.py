@@ -1,0 +1,49 @@
+"""After `nox -s report`: every framework's conformance run must have ended cleanly.
+
+reference and torch must have run and passed against their expectations (exit status 0).
+A OneFlow version must too, unless it could not be installed on this machine (the report
+shows that column as "not installed"; here it is a warning, since CI's budget and network
+decide it, not the suites).
+"""
+import json
+import sys
+from pathlib import Path
+
+RESULTS = Path("reports/results")
+REQUIRED = ["reference", "torch"]
+OPTIONAL = ["oneflow-0.9.0", "oneflow-0.8.0"]
+
+
+def end_line(label):
+    path = RESULTS / f"{label}.jsonl"
+    if not path.is_file():
+        return None
+    lines = path.read_text(encoding="utf-8").strip().splitlines()
+    last = json.loads(lines[-1]) if lines else {}
+    return last if last.get("type") == "end" else None
+
+
+def main() -> int:
+    failed = []
+    for label in REQUIRED + OPTIONAL:
+        end = end_line(label)
+        status_file = RESULTS / f"{label}.status.json"
+        if end is None and label in OPTIONAL and status_file.is_file():
+            status = json.loads(status_file.read_text())
+            if status.get("status") == "not-installed":
+                print(f"WARNING {label}: not installed here: {status.get('detail', '')[:300]}")
+                continue
+        if end is None:
+            failed.append(f"{label}: no complete results in {RESULTS}/{label}.jsonl")
+        elif end.get("exitstatus") != 0:
+            failed.append(f"{label}: the run ended with exit status {end.get('exitstatus')} "
+                          f"(counts {end.get('counts')}): an outcome differs from the expectations")
+        else:
+            print(f"ok {label}: {end.get('counts')}")
+    for line in failed:
+        print(f"FAILED {line}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
