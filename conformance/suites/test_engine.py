@@ -269,6 +269,31 @@ def test_graph_without_saved_tensors_backprops_twice(adapter, fw, device):
     close(adapter, b.grad, [2.0, 2.0, 2.0])
 
 
+@rule("engine.unsaved-graph-reusable")
+def test_reduction_graph_backprops_twice(adapter, fw, device):
+    b = fw.ones(3, requires_grad=True, device=device)
+    s = b.sum()
+    with diverges_if_raises(Exception, what="second backward through b.sum(), which saved nothing"):
+        s.backward()
+        s.backward()
+    close(adapter, b.grad, [2.0, 2.0, 2.0])
+    s2 = b.sum()
+    with diverges_if_raises(Exception, what="second autograd.grad through b.sum(), which saved nothing"):
+        (g1,) = fw.autograd.grad(s2, b)
+        (g2,) = fw.autograd.grad(s2, b)
+    close(adapter, g2, [1.0, 1.0, 1.0])
+
+
+@rule("engine.backward-keeps-leaves-leaves")
+def test_leaf_is_still_a_leaf_after_backward(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    (x * 2).sum().backward()
+    x.sum().backward()
+    assert x.grad_fn is None, f"after backward the leaf has grad_fn {x.grad_fn!r}"
+    assert x.is_leaf, "after backward the leaf reports is_leaf False"
+    assert x.requires_grad, "after backward the leaf no longer requires grad"
+
+
 @rule("engine.retain-graph-keeps-saved")
 def test_retain_graph_allows_repeat(adapter, fw, device):
     x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
