@@ -117,6 +117,8 @@ def r_unary(draw, m):
     op = draw(st.sampled_from(sorted(P.UNARY)))
     no_grad = draw(st.integers(0, 5)) == 0
     res = _result(m, m.slots[src].shape, [src], no_grad or op == "detach")
+    if op == "detach":  # shares the array: a gradient's aliasing carries over (see r_grad)
+        res = replace(res, aliased=m.slots[src].aliased)
     return P.Unary(_with_self(m, m.add(res)), src, op, no_grad)
 
 
@@ -162,7 +164,7 @@ def r_view(draw, m):
     op = draw(st.sampled_from(ops))
     new_shape = {"flat": (max(1, Slot_numel(shape)),), "unsqueeze": (1,) + shape,
                  "index": shape[1:], "t": shape[::-1]}[op]
-    res = replace(_result(m, new_shape, [src]), view=True)
+    res = replace(_result(m, new_shape, [src]), view=True, aliased=m.slots[src].aliased)
     m.slots[src] = replace(m.slots[src], had_view=True)
     return P.View(_with_self(m, m.add(res)), src, op)
 
@@ -227,9 +229,9 @@ def r_retain_grad(draw, m):
 def r_function(draw, m):
     src = _pick(draw, m.slots)
     save = draw(st.sampled_from(["input", "output"]))
-    # A ctx of a Function whose inputs need no grad: torch keeps no saved tensors on it
-    # (saved_tensors is empty), the reference keeps them; left out (see the report).
-    stash = m.slots[src].rg and draw(st.booleans())
+    # (a ctx of a Function whose inputs need no grad keeps no saved tensors, in torch and
+    # in the reference alike: saved_tensors is empty)
+    stash = draw(st.booleans())
     fid = m.new("f")
     if stash:
         m.stashed.append((len(m.stashed), fid))
@@ -261,8 +263,8 @@ def r_grad(draw, m):
     # aliased: no in-place op and no make_dual on a result of autograd.grad. The gradient of
     # a broadcast (x.sum()) is a stride-0 expanded tensor in torch (make_dual refuses it:
     # "more than one element of the written-to tensor refers to a single memory location")
-    # and a read-only stride-0 array in the reference (zero_() raises ValueError where
-    # torch succeeds: an engine bug, see docs/differential.md).
+    # while the reference returns a writable array of its own, so the two would differ on
+    # make_dual for a reason no rule is about.
     res = Slot(shape, create, not create, aliased=True,
                deps=(m.slots[root].deps if create else frozenset()))
     return P.Grad(m.add(res), root, inp, retain, create)
@@ -330,9 +332,9 @@ def r_exit(draw, m):
 
 
 def _dual_sources(m):
-    # torch refuses make_dual of a tensor that already has a tangent at the level; the
-    # reference accepts it (an engine bug, see docs/differential.md): left out.
-    return m.where(lambda s: not s.tan and not s.aliased)
+    # a tensor that already has a tangent at the level is a source too: torch and the
+    # reference both refuse make_dual of it (the same error category)
+    return m.where(lambda s: not s.aliased)
 
 
 def r_make_dual(draw, m):

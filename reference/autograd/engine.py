@@ -4,8 +4,9 @@ One call is one *graph task*:
   1. discover the nodes reachable from the roots (iteratively: graphs may be 100,000
      nodes deep) and, when ``inputs`` are given, keep only the nodes that lead to them;
   2. count, per node, the edges that will deliver a gradient to it;
-  3. run ready nodes from a heap keyed by creation order, newest first (a node is ready
-     once every edge into it has delivered), each exactly once with its gradients summed.
+  3. run ready nodes from a heap keyed by creation order, newest first (a leaf's
+     accumulator as soon as it is ready; ties in the order nodes became ready; a node is
+     ready once every edge into it has delivered), each exactly once, gradients summed.
 Running a node: tensor hooks per output (then retain_grad), node pre-hooks, ``apply``,
 node post-hooks; then its saved tensors are released unless ``retain_graph``.
 
@@ -16,6 +17,7 @@ they travel as tensors and the formulas record a graph of their own.
 from __future__ import annotations
 
 import heapq
+import itertools
 
 from reference import grad_mode
 from reference.autograd.graph import AccumulateGrad
@@ -41,13 +43,14 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
 
     buffers: dict = {}
     ready: list = []
+    order = itertools.count()  # ties run in the order they became ready
     push, pop = heapq.heappush, heapq.heappop
     for (node, nr), grad in zip(root_edges, root_grads):
         _deliver(buffers, node, nr, grad)
         remaining = dependencies[node] - 1
         dependencies[node] = remaining
         if remaining == 0:
-            push(ready, (-node._seq, id(node), node))
+            push(ready, (_priority(node), next(order), node))
 
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
@@ -85,7 +88,17 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
                 remaining -= 1
                 dependencies[child] = remaining
                 if remaining == 0:
-                    push(ready, (-child._seq, id(child), child))
+                    push(ready, (_priority(child), next(order), child))
+
+
+def _priority(node) -> float:
+    """Heap key: newest node first; a leaf's AccumulateGrad as soon as it is ready (as in
+    PyTorch, whose accumulators carry the largest sequence number), so gradients land and
+    their buffers are freed early."""
+    return _ACCUMULATE_FIRST if type(node) is AccumulateGrad else -node._seq
+
+
+_ACCUMULATE_FIRST = float("-inf")
 
 
 def _plan(root_edges, captures, targets):

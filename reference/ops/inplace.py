@@ -8,6 +8,7 @@ every node that saved b will refuse to unpack it (version mismatch).
 from __future__ import annotations
 
 from reference import grad_mode
+from reference.array_backend import namespace_of
 from reference.autograd import forward_ad
 from reference.autograd.graph import Node
 from reference.ops.pointwise import _Binary
@@ -32,6 +33,27 @@ def check_inplace(tensor: Tensor) -> None:
     base = tensor._base
     if base is not None and base._node is None and base._requires_grad:
         raise RuntimeError(VIEW_OF_LEAF_INPLACE)
+
+
+def _check_overlap(tensor: Tensor, other) -> None:
+    """PyTorch refuses an in-place op whose input partly overlaps what it writes (the
+    result would depend on the order elements are written); the very same array is fine."""
+    if not isinstance(other, Tensor) or other._data is tensor._data:
+        return
+    a, b = tensor._data, other._data
+    if not namespace_of(a).may_share_memory(a, b):
+        return
+    if a.shape == b.shape and a.strides == b.strides and _address(a) == _address(b):
+        return
+    raise RuntimeError(
+        "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+        "single memory location. Please clone() the tensor before performing the operation."
+    )
+
+
+def _address(array) -> int:
+    interface = getattr(array, "__array_interface__", None)
+    return interface["data"][0] if interface is not None else array.data.ptr
 
 
 def bump_version(tensor: Tensor) -> None:
@@ -99,8 +121,21 @@ class DivBackward1(_Binary):
         )
 
 
-class FillBackward0(Node):
-    """zero_ / fill_: the old values no longer matter."""
+class FillBackward2(Node):
+    """fill_(number): the old values no longer matter; the only input is self."""
+
+    __slots__ = ("_shapes",)
+
+    def apply(self, ops, grads):
+        return (grads[0] * 0,)
+
+
+class ZeroBackward0(FillBackward2):
+    __slots__ = ()
+
+
+class FillBackward3(Node):
+    """fill_(0-d tensor): the value receives the sum of the gradient."""
 
     __slots__ = ("_shapes",)
 
@@ -152,12 +187,13 @@ def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=N
     mutated, so it sees the old values (``x *= x`` differentiates as ``x * x``).
     """
     check_inplace(self)
+    _check_overlap(self, other)
     record = needs_grad(self, other)
     node = None
     if record:
         if self._base is not None:
             raise RuntimeError(VIEW_INPLACE_UNSUPPORTED)
-        node = node_cls(edges(self, other))
+        node = node_cls(edges(self) if other is None else edges(self, other))
         node._shapes = (shape_of(self), shape_of(other))
         if configure is not None:
             configure(node)
@@ -273,7 +309,7 @@ def div_(self, other):
                           lambda t: t.div_(other), lambda t_other: -(self * t_other) / (other * other))
 
 
-def fill_(self, value):
+def fill_(self, value, node_cls=FillBackward2):
     raw_value = raw(value)
 
     def mutate(data):
@@ -286,11 +322,13 @@ def fill_(self, value):
             return _fresh_tangent(self, t_value)
         return t_self.fill_(t_value)
 
-    return _apply_inplace(self, value, FillBackward0, mutate, tangent_rule=tangent_rule)
+    if isinstance(value, Tensor):
+        return _apply_inplace(self, value, FillBackward3, mutate, tangent_rule=tangent_rule)
+    return _apply_inplace(self, None, node_cls, mutate, tangent_rule=tangent_rule)
 
 
 def zero_(self):
-    return fill_(self, 0)
+    return fill_(self, 0, ZeroBackward0)
 
 
 def copy_(self, src, non_blocking=False):
