@@ -74,11 +74,8 @@ def numpy_chain(x):
     return total, g
 
 
-def reference_chain(x_array):
-    import reference as R
-
-    x = R.from_numpy(x_array).requires_grad_()
-    y = x
+def apply_chain(y):
+    """The N_OPS-op chain, on a tensor of any framework with torch's names."""
     for i in range(N_OPS):
         op = PATTERN[i % 5]
         if op == "mul":
@@ -91,8 +88,14 @@ def reference_chain(x_array):
             y = y.exp()
         else:
             y = y.log()
-    total = y.sum()
-    del y
+    return y
+
+
+def reference_chain(x_array):
+    import reference as R
+
+    x = R.from_numpy(x_array).requires_grad_()
+    total = apply_chain(x).sum()  # no other reference to the chain: freed as backward runs
     total.backward()
     return total, x.grad
 
@@ -101,21 +104,7 @@ def torch_chain(x_array):
     import torch
 
     x = torch.from_numpy(x_array).requires_grad_()
-    y = x
-    for i in range(N_OPS):
-        op = PATTERN[i % 5]
-        if op == "mul":
-            y = y * 1.0001
-        elif op == "add":
-            y = y + 0.0001
-        elif op == "tanh":
-            y = y.tanh()
-        elif op == "exp":
-            y = y.exp()
-        else:
-            y = y.log()
-    total = y.sum()
-    del y
+    total = apply_chain(x).sum()
     total.backward()
     return total, x.grad
 

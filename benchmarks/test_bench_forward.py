@@ -20,7 +20,7 @@ import math
 import numpy as np
 import pytest
 
-from bench_chain import N_OPS, PATTERN, SIZES, TARGETS, initial_values
+from bench_chain import N_OPS, PATTERN, SIZES, TARGETS, apply_chain, initial_values
 
 ENGINES = ["numpy", "reference", "torch"]
 # few rounds at 1e6: one round is ~1000 ops, each a few passes over 8 MB arrays
@@ -65,19 +65,7 @@ def reference_forward(x, v):
     import reference.autograd.forward_ad as fwAD
 
     with fwAD.dual_level():
-        y = fwAD.make_dual(R.from_numpy(x), R.from_numpy(v))
-        for i in range(N_OPS):
-            op = PATTERN[i % 5]
-            if op == "mul":
-                y = y * 1.0001
-            elif op == "add":
-                y = y + 0.0001
-            elif op == "tanh":
-                y = y.tanh()
-            elif op == "exp":
-                y = y.exp()
-            else:
-                y = y.log()
+        y = apply_chain(fwAD.make_dual(R.from_numpy(x), R.from_numpy(v)))
         primal, tangent = fwAD.unpack_dual(y)
     return primal, tangent
 
@@ -87,19 +75,7 @@ def torch_forward(x, v):
     import torch.autograd.forward_ad as fwAD
 
     with fwAD.dual_level():
-        y = fwAD.make_dual(torch.from_numpy(x), torch.from_numpy(v))
-        for i in range(N_OPS):
-            op = PATTERN[i % 5]
-            if op == "mul":
-                y = y * 1.0001
-            elif op == "add":
-                y = y + 0.0001
-            elif op == "tanh":
-                y = y.tanh()
-            elif op == "exp":
-                y = y.exp()
-            else:
-                y = y.log()
+        y = apply_chain(fwAD.make_dual(torch.from_numpy(x), torch.from_numpy(v)))
         primal, tangent = fwAD.unpack_dual(y)
     return primal, tangent
 
