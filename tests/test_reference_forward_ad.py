@@ -19,6 +19,7 @@ from hypothesis.extra import numpy as hnp
 import reference as R
 import reference.autograd.forward_ad as fwAD
 from reference.autograd.forward_ad import _registry
+from array_strategies import away_from_zero, broadcast_pair, nonempty_shapes, one_array, small_shapes, values
 from reference_helpers import SETTINGS, arr, error_of, gc_disabled, leaf, numeric_grads, weight_like
 
 NESTED = "Nested forward mode AD is not supported at the moment"
@@ -81,30 +82,6 @@ def check_jvp(fn, *arrays, rtol=1e-5, atol=1e-6):
 
 
 # -- strategies ----------------------------------------------------------------------
-small_shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=3)
-nonempty_shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=3)
-
-
-def values(shape, low=-2.0, high=2.0):
-    return hnp.arrays(np.float64, shape, elements=st.floats(low, high, allow_nan=False, width=64))
-
-
-def away_from_zero(a, margin=0.2):
-    return np.where(a >= 0, a + margin, a - margin)
-
-
-@st.composite
-def one_array(draw, shapes=small_shapes, low=-2.0, high=2.0):
-    return draw(values(draw(shapes), low, high))
-
-
-@st.composite
-def broadcast_pair(draw, low=-2.0, high=2.0):
-    shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3))
-    a, b = shapes.input_shapes
-    return draw(values(a, low, high)), draw(values(b, low, high))
-
-
 @st.composite
 def target_and_operand(draw, low=-2.0, high=2.0):
     """A target of some shape and an operand that broadcasts to it (for in-place ops)."""

@@ -12,32 +12,10 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import reference as R
+from array_strategies import away_from_zero, broadcast_pair, nonempty_shapes, one_array, values
 from reference_helpers import FEW, SETTINGS, arr, check_double_backward, check_gradients, leaf
 
 # -- strategies ----------------------------------------------------------------------
-small_shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=3)
-nonempty_shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=3)
-
-
-def values(shape, low=-2.0, high=2.0):
-    return hnp.arrays(np.float64, shape, elements=st.floats(low, high, allow_nan=False, width=64))
-
-
-def away_from_zero(a, margin=0.2):
-    """Values at least ``margin`` from 0 (for kinks and poles: abs, relu, division)."""
-    return np.where(a >= 0, a + margin, a - margin)
-
-
-@st.composite
-def one_array(draw, shapes=small_shapes, low=-2.0, high=2.0):
-    return draw(values(draw(shapes), low, high))
-
-
-@st.composite
-def broadcast_pair(draw, low=-2.0, high=2.0):
-    shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3))
-    a, b = shapes.input_shapes
-    return draw(values(a, low, high)), draw(values(b, low, high))
 
 
 # -- binary arithmetic, with broadcasting ------------------------------------------------
