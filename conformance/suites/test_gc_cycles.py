@@ -9,7 +9,6 @@ no local reference behind.
 """
 from __future__ import annotations
 
-import contextlib
 import gc
 import re
 import subprocess
@@ -20,7 +19,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conformance.api import Diverges, Unsupported, diverges_if_raises, rule
+from conformance.api import Diverges, Unsupported, diverges_if_raises, raises, rule
 from conformance.liveness import (
     assert_alive, assert_freed, collect, gc_disabled, sentinel_attr, sentinel_in_metadata,
     tensor_probe, weak,
@@ -28,22 +27,6 @@ from conformance.liveness import (
 
 FREED_MSG = "Trying to backward through the graph a second time"
 
-
-@contextlib.contextmanager
-def raises(exc_types, match=None, what="the operation"):
-    """The block must raise ``exc_types`` with a message matching ``match``; else DIVERGES."""
-    try:
-        yield
-    except (Unsupported, Diverges):
-        raise
-    except Exception as exc:
-        if not isinstance(exc, exc_types):
-            raise Diverges(f"{what} raised {type(exc).__name__}: {exc}") from exc
-        if match is not None and not re.search(match, str(exc)):
-            raise Diverges(f"{what} raised {type(exc).__name__} with message {str(exc)!r}, "
-                           f"expected to match {match!r}") from exc
-    else:
-        raise Diverges(f"{what} raised nothing")
 
 
 def watch(t, what, allow_hook=True):

@@ -6,35 +6,18 @@ lack entirely (``ctx.mark_dirty``, ``once_differentiable``, ``setup_context``) a
 """
 from __future__ import annotations
 
-import contextlib
 import re
 import warnings
 
 import numpy as np
 import pytest
 
-from conformance.api import Diverges, Unsupported, diverges_if_raises, rule
+from conformance.api import Unsupported, diverges_if_raises, raises, rule
 
 FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved "
              "tensors after they have already been freed).")
 LEGACY_MSG = "Legacy autograd function with non-static forward method is deprecated"
 
-
-@contextlib.contextmanager
-def raises(exc_types, match=None, what="the operation"):
-    """The block must raise ``exc_types`` with a message matching ``match``; else DIVERGES."""
-    try:
-        yield
-    except (Unsupported, Diverges):
-        raise
-    except Exception as exc:
-        if not isinstance(exc, exc_types):
-            raise Diverges(f"{what} raised {type(exc).__name__}: {exc}") from exc
-        if match is not None and not re.search(match, str(exc)):
-            raise Diverges(f"{what} raised {type(exc).__name__} with message {str(exc)!r}, "
-                           f"expected to match {match!r}") from exc
-    else:
-        raise Diverges(f"{what} raised nothing")
 
 
 def quietly(fn):
