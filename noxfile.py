@@ -188,20 +188,3 @@ def report(session: nox.Session) -> None:
         session.warn(f"{label}: {detail}")
     session.install("-e", ".[report]")
     session.run("python", "-m", "conformance.report")
-
-
-# -- differential testing (docs/differential.md) ---------------------------------------------
-@nox.session(python=PYTHON)
-def explore(session: nox.Session) -> None:
-    """Long random differential search against the reference; findings go to
-    reports/results/explore-<adapter>.jsonl.
-
-    nox -s explore -- --adapter torch --examples 5000
-    nox -s explore -- --adapter oneflow --python /opt/of09/bin/python --examples 2000
-    (any option of `python -m conformance.differential --help`; default 2000 examples)
-    """
-    session.install("-e", ".[test,torch]")
-    args = list(session.posargs)
-    if "--examples" not in args:
-        args += ["--examples", "2000"]
-    session.run("python", "-m", "conformance.differential", *args, success_codes=[0, 1])
