@@ -11,7 +11,7 @@ from reference import grad_mode
 from reference.array_backend import namespace_of
 from reference.autograd import forward_ad
 from reference.autograd.graph import Node
-from reference.ops.pointwise import _Binary
+from reference.ops.pointwise import AddBackward0, DivBackward0, MulBackward0
 from reference.ops.recording import attach, edges, has_tangent, needs_grad, raw, save_input, shape_of
 from reference.tensor import Tensor
 
@@ -73,52 +73,25 @@ def rebase_history(tensor: Tensor, node) -> None:
     attach(tensor, node)
 
 
-class AddBackward1(_Binary):
+# In-place arithmetic differentiates as its out-of-place twin (self has the output's shape,
+# so undoing broadcasting leaves its gradient as is); only what is saved differs: ``self``
+# is a snapshot of the old values, taken when ``other`` needs a gradient.
+class AddBackward1(AddBackward0):
     """self += alpha * other"""
 
-    __slots__ = ("_alpha",)
-
-    def apply(self, ops, grads):
-        g = grads[0]
-        (a_node, _), (b_node, _) = self._next_functions
-        sa, sb = self._shapes
-        return (
-            g if a_node is not None else None,
-            ops.sum_to(g * self._alpha, sb) if b_node is not None else None,
-        )
+    __slots__ = ()
 
 
-class MulBackward1(_Binary):
-    """self *= other (saves other, and a copy of the old self if other needs a gradient)"""
+class MulBackward1(MulBackward0):
+    """self *= other"""
 
     __slots__ = ()
-    saved_names = ("self", "other")
-
-    def apply(self, ops, grads):
-        g = grads[0]
-        (a_node, _), (b_node, _) = self._next_functions
-        sa, sb = self._shapes
-        as_tensor = ops.differentiable
-        return (
-            g * self._unpack(1, as_tensor) if a_node is not None else None,
-            ops.sum_to(g * self._unpack(0, as_tensor), sb) if b_node is not None else None,
-        )
 
 
-class DivBackward1(_Binary):
+class DivBackward1(DivBackward0):
+    """self /= other"""
+
     __slots__ = ()
-    saved_names = ("self", "other")
-
-    def apply(self, ops, grads):
-        g = grads[0]
-        (a_node, _), (b_node, _) = self._next_functions
-        sa, sb = self._shapes
-        as_tensor = ops.differentiable
-        other = self._unpack(1, as_tensor)
-        return (
-            g / other if a_node is not None else None,
-            ops.sum_to(-g * self._unpack(0, as_tensor) / (other * other), sb) if b_node is not None else None,
-        )
 
 
 class FillBackward2(Node):
