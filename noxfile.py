@@ -23,7 +23,7 @@ def stress(session: nox.Session) -> None:
     import glob
 
     session.install("-e", ".[test,torch]")
-    session.run("pytest", "-p", "no:cacheprovider", "tests/test_reliability_threads.py",
+    session.run("pytest", "-p", "no:cacheprovider", "tests/harness/test_threads.py",
                 env={"AUTOGRAD_CONFORMANCE_STRESS_ROUNDS": "2000"})
     for _ in range(20):  # the suites' thread rules, again and again
         session.run("pytest", "-p", "no:cacheprovider", "-q", "--adapter=reference",
@@ -31,7 +31,7 @@ def stress(session: nox.Session) -> None:
     session.run("pytest", "-p", "no:cacheprovider", "--adapter=reference", "--leak-check",
                 "conformance/suites")
     session.run("pytest", "-p", "no:cacheprovider", "--leak-check",
-                *sorted(glob.glob("tests/test_reference_*.py")), *session.posargs)
+                *sorted(glob.glob("tests/reference/test_*.py")), *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -24,7 +24,7 @@ import pytest
 
 from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
 from conformance import hookspecs, isolation, leakcheck, options, summary, timeout, traceability
-from conformance.catalogue import Catalogue, load_catalogue
+from conformance.rules import Catalogue, load_catalogue
 from conformance.expectations import ExpectationSet, load_expectations
 from conformance.outcomes import HELD, Outcome, Verdict, classify, first_lines, judge
 from conformance.results import PROPERTY, ResultsFile, Tally, TestRecords

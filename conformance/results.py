@@ -31,7 +31,7 @@ def phase_info(report) -> dict | None:
 
 
 def chain_of(report) -> dict | None:
-    """A leak's keep-alive chain attached to a phase report (conformance.report.chains)."""
+    """A leak's keep-alive chain attached to a phase report (conformance.leakchains)."""
     for entry in getattr(report, "user_properties", ()):
         if len(entry) == 2 and entry[0] == "conformance-chain":
             return entry[1]

@@ -10,7 +10,7 @@ import inspect
 from pathlib import Path
 from typing import Iterable
 
-from conformance.catalogue import Catalogue
+from conformance.rules import Catalogue
 
 
 def suite_of_module(path: Path) -> str | None:

@@ -1,4 +1,4 @@
-"""Bugs planted in a copy of the reference, to test the tester (tests/test_differential.py).
+"""Bugs planted in a copy of the reference, to test the tester (tests/differential/test_search.py).
 
 The copy is the reference imported in a worker subprocess (``--plant module:function`` of
 ``worker.py``, ``SubprocessTarget(plant=...)``): the function below runs there after the

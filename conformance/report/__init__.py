@@ -2,7 +2,7 @@
 with the rule-by-framework matrix, leak-chain pictures and standalone reproduction scripts.
 
 Modules: :mod:`schema` (results.json), :mod:`aggregate` (cells and counts), :mod:`junit`,
-:mod:`html` (+ ``templates/index.html.j2``), :mod:`svg` (keep-alive chains), :mod:`repro`
-(scripts), :mod:`chains` (pytest plugin recording leak chains), :mod:`build` (the command line:
-``python -m conformance.report``).
+:mod:`html` (+ ``templates/index.html.j2``), :mod:`svg` (keep-alive chains), :mod:`build` (the
+command line: ``python -m conformance.report``). The scripts in each cell come from
+:mod:`conformance.repro`; leak chains are recorded at run time by :mod:`conformance.leakchains`.
 """

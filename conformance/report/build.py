@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from conformance.catalogue import load_catalogue
+from conformance.rules import load_catalogue
 from conformance.report import html, junit, schema
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,8 @@ from typing import Any
 
 import jinja2
 
-from conformance.report import aggregate, repro, schema
+from conformance.report import aggregate, schema
+from conformance.repro import derive as repro
 from conformance.report.svg import chain_svg
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -32,7 +33,7 @@ class _Rule:
 
 def scripts_for(data: dict[str, Any]) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
     """adapter -> rule id -> standalone script; rule id -> why it has none."""
-    from conformance.catalogue import Rule
+    from conformance.rules import Rule
 
     scripts: dict[str, dict[str, str]] = {}
     errors: dict[str, str] = {}

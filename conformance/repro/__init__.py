@@ -1,9 +1,10 @@
-"""Hand-written reproduction scripts, one file per rule id (``<rule id>.py``).
+"""Standalone reproduction scripts: one per (rule, framework), for the report's cells.
 
-Most scripts are derived from the suite tests by :mod:`conformance.report.repro`; a file here
-replaces the derived script for its rule, where the derived one would not be standalone (a test
-that starts a helper interpreter with harness code) or where an upstream issue needs a script
-that shows the behaviour itself (the alternating ``id(a.grad)`` values).
+Modules: :mod:`derive` (a script from a rule's suite test), :mod:`run` (runs scripts and reads
+their ``RESULT:`` line). ``templates/<rule id>.py`` are hand-written scripts that replace the
+derived one for their rule, where the derived one would not be standalone (a test that starts a
+helper interpreter with harness code) or where an upstream issue needs a script that shows the
+behaviour itself (the alternating ``id(a.grad)`` values).
 
 A template is a plain Python script with three placeholders, replaced by plain text:
 ``{preamble}`` (the lines that import the framework as user code does: ``import torch``, or

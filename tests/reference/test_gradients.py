@@ -12,8 +12,8 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import reference as R
-from array_strategies import away_from_zero, broadcast_pair, nonempty_shapes, one_array, values
-from reference_helpers import FEW, SETTINGS, arr, check_double_backward, check_gradients, leaf
+from tests.reference.array_strategies import away_from_zero, broadcast_pair, nonempty_shapes, one_array, values
+from tests.reference.helpers import FEW, SETTINGS, arr, check_double_backward, check_gradients, leaf
 
 # -- strategies ----------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import pytest
 from adapters import base
 from conformance import options
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_unknown_adapter_lists_the_known_ones(conformance_project):

@@ -19,8 +19,8 @@ from hypothesis.extra import numpy as hnp
 import reference as R
 import reference.autograd.forward_ad as fwAD
 from reference.autograd.forward_ad import _registry
-from array_strategies import away_from_zero, broadcast_pair, nonempty_shapes, one_array, small_shapes, values
-from reference_helpers import SETTINGS, arr, error_of, gc_disabled, leaf, numeric_grads, weight_like
+from tests.reference.array_strategies import away_from_zero, broadcast_pair, nonempty_shapes, one_array, small_shapes, values
+from tests.reference.helpers import SETTINGS, arr, error_of, gc_disabled, leaf, numeric_grads, weight_like
 
 NESTED = "Nested forward mode AD is not supported at the moment"
 NO_LEVEL = (

@@ -18,7 +18,7 @@ import pytest
 import reference as R
 import reference.autograd.forward_ad as fwAD
 from reference.autograd.forward_ad import _registry
-from reference_helpers import arr
+from tests.reference.helpers import arr
 
 NESTED = "Nested forward mode AD is not supported at the moment"
 NO_LEVEL = (

@@ -14,7 +14,7 @@ import pytest
 
 import reference as R
 from reference.autograd import Function
-from reference_helpers import arr, caught_warnings, leaf
+from tests.reference.helpers import arr, caught_warnings, leaf
 
 
 class Tagged(R.Tensor):

@@ -12,7 +12,7 @@ import numpy as np
 
 import reference as R
 from reference.autograd import Function
-from reference_helpers import arr, leaf
+from tests.reference.helpers import arr, leaf
 
 
 def test_phases_on_a_node_tensor_hooks_prehooks_apply_posthooks():

@@ -12,7 +12,7 @@ import pytest
 
 import reference as R
 from reference.autograd import Function, once_differentiable
-from reference_helpers import FREED, INPLACE_HINT, arr, caught_warnings, error_of, leaf
+from tests.reference.helpers import FREED, INPLACE_HINT, arr, caught_warnings, error_of, leaf
 
 
 def version_error(what, now, expected):

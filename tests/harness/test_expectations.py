@@ -3,11 +3,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance.catalogue import load_catalogue
+from conformance.rules import load_catalogue
 from conformance.expectations import ExpectationsError, load_expectations
 from conformance.outcomes import Outcome
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RULES = {"identity.grad-stable-id", "hooks.fire-once"}
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 import reference as R
 from reference.autograd import Function, once_differentiable
-from reference_helpers import arr, leaf
+from tests.reference.helpers import arr, leaf
 
 
 class Square(Function):

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from conformance.catalogue import load_catalogue
-from conformance.report import aggregate, html, junit, repro, schema
+from conformance.rules import load_catalogue
+from conformance.report import aggregate, html, junit, schema
+from conformance.repro import derive as repro
 from conformance.report.build import build, collect_runs, status_path
 from conformance.report.svg import chain_svg
 from conformance.results import SCHEMA_VERSION
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = load_catalogue(ROOT / "conformance" / "catalogue")
 RULE = "identity.grad-stable-id"
 OTHER = "identity.grad-same-object"

@@ -19,9 +19,9 @@ import pytest
 
 from conformance.report import html
 from conformance.report.build import build
-from conformance.report.run_scripts import run_all
+from conformance.repro.run import run_all
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "reports" / "screenshots"
 CHROMIUM = os.environ.get("AUTOGRAD_CONFORMANCE_CHROMIUM", "/usr/bin/chromium")
 COLUMNS = {"reference": ("reference", None), "torch": ("torch", "2.13.0"),

@@ -17,7 +17,7 @@ import pytest
 
 import reference as R
 from reference.autograd import Function
-from reference_helpers import FREED, arr, gc_disabled, leaf
+from tests.reference.helpers import FREED, arr, gc_disabled, leaf
 
 
 def _array_ref(t):

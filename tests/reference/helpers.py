@@ -1,4 +1,4 @@
-"""Helpers shared by the reference engine's own tests (tests/test_reference_*.py).
+"""Helpers shared by the reference engine's own tests (tests/reference/test_*.py).
 
 Numbers are always compared through numpy: a tensor is turned into an array with
 ``arr(t)`` (detached first), and expected values are computed with numpy or with

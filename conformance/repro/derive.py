@@ -18,7 +18,7 @@ the rule's tests (``conformance/suites/test_<suite>.py``):
 
 Where a derived script would not be standalone or would not say what an upstream issue needs
 (the ``id(a.grad)`` seed bug should print the alternating ids), a hand-written template in
-``conformance/repro/<rule id>.py`` takes precedence (see that package).
+``conformance/repro/templates/<rule id>.py`` takes precedence (see that package).
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from typing import Iterable
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITES_DIR = ROOT / "conformance" / "suites"
-TEMPLATES_DIR = ROOT / "conformance" / "repro"
+TEMPLATES_DIR = Path(__file__).parent / "templates"
 
 #: Modules a suite may import whose definitions are copied into a script.
 INLINED_MODULES = {
@@ -609,7 +609,7 @@ def generate(rule, adapter_name: str, version: str | None = None, device: str = 
     """The standalone script reproducing ``rule`` (a catalogue Rule) on ``adapter_name``."""
     head = header(rule, adapter_name, version, device)
     if template_path(rule.id).is_file():
-        return head + "# (hand-written: conformance/repro/" + rule.id + ".py)\n" + \
+        return head + "# (hand-written: conformance/repro/templates/" + rule.id + ".py)\n" + \
             render_template(rule.id, adapter_name, device)
     asm = assemble(rule.id, suites_dir)
     module = FRAMEWORK_MODULES.get(adapter_name, adapter_name)

@@ -24,7 +24,7 @@ DOCUMENTED = (TypeError, RuntimeError, ValueError, IndexError, NotImplementedErr
 #: Undocumented exceptions the fuzzer found and that are not fixed yet (type name, message
 #: fragment); skipped here so that the fuzzer keeps looking for new ones. Empty: the ones it
 #: found (AttributeError on non-tensor inputs and bad dtypes, ZeroDivisionError in arange)
-#: are fixed and covered in tests/test_reliability_bad_input.py.
+#: are fixed and covered in tests/harness/test_bad_input.py.
 KNOWN_BUGS: list[tuple[str, str]] = []
 
 DTYPES = [R.float32, R.float64, R.int64, R.bool]

@@ -1,6 +1,6 @@
 """Run reproduction scripts and report what each printed as its RESULT line.
 
-``python -m conformance.report.run_scripts SCRIPTS_DIR OUT.jsonl [--standalone]``
+``python -m conformance.repro.run SCRIPTS_DIR OUT.jsonl [--standalone]``
 
 Each ``*.py`` in SCRIPTS_DIR is executed as ``__main__`` (``runpy.run_path``) with its output
 captured, one after another in this interpreter: the scripts are standalone, and running them in
@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conformance.report.repro import parse_result
+from conformance.repro.derive import parse_result
 
 
 def _run_here(path: Path) -> dict:
@@ -67,7 +67,7 @@ def run_all(scripts_dir: Path, out_path: Path, python: str = sys.executable,
     remaining = list(paths)
     while remaining:
         names = [str(p) for p in remaining]
-        proc = subprocess.run([python, "-m", "conformance.report.run_scripts", "--worker",
+        proc = subprocess.run([python, "-m", "conformance.repro.run", "--worker",
                                str(out_path), *names], capture_output=True, text=True,
                               timeout=timeout)
         started = None

@@ -1,7 +1,7 @@
 """Bad input on every entry point: one clear error each, nothing lost.
 
-Unknown adapters and devices, crashing and missing frameworks: tests/test_harness_options.py
-and tests/test_reliability_crash.py. Here: expectations files (line and key named), results
+Unknown adapters and devices, crashing and missing frameworks: tests/harness/test_options.py
+and tests/harness/test_crash.py. Here: expectations files (line and key named), results
 files of another schema, and the reference API fed wrong shapes, dtypes, non-tensors, hooks
 returning wrong types and custom backwards returning the wrong number of gradients, checked
 against PyTorch's own exception type and message where torch has one.

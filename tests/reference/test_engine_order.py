@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 import reference as R
-from reference_helpers import arr, leaf
+from tests.reference.helpers import arr, leaf
 
 
 def _log_node(node, log, label):

@@ -1,7 +1,7 @@
 """The rule catalogue is validated, and suite tests and rules correspond one to one."""
 import pytest
 
-from conformance.catalogue import CatalogueError, load_catalogue
+from conformance.rules import CatalogueError, load_catalogue
 
 RULE = '''
 [[rule]]

@@ -137,7 +137,7 @@ def test_every_rule_on_the_reference_runs_clean():
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
                            "--adapter=reference", "--leak-check", "--leak-check-runs", "1:3",
                            "conformance/suites"], cwd=root, capture_output=True, text=True,

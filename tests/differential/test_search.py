@@ -16,7 +16,7 @@ from conformance.differential.compare import compare, same_record
 from conformance.differential.runner import InProcessTarget, Search, SubprocessTarget, check, main
 from conformance.differential.strategies import programs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # CI profile: fixed seeds and example counts (a few seconds each on one core).
 CI_EXAMPLES = 200
 CI_SEED = 20240
