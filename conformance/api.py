@@ -15,8 +15,10 @@ from typing import Iterator
 import pytest
 
 from adapters.base import Unsupported
+from conformance.outcomes import Blocked
 
-__all__ = ["rule", "Diverges", "Unsupported", "diverges_if_raises", "raises"]
+__all__ = ["rule", "Diverges", "Unsupported", "Blocked", "prerequisite", "diverges_if_raises",
+           "raises"]
 
 
 def rule(rule_id: str):
@@ -52,7 +54,7 @@ def raises(exc_types, match=None, what: str = "the operation") -> Iterator[None]
     """
     try:
         yield
-    except (Unsupported, Diverges):
+    except (Unsupported, Diverges, Blocked):
         raise
     except Exception as exc:
         if not isinstance(exc, exc_types):
@@ -62,3 +64,20 @@ def raises(exc_types, match=None, what: str = "the operation") -> Iterator[None]
                            f"expected to match {match!r}") from exc
     else:
         raise Diverges(f"{what} raised nothing")
+
+
+@contextlib.contextmanager
+def prerequisite(rule_id: str, what: str = "") -> Iterator[None]:
+    """Inside this block runs what the test needs from *another* rule (``rule_id``) before it
+    can reach its own check: a failure there ends the test BLOCKED by ``rule_id``, not DIVERGES.
+
+    ``Unsupported`` passes through (a missing feature stays UNSUPPORTED), and so does a
+    ``Blocked`` from a nested prerequisite (the innermost names the root cause).
+    """
+    try:
+        yield
+    except (Unsupported, Blocked):
+        raise
+    except Exception as exc:
+        prefix = f"{what}: " if what else ""
+        raise Blocked(rule_id, f"{prefix}{type(exc).__name__}: {exc}") from exc

@@ -11,6 +11,7 @@ outcome                    pytest status          fails the run?
 =========================  =====================  ==================================
 PASS, OBSERVED             passed                 no
 UNSUPPORTED                skipped "UNSUPPORTED:  no (counted in the summary)
+BLOCKED                    skipped "BLOCKED:      no (names the prerequisite rule)
 DIVERGES, ERROR, CRASH,    failed                 yes
 TIMEOUT, LEAK
 XFAIL (as expected)        xfailed                no
@@ -18,6 +19,9 @@ XPASS (expected, passed)   failed                 yes (strict: remove the entry)
 other than expected        failed                 yes (update the entry)
 =========================  =====================  ==================================
 
+BLOCKED: a prerequisite of the test (another rule's behaviour it needs to reach its own check,
+declared with :func:`conformance.api.prerequisite`) failed; the results line names that rule in
+``blocked_by``. It is never a verdict on the test's own rule and needs no expectation entry.
 TIMEOUT: the test ran past ``--conformance-timeout`` (``conformance.timeout``); LEAK: the test
 held but, run again and again under ``--leak-check``, left more live objects or traced memory
 behind on every run (``conformance.leakcheck``).
@@ -38,6 +42,7 @@ class Outcome(str, enum.Enum):
     OBSERVED = "OBSERVED"
     DIVERGES = "DIVERGES"
     UNSUPPORTED = "UNSUPPORTED"
+    BLOCKED = "BLOCKED"
     ERROR = "ERROR"
     CRASH = "CRASH"
     TIMEOUT = "TIMEOUT"
@@ -55,8 +60,25 @@ EXPECTABLE = (Outcome.DIVERGES, Outcome.UNSUPPORTED, Outcome.ERROR, Outcome.CRAS
 #: Outcomes that mean the rule held (or was observed) for the framework.
 HELD = (Outcome.PASS, Outcome.OBSERVED)
 #: Column order in summaries.
-ORDER = (Outcome.PASS, Outcome.OBSERVED, Outcome.DIVERGES, Outcome.UNSUPPORTED, Outcome.ERROR,
+ORDER = (Outcome.PASS, Outcome.OBSERVED, Outcome.DIVERGES, Outcome.UNSUPPORTED, Outcome.BLOCKED,
+         Outcome.ERROR,
          Outcome.CRASH, Outcome.TIMEOUT, Outcome.LEAK, Outcome.XFAIL, Outcome.XPASS)
+
+
+class Blocked(Exception):
+    """A prerequisite rule failed before the test reached its own check (outcome BLOCKED).
+
+    ``rule_id`` names the prerequisite, so the cascade points at its root cause.
+    """
+
+    def __init__(self, rule_id: str, message: str) -> None:
+        super().__init__(f"blocked by {rule_id}: {message}")
+        self.rule_id = rule_id
+
+
+def blocked_by(exc: BaseException | None) -> str | None:
+    """The prerequisite rule id of a BLOCKED test, else None."""
+    return exc.rule_id if isinstance(exc, Blocked) else None
 
 
 def classify(exc: BaseException | None, level: str, observed: bool) -> tuple[Outcome, str]:
@@ -74,6 +96,8 @@ def classify(exc: BaseException | None, level: str, observed: bool) -> tuple[Out
     message = first_lines(f"{type(exc).__name__}: {exc}")
     if isinstance(exc, Unsupported):
         return Outcome.UNSUPPORTED, first_lines(str(exc))
+    if isinstance(exc, Blocked):
+        return Outcome.BLOCKED, first_lines(str(exc))
     if isinstance(exc, pytest.skip.Exception):
         return Outcome.UNSUPPORTED, first_lines(f"pytest.skip: {exc.msg}")
     if isinstance(exc, pytest.xfail.Exception):
@@ -126,11 +150,15 @@ def judge(actual: Outcome, expected: Outcome | None, where: str = "",
     if expected is None:
         if actual in HELD:
             return Verdict(actual, actual, "passed")
-        if actual is Outcome.UNSUPPORTED:
+        if actual in (Outcome.UNSUPPORTED, Outcome.BLOCKED):
             return Verdict(actual, actual, "skipped")
         return Verdict(actual, actual, "failed")
     if actual == expected:
         return Verdict(Outcome.XFAIL, actual, "xfailed")
+    if actual is Outcome.BLOCKED:
+        return Verdict(actual, actual, "failed",
+                       f"expected {expected} ({where}) but the test is BLOCKED by a prerequisite: "
+                       f"a cascade needs no entry; remove it")
     if actual in HELD:
         return Verdict(Outcome.XPASS, actual, "failed",
                        f"[XPASS(strict)] expected {expected} ({where}) but the rule held: "

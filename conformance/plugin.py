@@ -26,7 +26,7 @@ from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
 from conformance import hookspecs, isolation, leakcheck, options, summary, timeout, traceability
 from conformance.rules import Catalogue, load_catalogue
 from conformance.expectations import ExpectationSet, load_expectations
-from conformance.outcomes import HELD, Outcome, Verdict, classify, first_lines, judge
+from conformance.outcomes import HELD, Outcome, Verdict, blocked_by, classify, first_lines, judge
 from conformance.results import PROPERTY, ResultsFile, Tally, TestRecords
 from conformance.tomlfile import FileError
 
@@ -241,7 +241,7 @@ def _apply(report, verdict: Verdict, message: str, item, rule, expectation) -> N
     elif verdict.status == "skipped":
         path, lineno, _ = item.location
         report.outcome = "skipped"
-        report.longrepr = (str(path), (lineno or 0) + 1, f"UNSUPPORTED: {message}")
+        report.longrepr = (str(path), (lineno or 0) + 1, f"{verdict.actual}: {message}")
     elif verdict.status == "xfailed":
         report.outcome = "skipped"
         report.wasxfail = f"{verdict.actual} as expected: {expectation.reason}"
@@ -295,17 +295,20 @@ def pytest_runtest_makereport(item, call):
         info.update(outcome=str(verdict.outcome), actual=str(actual),
                     message=verdict.note + ("\n" if verdict.note and message else "") + message,
                     observed=_observed(item), fails=verdict.fails_run,
-                    expectation=expectation.as_json() if expectation else None)
+                    expectation=expectation.as_json() if expectation else None,
+                    blocked_by=blocked_by(exc) if actual is Outcome.BLOCKED else None)
     report.user_properties = [*report.user_properties, (PROPERTY, info)]
     return report
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_report_teststatus(report, config):
-    """UNSUPPORTED gets its own word and count in pytest's own lines, not 'skipped'."""
+    """UNSUPPORTED and BLOCKED get their own word and count in pytest's lines, not 'skipped'."""
     for key, info in getattr(report, "user_properties", ()):
         if key == PROPERTY and info.get("outcome") == str(Outcome.UNSUPPORTED):
             return "unsupported", "U", "UNSUPPORTED"
+        if key == PROPERTY and info.get("outcome") == str(Outcome.BLOCKED):
+            return "blocked", "B", "BLOCKED"
         if key == PROPERTY and info.get("fails") and report.when in ("call", "???"):
             return "failed", "F", info["outcome"]
     return None

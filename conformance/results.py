@@ -98,7 +98,7 @@ class TestRecords:
     def _record(self, nodeid: str, info: dict, duration: float) -> dict[str, Any]:
         record = {"type": "test", **self.context, "nodeid": nodeid}
         for key in ("rule", "suite", "level", "outcome", "actual", "message", "observed",
-                    "expectation"):
+                    "expectation", "blocked_by"):
             record[key] = info.get(key)
         record["duration"] = round(duration, 6)
         return record

@@ -2,8 +2,8 @@
 import pytest
 
 from adapters.base import Unsupported
-from conformance.api import Diverges
-from conformance.outcomes import Outcome, classify, judge
+from conformance.api import Diverges, prerequisite
+from conformance.outcomes import Blocked, Outcome, blocked_by, classify, judge
 
 
 @pytest.mark.parametrize("exc, level, observed, expected", [
@@ -16,6 +16,7 @@ from conformance.outcomes import Outcome, classify, judge
     (None, "IMPLEMENTATION-DEFINED", False, Outcome.ERROR),
     (AssertionError("x"), "IMPLEMENTATION-DEFINED", True, Outcome.ERROR),
     (Unsupported("x"), "IMPLEMENTATION-DEFINED", False, Outcome.UNSUPPORTED),
+    (Blocked("hooks.handle", "x"), "MUST", False, Outcome.BLOCKED),
 ])
 def test_classify(exc, level, observed, expected):
     assert classify(exc, level, observed)[0] is expected
@@ -33,6 +34,8 @@ def test_a_pytest_skip_is_counted_not_hidden():
     (Outcome.PASS, None, Outcome.PASS, "passed"),
     (Outcome.DIVERGES, None, Outcome.DIVERGES, "failed"),
     (Outcome.UNSUPPORTED, None, Outcome.UNSUPPORTED, "skipped"),
+    (Outcome.BLOCKED, None, Outcome.BLOCKED, "skipped"),
+    (Outcome.BLOCKED, Outcome.DIVERGES, Outcome.BLOCKED, "failed"),
     (Outcome.CRASH, None, Outcome.CRASH, "failed"),
     (Outcome.DIVERGES, Outcome.DIVERGES, Outcome.XFAIL, "xfailed"),
     (Outcome.UNSUPPORTED, Outcome.UNSUPPORTED, Outcome.XFAIL, "xfailed"),
@@ -139,3 +142,22 @@ def test_classify_hook_lets_a_plugin_add_outcomes(conformance_project):
     ''')
     conformance_project.run("suites", "--results", "results.jsonl")
     assert conformance_project.results()[1]["outcome"] == "TIMEOUT"
+
+
+def test_a_failing_prerequisite_blocks_and_names_its_rule():
+    with pytest.raises(Blocked) as info:
+        with prerequisite("hooks.register-hook-returns-handle", what="register_hook"):
+            assert None is not None, "no handle"
+    assert blocked_by(info.value) == "hooks.register-hook-returns-handle"
+    assert classify(info.value, "MUST", False)[0] is Outcome.BLOCKED
+
+
+def test_a_prerequisite_keeps_unsupported_and_the_innermost_block():
+    with pytest.raises(Unsupported):
+        with prerequisite("a.b"):
+            raise Unsupported("no forward AD")
+    with pytest.raises(Blocked) as info:
+        with prerequisite("a.outer"):
+            with prerequisite("a.inner"):
+                raise TypeError("cannot create weak reference")
+    assert info.value.rule_id == "a.inner"

@@ -17,7 +17,7 @@ def test_header_lines_and_end(conformance_project):
         "type": "test", "adapter": "fake", "framework_version": "1.0", "device": "cpu",
         "python": header["python"], "nodeid": "suites/test_demo.py::test_a", "rule": "demo.a",
         "suite": "demo", "level": "MUST", "outcome": "PASS", "actual": "PASS", "message": "",
-        "observed": None, "expectation": None, "duration": 0}
+        "observed": None, "expectation": None, "blocked_by": None, "duration": 0}
     assert end["type"] == "end" and end["counts"] == {"PASS": 1, "DIVERGES": 1}
 
 
