@@ -1,0 +1,85 @@
+"""``python -m conformance.evidence --record [SUITE ...]`` | ``--check [SUITE ...]``
+
+--record runs every snippet on the installed torch and writes its output into the entry;
+--check runs them and lists every entry whose output differs (exit 1). Both need torch 2.13.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from conformance import evidence as ev
+
+
+def _toml_string(text: str) -> str:
+    if "'''" not in text and all(ch == "\n" or ch == "\t" or ch >= " " for ch in text):
+        return "'''\n" + text.strip("\n") + "\n'''"
+    return json.dumps(text, ensure_ascii=False)
+
+
+def write(path: Path, entries: list[ev.Evidence]) -> None:
+    """Rewrite ``path``: its leading comment block, then the entries in canonical form."""
+    header = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        header.append(line)
+    parts = ["\n".join(header)] if header else []
+    for e in entries:
+        lines = ["[[evidence]]", f"rule = {json.dumps(e.rule)}", f"snippet = {_toml_string(e.snippet)}",
+                 f"output = {_toml_string(e.output)}"]
+        if e.notes:
+            lines.append(f"notes = {json.dumps(e.notes, ensure_ascii=False)}")
+        parts.append("\n".join(lines))
+    path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.evidence", description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--record", action="store_true", help="run the snippets and write their outputs")
+    mode.add_argument("--check", action="store_true", help="run the snippets and compare with the recorded outputs")
+    parser.add_argument("suites", nargs="*", help="suite names (default: all)")
+    args = parser.parse_args(argv)
+    try:
+        import torch
+    except ImportError:
+        print("conformance.evidence: torch is not installed; the evidence is torch 2.13's output", file=sys.stderr)
+        return 4
+    if not torch.__version__.startswith(ev.TORCH_VERSION):
+        print(f"conformance.evidence: torch {torch.__version__} found; the evidence is recorded on "
+              f"torch {ev.TORCH_VERSION}", file=sys.stderr)
+        return 4
+    try:
+        entries = ev.load()
+    except ev.EvidenceError as exc:
+        print(f"conformance.evidence: {exc}", file=sys.stderr)
+        return 4
+    suites = set(args.suites) or {e.suite for e in entries.values()}
+    unknown = suites - {p.stem for p in ev.DIRECTORY.glob("*.toml")}
+    if unknown:
+        print(f"conformance.evidence: no evidence file for suite(s) {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 4
+    differing = 0
+    by_file: dict[Path, list[ev.Evidence]] = {}
+    for e in entries.values():
+        if e.suite not in suites:
+            continue
+        out = ev.run_snippet(e.snippet)
+        if args.check and ev.normalise(out) != ev.normalise(e.output):
+            differing += 1
+            print(f"DIFFERS {e.rule}\n--- recorded\n{e.output.strip()}\n--- now\n{out}\n")
+        by_file.setdefault(e.file, []).append(ev.Evidence(e.rule, e.snippet, out, e.notes, e.file))
+    if args.record:
+        for path, items in by_file.items():
+            write(path, items)
+            print(f"recorded {len(items)} entries in {path.name}")
+        return 0
+    print(f"{sum(map(len, by_file.values()))} snippets run, {differing} differ")
+    return 1 if differing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
