@@ -53,7 +53,8 @@ def warns(fn):
         warnings.simplefilter("always")
         fn()
     for w in caught:
-        print(f"{w.category.__name__}: {str(w.message).strip().splitlines()[0]}")
+        text = str(w.message).strip().splitlines()[0].split(" (Triggered internally at")[0]
+        print(f"{w.category.__name__}: {text}")
     if not caught:
         print("no warning")
 '''
