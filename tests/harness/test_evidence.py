@@ -66,57 +66,6 @@ AWAITING_SNIPPET = set("""
     gc_cycles.create-graph-cycle-broken-by-clearing-grad
     gc_cycles.garbage-cycle-does-not-free-live-graph
     gc_cycles.node-metadata-cycle
-    hooks.register-hook-needs-requires-grad
-    hooks.post-accumulate-hook-leaf-only
-    hooks.register-hook-returns-handle
-    hooks.return-none-keeps-tensor-replaces
-    hooks.chain-in-registration-order
-    hooks.handle-remove-idempotent
-    hooks.handle-remove-mid-backward
-    hooks.handle-remove-mid-backward-current-pass
-    hooks.leaf-hook-fires-once-per-backward
-    hooks.leaf-hook-before-accumulation
-    hooks.tensor-prehooks-before-node-prehooks
-    hooks.retain-grad-sees-all-tensor-hooks
-    hooks.inputs-nonleaf-grad-excludes-node-prehooks
-    hooks.node-hooks-builtin
-    hooks.node-hooks-custom-function
-    hooks.off-path-never-fire
-    hooks.grad-runs-input-tensor-hooks-only
-    hooks.hook-bound-to-version
-    hooks.retain-grad-latest-version
-    hooks.return-type-validated
-    hooks.return-metadata-validated
-    hooks.post-accumulate-after-grad-in-order
-    hooks.post-accumulate-must-return-none
-    hooks.leaf-hooks-persist-across-graphs
-    hooks.accumulate-grad-node-shared-while-alive
-    hooks.accumulate-grad-node-hooks-die-with-node
-    hooks.retain-graph-hooks-fire-each-backward
-    identity.grad-same-object
-    identity.grad-stable-id
-    identity.attributes-survive-framework-ownership
-    identity.subclass-survives-framework-ownership
-    identity.weakref-survives-framework-ownership
-    identity.weakref-released-with-last-owner
-    identity.saved-input-same-object
-    identity.saved-output-aliases-output
-    identity.saved-output-distinct-object
-    identity.saved-unpack-version-checked
-    identity.ctx-saved-tensors-same-objects
-    identity.grad-fn-same-object
-    identity.grad-fn-stable-id
-    identity.custom-function-grad-fn-is-ctx
-    identity.custom-function-node-name
-    identity.data-detach-new-objects
-    identity.data-assign-keeps-object
-    identity.inplace-returns-self
-    identity.del-grad-resets
-    identity.grad-accumulates-in-place
-    identity.grad-assignment-keeps-object
-    identity.create-graph-accumulates-out-of-place
-    identity.accumulate-grad-variable-is-leaf
-    identity.node-metadata-persistent
     legacy_function.instance-call-raises
     legacy_function.instantiation-warns
     legacy_function.bare-instance-node-attributes
