@@ -62,7 +62,13 @@ class Adapter:
             except ImportError as exc:
                 raise FrameworkNotInstalled(
                     f"adapter {self.name!r} needs its framework, which failed to import "
-                    f"({exc}). Install it with: {self.install_hint}"
+                    f"({_first_line(exc)}). Install it with: {self.install_hint}"
+                ) from exc
+            except Exception as exc:  # noqa: BLE001 - e.g. OSError: a missing shared library
+                raise FrameworkNotInstalled(
+                    f"adapter {self.name!r}: importing its framework failed with "
+                    f"{type(exc).__name__}: {_first_line(exc)} (a broken installation?); "
+                    f"reinstall it with: {self.install_hint}"
                 ) from exc
         return self._fw
 
@@ -95,11 +101,30 @@ class Adapter:
         return Path(__file__).parent / "expectations" / f"{self.name}.toml"
 
     def check_device(self, device: str) -> None:
+        """Raise ValueError unless the adapter declares ``device`` and can really use it.
+
+        Declared is not enough (the reference declares cuda but needs cupy and a GPU): a
+        device other than the cpu is tried by creating and reading back one tensor.
+        """
         if device not in self.devices:
             raise ValueError(
                 f"adapter {self.name!r} cannot run on device {device!r}; "
                 f"it supports: {', '.join(self.devices)}"
             )
+        if device == "cpu":
+            return
+        try:
+            self.to_numpy(self.fw.zeros(1, device=device))
+        except Exception as exc:  # noqa: BLE001 - whatever the framework raises for it
+            raise ValueError(
+                f"adapter {self.name!r} cannot use device {device!r} here "
+                f"({type(exc).__name__}: {_first_line(exc)}); use --device cpu"
+            ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"
 
 
 _BUILTIN: dict[str, str] = {
@@ -153,7 +178,13 @@ def load_adapter(name: str) -> Adapter:
                 f"(or give package.module:ClassName)"
             )
         factory = eps[name].load()
-    adapter = factory()
+    try:
+        adapter = factory()
+    except Exception as exc:  # noqa: BLE001 - a class that needs arguments, a failing factory
+        raise ValueError(
+            f"adapter {name!r}: creating it with no arguments failed ({type(exc).__name__}: "
+            f"{_first_line(exc)}); an adapter class (or factory) must take no arguments"
+        ) from None
     if not isinstance(adapter, Adapter):
         raise ValueError(f"adapter {name!r} did not produce an adapters.base.Adapter: {adapter!r}")
     return adapter

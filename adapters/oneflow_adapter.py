@@ -61,7 +61,7 @@ class OneFlowAdapter(Adapter):
         return oneflow
 
     def check_device(self, device: str) -> None:
-        super().check_device(device)
         if device == "cuda" and not self.fw.cuda.is_available():
             raise ValueError("adapter 'oneflow': --device cuda but oneflow.cuda.is_available() "
                              "is False on this machine; use --device cpu")
+        super().check_device(device)

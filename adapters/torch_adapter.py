@@ -13,7 +13,7 @@ class TorchAdapter(Adapter):
         return torch
 
     def check_device(self, device: str) -> None:
-        super().check_device(device)
         if device == "cuda" and not self.fw.cuda.is_available():
             raise ValueError("adapter 'torch': --device cuda but torch.cuda.is_available() is "
                              "False (a CPU build or no GPU); use --device cpu")
+        super().check_device(device)

@@ -24,6 +24,7 @@ each kind may apply.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import fnmatch
 from pathlib import Path
 from typing import Any, Iterable
@@ -169,12 +170,23 @@ def _parse(path: Path, rule_id: str, table: Any) -> Expectation:
                        flaky=tuple(Outcome(o) for o in flaky))
 
 
-def load_expectations(path: Path | None, rule_ids: Iterable[str], version: str
-                      ) -> ExpectationSet:
+def _pattern_names_a_test(pattern: str, names: Iterable[str]) -> bool:
+    """Whether a ``tests`` pattern can match a test of one of these function names
+    (``[...]`` parametrize ids are not known before collection: only the base is checked)."""
+    base = pattern.split("[")[0]
+    return any(fnmatch.fnmatchcase(name, pattern) or name == base
+               or (base != pattern and fnmatch.fnmatchcase(name, base + "*"))
+               for name in names)
+
+
+def load_expectations(path: Path | None, rule_ids: Iterable[str], version: str,
+                      test_names: dict[str, set[str]] | None = None) -> ExpectationSet:
     """The expectations in ``path`` that apply to framework ``version``, by rule id.
 
     Every entry is validated, including those for other versions; an unknown rule id is an
-    error (a renamed rule must not silently drop its expectation).
+    error (a renamed rule must not silently drop its expectation), and so is a ``tests``
+    pattern that names none of the rule's tests (``test_names``: rule id -> test function
+    names, where known).
     """
     if path is None or not Path(path).exists():
         return ExpectationSet()
@@ -183,11 +195,20 @@ def load_expectations(path: Path | None, rule_ids: Iterable[str], version: str
     chosen = ExpectationSet()
     for rule_id, value in _entries(read_toml(path, ExpectationsError)):
         if rule_id not in known:
+            close = difflib.get_close_matches(rule_id, sorted(known), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             raise ExpectationsError(f"{path}: [{rule_id}]: no such rule in the catalogue; "
-                                    f"fix the id or remove the entry{_at(path, rule_id)}")
+                                    f"{hint}fix the id or remove the entry{_at(path, rule_id)}")
         tables = value if isinstance(value, list) else [value]
         for table in tables:
             exp = _parse(path, rule_id, table)
+            names = (test_names or {}).get(rule_id)
+            stale = [t for t in exp.tests if names and not _pattern_names_a_test(t, names)]
+            if stale:
+                raise ExpectationsError(
+                    f"{path}: [{rule_id}]: tests pattern {stale[0]!r} matches no test of this "
+                    f"rule (its tests: {', '.join(sorted(names))}); fix the pattern or remove it"
+                    f"{_at(path, rule_id, 'tests')}")
             if not exp.applies_to(version):
                 continue
             if exp.tests:

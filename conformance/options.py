@@ -7,6 +7,8 @@ cannot drift apart (a complaint users of other conformance suites keep filing).
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import os
 from pathlib import Path
 
 DEVICES = ("cpu", "cuda")
@@ -156,6 +158,59 @@ def leak_check_runs(config) -> tuple[int, int]:
         raise ValueError(f"--leak-check-runs {raw!r}: give WARMUPS:RUNS, e.g. 2:4 (warm-ups "
                          f">= 0, measured runs >= 2)")
     return pair
+
+
+def results_problem(raw: str, base: Path) -> str | None:
+    """Why ``--results raw`` cannot be written (one line), or None; creates nothing."""
+    path = Path(base) / raw
+    if path.is_dir():
+        return (f"--results {raw}: is a directory; give a file path, e.g. "
+                f"--results={Path(raw) / 'results.jsonl'}")
+    if path.exists() and not os.access(path, os.W_OK):
+        return f"--results {raw}: the file cannot be written (permission denied); choose another path"
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"--results {raw}: {parent} is not a directory; choose a path in a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return (f"--results {raw}: cannot write in {parent} (permission denied); "
+                f"choose a writable directory")
+    return None
+
+
+def swallowed_path_problem(config) -> str | None:
+    """A value-taking option written with a space whose value pytest took for a test path.
+
+    pytest chooses its root directory (and so its ini file and ``testpaths``) before it
+    knows a plugin's options: in ``--results /tmp/r.jsonl`` it reads an existing
+    ``/tmp/r.jsonl`` as a test path, and the run silently collects from another root.
+    The root pytest chose is compared with the one it chooses without those values.
+    """
+    args = [str(a) for a in config.invocation_params.args]
+    base = Path(config.invocation_params.dir)
+    flags = {opt.flag for opt in OPTIONS if not opt.action}
+    swallowed = [(flag, value) for flag, value in zip(args, args[1:])
+                 if flag in flags and (base / value).exists()]
+    if not swallowed:
+        return None
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        known = {"inifile": config.option.inifilename,
+                 "override_ini": config.option.override_ini,
+                 "args": list(config.option.file_or_dir or ()),
+                 "rootdir_cmd_arg": config.option.rootdir or None,
+                 "invocation_dir": base}
+        params = inspect.signature(determine_setup).parameters
+        rootpath = Path(determine_setup(**{k: v for k, v in known.items() if k in params})[0])
+        if rootpath == Path(config.rootpath):
+            return None
+    except Exception:  # noqa: BLE001 - another pytest: refuse, the = form always works
+        pass
+    flag, value = swallowed[0]
+    return (f"{flag} {value}: pytest read the existing path {value} as a test path when it "
+            f"chose its root directory ({config.rootpath}); write {flag}={value}")
 
 
 def markdown() -> str:

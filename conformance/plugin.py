@@ -106,6 +106,12 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "rule(id): the conformance rule this test checks")
     spec = config.getoption("adapter")
     suites_dir = options.ini_path(config, "conformance_suites")
+    if _is_controller(config):
+        results = config.getoption("results")
+        problem = options.swallowed_path_problem(config) or (
+            results and options.results_problem(results, Path(config.invocation_params.dir)))
+        if problem:
+            raise pytest.UsageError(problem)
     try:
         limit = options.timeout_seconds(config)
         warmups, runs = options.leak_check_runs(config)
@@ -144,7 +150,8 @@ def pytest_configure(config):
         if path is not None and not Path(path).is_file():
             raise FileError(f"--expectations {path}: no such file")
         h.expectations = load_expectations(Path(path) if path else adapter.expectations_file(),
-                                           h.catalogue.rules, version)
+                                           h.catalogue.rules, version,
+                                           traceability.test_names_by_rule(h.suites_dir))
     except FileError as exc:
         raise pytest.UsageError(str(exc)) from None
     h.context = {"adapter": adapter.name, "framework_version": version, "device": device,
@@ -153,7 +160,11 @@ def pytest_configure(config):
         h.records = TestRecords(h.context)
         results = config.getoption("results")
         if results:
-            h.results = ResultsFile(Path(results))
+            try:
+                h.results = ResultsFile(Path(results))
+            except OSError as exc:
+                raise pytest.UsageError(f"--results {results}: cannot write it ({exc.strerror or exc}); "
+                                        f"choose a writable path") from None
             h.results.header(h.context, h.suites_dir, len(h.catalogue.rules))
         config.pluginmanager.register(Controller(config, h), "autograd-conformance-controller")
 

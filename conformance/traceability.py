@@ -6,6 +6,7 @@ Violations become collection errors (they also travel through pytest-xdist worke
 """
 from __future__ import annotations
 
+import ast
 import inspect
 from pathlib import Path
 from typing import Iterable
@@ -88,3 +89,26 @@ def directory_problems(suites_dir: Path, catalogue: Catalogue) -> list[str]:
             problems.append(f"{path}: no catalogue file {catalogue.directory}/{suite}.toml "
                             f"for suite {suite!r}; its tests cannot name rules")
     return problems
+
+
+def test_names_by_rule(suites_dir: Path) -> dict[str, set[str]]:
+    """rule id -> names of the test functions decorated ``@rule(id)``, read from the source.
+
+    Read without importing the suites (the harness checks expectations files before any
+    test module is imported); parametrized ids are not known here, only function names.
+    """
+    names: dict[str, set[str]] = {}
+    for path in sorted(Path(suites_dir).glob("test_*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        except (OSError, SyntaxError, ValueError):
+            continue  # collection reports it
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for deco in node.decorator_list:
+                if (isinstance(deco, ast.Call) and getattr(deco.func, "id", None) == "rule"
+                        and deco.args and isinstance(deco.args[0], ast.Constant)
+                        and isinstance(deco.args[0].value, str)):
+                    names.setdefault(deco.args[0].value, set()).add(node.name)
+    return names

@@ -348,7 +348,11 @@ def divergence_record(finding: Finding, target, reference_version: str) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.differential",
                                      description="differential testing against the reference engine")
-    parser.add_argument("--adapter", default="reference")
+    parser.add_argument("--adapter", default="reference", metavar="NAME",
+                        help="framework to compare with the reference: a built-in adapter name "
+                             "(torch, oneflow, reference), an entry point of the group "
+                             "autograd_conformance.adapters, or package.module:ClassName "
+                             "(default: reference)")
     parser.add_argument("--examples", type=int, default=200, help="example budget (programs run)")
     parser.add_argument("--seed", type=int, default=None, help="fixed seed (default: random)")
     parser.add_argument("--max-steps", type=int, default=16)

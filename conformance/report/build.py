@@ -35,7 +35,14 @@ def collect_runs(results_dir: Path, columns: dict[str, tuple[str, str | None]]) 
     for label, (framework, version) in columns.items():
         lines = Path(results_dir) / f"{label}.jsonl"
         status = status_path(results_dir, label)
-        info = json.loads(status.read_text()) if status.is_file() else {}
+        try:
+            info = json.loads(status.read_text(encoding="utf-8")) if status.is_file() else {}
+        except (OSError, ValueError) as exc:
+            raise schema.SchemaError(f"{status}: not a status file written by nox -s report "
+                                     f"({type(exc).__name__}); remove it") from None
+        if not isinstance(info, dict):
+            raise schema.SchemaError(f"{status}: not a status file written by nox -s report; "
+                                     f"remove it")
         if info.get("status") == "not-installed":
             runs.append(schema.placeholder_run(label, framework, version, "not-installed",
                                                info.get("detail", "")))
@@ -82,7 +89,7 @@ def main(argv=None) -> int:
         data, page = build(args.results_dir, args.out, columns)
     except schema.SchemaError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return 4  # bad input, as for the harness's usage errors
     for run in data["runs"]:
         n = len(run["tests"])
         print(f"  {run['label']:<16} {run['status']:<14} {n:4d} tests  {run['detail'] or ''}")

@@ -46,15 +46,25 @@ def read_lines(path: Path, label: str | None = None, framework: str | None = Non
     """One run from a ``--results`` JSON-lines file."""
     path = Path(path)
     records = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise SchemaError(f"{path}: not a text file (byte {exc.start} is not UTF-8); a --results "
+                          f"file is JSON lines: remove it or run the suites again") from None
+    except OSError as exc:
+        raise SchemaError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError as exc:
-            if n == len(path.read_text(encoding="utf-8").splitlines()):
+            if n == len(lines):
                 break  # a run killed mid-write leaves a partial last line
             raise SchemaError(f"{path}:{n}: not JSON ({exc})") from None
+        if not isinstance(record, dict):
+            raise SchemaError(f"{path}:{n}: not a JSON object; is it a --results file?")
+        records.append(record)
     if not records or records[0].get("type") != "run":
         raise SchemaError(f"{path}: the first line is not a run header; is it a --results file?")
     header = records[0]

@@ -32,7 +32,7 @@ RULES = {"hooks.fire-once", "identity.grad-stable-id"}
      "[hooks.fire-once]: key 'versions' must be a list * (line 4)"),
     ('\n\n["hooks.fire-once"]\noutcome = "DIVERGES"\n', "[hooks.fire-once]: key 'reason' is required *(line 3)"),
     ('["hooks.renamed"]\noutcome = "DIVERGES"\nreason = "stale"\n',
-     "[hooks.renamed]: no such rule in the catalogue; fix the id or remove the entry (line 1)"),
+     "[hooks.renamed]: no such rule in the catalogue; *fix the id or remove the entry (line 1)"),
     ('["hooks.fire-once"]\noutcome = "DIVERGES\n', "not valid TOML: * (at line 2, column *)"),
 ])
 def test_expectations_errors_name_file_line_and_key(tmp_path, text, where):
