@@ -48,6 +48,7 @@ class Adapter:
 
     def __init__(self) -> None:
         self._fw = None
+        self.spec = self.name   # set by load_adapter to the spec the run used
 
     # -- the framework -------------------------------------------------------------
     def _import(self) -> Any:
@@ -93,6 +94,51 @@ class Adapter:
         except AttributeError as exc:
             raise Unsupported(f"{self.name} does not support {feature}: {exc}") from exc
 
+    # -- what frameworks spell differently on their own objects -----------------------
+    # The suites call these instead of the torch spelling, so an adapter translates on the
+    # way without touching the framework's classes. The defaults are torch's spelling; a
+    # framework that lacks the feature raises ``Unsupported`` from its override.
+    def saved_tensors(self, ctx: Any) -> tuple:
+        """The tensors a custom Function's ``ctx`` saved (``ctx.saved_tensors``)."""
+        return ctx.saved_tensors
+
+    def needs_input_grad(self, ctx: Any) -> tuple:
+        """Per forward input, whether its gradient is needed (``ctx.needs_input_grad``)."""
+        return ctx.needs_input_grad
+
+    def retain_grad(self, tensor: Any) -> None:
+        """Keep ``.grad`` of a non-leaf after backward (``tensor.retain_grad()``)."""
+        tensor.retain_grad()
+
+    def version(self, tensor: Any) -> int:
+        """The tensor's version counter, bumped by every in-place change (``tensor._version``)."""
+        return tensor._version
+
+    def inplace(self, tensor: Any, op: str, *args: Any) -> Any:
+        """``tensor.<op>(*args)`` for an in-place method such as ``add_``, where ``args`` may be
+        Python numbers; returns what the method returns (torch: ``tensor`` itself)."""
+        return getattr(tensor, op)(*args)
+
+    def backward(self, tensor: Any, gradient: Any = None, **kwargs: Any) -> None:
+        """``tensor.backward(gradient, **kwargs)`` with torch's keywords (``retain_graph``,
+        ``create_graph``, ``inputs``)."""
+        tensor.backward(gradient, **kwargs)
+
+    def register_node_hook(self, node: Any, hook: Callable) -> Any:
+        """Register ``hook(grad_inputs, grad_outputs)`` to run after graph node ``node``
+        (``node.register_hook``); returns a handle with ``remove()``."""
+        return node.register_hook(hook)
+
+    def register_node_prehook(self, node: Any, hook: Callable) -> Any:
+        """Register ``hook(grad_outputs)`` to run before graph node ``node``
+        (``node.register_prehook``); returns a handle with ``remove()``."""
+        return node.register_prehook(hook)
+
+    def next_functions(self, node: Any) -> tuple:
+        """The nodes feeding graph node ``node``'s inputs as ``(node or None, input_nr)``
+        pairs (``node.next_functions``)."""
+        return tuple(node.next_functions)
+
     def expectations_file(self) -> Path:
         """Where this adapter's expected outcomes live (a missing file means none).
 
@@ -131,6 +177,7 @@ _BUILTIN: dict[str, str] = {
     "reference": "adapters.reference_adapter:ReferenceAdapter",
     "torch": "adapters.torch_adapter:TorchAdapter",
     "oneflow": "adapters.oneflow_adapter:OneFlowAdapter",
+    "paddle": "adapters.paddle_adapter:PaddleAdapter",
 }
 
 
@@ -187,4 +234,5 @@ def load_adapter(name: str) -> Adapter:
         ) from None
     if not isinstance(adapter, Adapter):
         raise ValueError(f"adapter {name!r} did not produce an adapters.base.Adapter: {adapter!r}")
+    adapter.spec = name   # how this run named it: subprocesses load it the same way
     return adapter

@@ -9,6 +9,9 @@ rule observed.
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 import re
 from typing import Iterator
 
@@ -18,7 +21,7 @@ from adapters.base import Unsupported
 from conformance.outcomes import Blocked
 
 __all__ = ["rule", "Diverges", "Unsupported", "Blocked", "prerequisite", "diverges_if_raises",
-           "raises"]
+           "raises", "in_fresh_interpreter"]
 
 
 def rule(rule_id: str):
@@ -40,6 +43,8 @@ def diverges_if_raises(*exc_types: type[BaseException], what: str = "") -> Itera
     """
     try:
         yield
+    except (Unsupported, Diverges, Blocked):
+        raise
     except exc_types as exc:
         prefix = f"{what}: " if what else ""
         raise Diverges(f"{prefix}{type(exc).__name__}: {exc}") from exc
@@ -81,3 +86,38 @@ def prerequisite(rule_id: str, what: str = "") -> Iterator[None]:
     except Exception as exc:
         prefix = f"{what}: " if what else ""
         raise Blocked(rule_id, f"{prefix}{type(exc).__name__}: {exc}") from exc
+
+
+_FRESH_PRELUDE = """
+import sys
+from adapters.base import Unsupported, load_adapter
+adapter = load_adapter(sys.argv[1])
+fw = adapter.fw
+argv = sys.argv[3:]
+try:
+    exec(compile(sys.argv[2], "<fresh interpreter script>", "exec"), {**globals()})
+except Unsupported as exc:
+    print("@@UNSUPPORTED@@", exc)
+"""
+
+
+def in_fresh_interpreter(adapter, script: str, *args: str, timeout: float = 300) -> str:
+    """Run ``script`` in a new Python interpreter and return what it printed.
+
+    For what a framework does once per process (a warning it gives once). The script sees
+    ``adapter`` (loaded by the same spec as this run, so ``package.module:Class`` adapters
+    work too), ``fw`` and ``argv`` (``args`` as strings). ``Unsupported`` raised in the child
+    is raised here (UNSUPPORTED); any other failure of the child is a RuntimeError (ERROR).
+    """
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] +
+                                        [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    proc = subprocess.run([sys.executable, "-c", _FRESH_PRELUDE, getattr(adapter, "spec", adapter.name),
+                           script, *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"helper process failed:\n{proc.stderr[-2000:]}")
+    for line in proc.stdout.splitlines():
+        if line.startswith("@@UNSUPPORTED@@"):
+            raise Unsupported(line.split(" ", 1)[1] if " " in line else "")
+    return proc.stdout

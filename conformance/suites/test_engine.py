@@ -85,8 +85,8 @@ def test_hook_node_hook_order_for_one_node(adapter, fw, device):
     x = fw.ones(2, requires_grad=True, device=device)
     y = Double.apply(x)
     y.register_hook(lambda g: log.append("tensor-hook"))
-    adapter.feature("node_hooks", lambda: y.grad_fn.register_prehook)(lambda go: log.append("pre"))
-    y.grad_fn.register_hook(lambda gi, go: log.append("post"))
+    adapter.feature("node_hooks", lambda: adapter.register_node_prehook(y.grad_fn, lambda go: log.append("pre")))
+    adapter.register_node_hook(y.grad_fn, lambda gi, go: log.append("post"))
     x.register_hook(lambda g: log.append("leaf-hook:grad-" + ("unset" if x.grad is None else "set")))
     y.sum().backward()
     assert log == ["tensor-hook", "pre", "apply", "post", "leaf-hook:grad-unset"], f"order: {log}"
@@ -247,7 +247,7 @@ def test_second_backward_through_custom_function_raises(adapter, fw, device):
 
         @staticmethod
         def backward(ctx, g):
-            (x,) = ctx.saved_tensors
+            (x,) = adapter.saved_tensors(ctx)
             return 2 * x * g
 
     x = fw.tensor([3.0], requires_grad=True, device=device)
@@ -344,7 +344,7 @@ def test_saved_tensor_access_after_backward_raises(adapter, fw, device):
 
 
 @rule("engine.backward-frees-saved-tensors")
-def test_ctx_saved_tensors_after_backward_raises(fw, device):
+def test_ctx_saved_tensors_after_backward_raises(adapter, fw, device):
     stash = []
 
     class Keep(fw.autograd.Function):
@@ -361,17 +361,17 @@ def test_ctx_saved_tensors_after_backward_raises(fw, device):
     y = Keep.apply(fw.ones(2, requires_grad=True, device=device))
     y.sum().backward()
     with raises(RuntimeError, re.escape(FREED), what="ctx.saved_tensors after backward"):
-        stash[0].saved_tensors
+        adapter.saved_tensors(stash[0])
 
 
 # -- version counter and .data ------------------------------------------------------------
 
 @rule("engine.version-counter-error")
-def test_inplace_on_saved_intermediate_raises(fw, device):
+def test_inplace_on_saved_intermediate_raises(adapter, fw, device):
     x = fw.ones(3, requires_grad=True, device=device)
     a = x.clone()
     y = a * a
-    a.add_(1)
+    adapter.inplace(a, "add_", 1)
     with raises(RuntimeError, re.escape(INPLACE), what="backward after modifying a saved tensor"):
         y.sum().backward()
 
@@ -397,7 +397,7 @@ def test_inplace_through_detach_alias_raises(fw, device):
 
 
 @rule("engine.version-counter-error")
-def test_inplace_on_saved_input_of_custom_function_raises(fw, device):
+def test_inplace_on_saved_input_of_custom_function_raises(adapter, fw, device):
     class Sq(fw.autograd.Function):
         @staticmethod
         def forward(ctx, x):
@@ -406,23 +406,23 @@ def test_inplace_on_saved_input_of_custom_function_raises(fw, device):
 
         @staticmethod
         def backward(ctx, g):
-            (x,) = ctx.saved_tensors
+            (x,) = adapter.saved_tensors(ctx)
             return 2 * x * g
 
     b = fw.ones(3, requires_grad=True, device=device).clone()
     y = Sq.apply(b)
-    b.add_(1)
+    adapter.inplace(b, "add_", 1)
     with raises(RuntimeError, re.escape(INPLACE), what="ctx.saved_tensors after an in-place change"):
         y.sum().backward()
 
 
 @rule("engine.version-counter-error-detail")
-def test_inplace_error_names_versions(fw, device):
+def test_inplace_error_names_versions(adapter, fw, device):
     x = fw.ones(3, requires_grad=True, device=device)
     a = x.clone()
     y = a * a
-    a.add_(1)
-    a.mul_(2)
+    adapter.inplace(a, "add_", 1)
+    adapter.inplace(a, "mul_", 2)
     with raises(RuntimeError, r"is at version 2; expected version 0 instead", what="the in-place error"):
         y.sum().backward()
 
@@ -444,7 +444,7 @@ def test_inplace_through_data_is_not_version_checked(adapter, fw, device):
     a = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
     b = a.clone()
     y = b * b
-    b.data.mul_(10)
+    adapter.inplace(b.data, "mul_", 10)
     with diverges_if_raises(RuntimeError, what="backward after an in-place change through .data"):
         y.sum().backward()
     close(adapter, a.grad, [20.0, 40.0], "gradient did not use the values written through .data")
@@ -542,7 +542,7 @@ def test_backward_inputs_accumulates_only_there(adapter, fw, device):
     z = fw.ones(2, requires_grad=True, device=device)
     h = x * 1
     loss = (h * y * z).sum()
-    with_option("inputs", lambda: loss.backward(inputs=[h, y]))
+    with_option("inputs", lambda: adapter.backward(loss, inputs=[h, y]))
     assert x.grad is None, "backward(inputs=...) accumulated into an unlisted leaf (x)"
     assert z.grad is None, "backward(inputs=...) accumulated into an unlisted leaf (z)"
     assert h.grad is not None, "listed non-leaf got no .grad"
@@ -560,7 +560,7 @@ def test_hessian_vector_product(adapter, fw, device):
     try:
         with warnings.catch_warnings(), diverges_if_raises(Exception, what="backward(create_graph=True)"):
             warnings.simplefilter("ignore")     # torch warns about the param <-> grad cycle
-            z.backward(fw.ones(2, 2, device=device), create_graph=True)
+            adapter.backward(z, fw.ones(2, 2, device=device), create_graph=True)
         assert x.grad.grad_fn is not None, "create_graph=True gave a .grad without grad_fn"
         xg, yg = adapter.to_numpy(x.grad).copy(), adapter.to_numpy(y.grad).copy()
         np.testing.assert_allclose(xg, 2 * adapter.to_numpy(x) + adapter.to_numpy(y))
@@ -604,14 +604,14 @@ def test_grads_have_no_graph(fw, device):
 # -- flags and validation -----------------------------------------------------------------
 
 @rule("engine.leaf-inplace-error")
-def test_inplace_on_leaf_raises(fw, device):
+def test_inplace_on_leaf_raises(adapter, fw, device):
     x = fw.zeros(3, requires_grad=True, device=device)
     with raises(RuntimeError, r"a leaf \w+ that requires grad (is being|has been) used in an in-place operation",
                 what="in-place on a leaf that requires grad"):
-        x.add_(1)
+        adapter.inplace(x, "add_", 1)
     with raises(RuntimeError, r"leaf \w+ that requires grad is being used in an in-place operation",
                 what="in-place on a view of a leaf that requires grad"):
-        x[:].add_(1)
+        adapter.inplace(x[:], "add_", 1)
 
 
 @rule("engine.leaf-inplace-error")
@@ -619,8 +619,8 @@ def test_inplace_on_leaf_under_no_grad_allowed(adapter, fw, device):
     x = fw.zeros(3, requires_grad=True, device=device)
     with fw.no_grad():
         with diverges_if_raises(RuntimeError, what="in-place on a leaf under no_grad"):
-            x.add_(1)
-            x[:2].mul_(3)
+            adapter.inplace(x, "add_", 1)
+            adapter.inplace(x[:2], "mul_", 3)
     assert x.is_leaf and x.grad_fn is None and x.requires_grad, "leaf changed state after no_grad in-place"
     close(adapter, x, [3.0, 3.0, 1.0])
     (x * 2).sum().backward()
@@ -690,7 +690,7 @@ def test_grad_assignment_accepts_good_values(adapter, fw, device):
 
 
 @rule("engine.nonleaf-grad-warning")
-def test_nonleaf_grad_warns(fw, device):
+def test_nonleaf_grad_warns(adapter, fw, device):
     leaf = fw.ones(1, requires_grad=True, device=device)
     nonleaf = leaf * 2
 
@@ -706,7 +706,7 @@ def test_nonleaf_grad_warns(fw, device):
         "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed") for c, m in caught), (
         f"reading a non-leaf's .grad warned {caught}")
     assert warnings_of(lambda: leaf.grad)[1] == [], "reading a leaf's .grad warned"
-    nonleaf.retain_grad()
+    adapter.retain_grad(nonleaf)
     assert warnings_of(lambda: nonleaf.grad)[1] == [], "reading a retain_grad() tensor's .grad warned"
 
 
@@ -714,7 +714,7 @@ def test_nonleaf_grad_warns(fw, device):
 def test_retain_grad_populates_nonleaf(adapter, fw, device):
     x = fw.ones(2, requires_grad=True, device=device)
     y = x * 2
-    y.retain_grad()
+    adapter.retain_grad(y)
     other = x * 3
     (y * 5 + other).sum().backward()
     assert y.grad is not None, "retain_grad() tensor has no .grad after backward"

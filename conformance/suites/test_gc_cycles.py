@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import gc
 import re
-import subprocess
-import sys
 import textwrap
 import warnings
 
 import numpy as np
 import pytest
 
-from conformance.api import Diverges, Unsupported, diverges_if_raises, raises, rule
+from conformance.api import Diverges, Unsupported, diverges_if_raises, in_fresh_interpreter, raises, rule
 from conformance.liveness import (
     assert_alive, assert_freed, collect, gc_disabled, sentinel_attr, sentinel_in_metadata,
     tensor_probe, weak,
@@ -82,7 +80,7 @@ def test_plain_graph_nodes_freed_by_refcount_metadata_sentinel(fw, adapter, devi
         def scope():
             z = (x * x).exp()
             try:
-                interior = z.grad_fn.next_functions[0][0]
+                interior = adapter.next_functions(z.grad_fn)[0][0]
             except (TypeError, IndexError, AttributeError) as exc:
                 raise Unsupported(f"{adapter.name}: next_functions is not a tuple of "
                                   f"(node, index) pairs ({type(exc).__name__}: {exc})")
@@ -208,22 +206,25 @@ def test_saved_inputs_and_output_freed_with_graph(fw, device):
             assert_freed(p, by="refcount", context="after dropping the output (no backward ran)")
 
 
-class _SaveOutDefs:
-    @staticmethod
-    def forward(ctx, x):
-        y = x.exp()
-        ctx.save_for_backward(y)
-        return y
+def _save_out_fn(adapter, fw):
+    class SaveOut(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
 
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g * y
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = adapter.saved_tensors(ctx)
+            return g * y
+
+    return SaveOut
 
 
 @rule("gc_cycles.save-for-backward-output-cycle-free")
 def test_save_for_backward_output_freed_by_refcount(fw, adapter, device):
-    SaveOut = type("SaveOut", (fw.autograd.Function,), dict(vars(_SaveOutDefs)))
+    SaveOut = _save_out_fn(adapter, fw)
     with gc_disabled():
         x = fw.randn(3, requires_grad=True, device=device)
 
@@ -279,7 +280,7 @@ def test_ctx_attribute_cycle_collected(fw, adapter, device, with_backward):
 
             @staticmethod
             def backward(ctx, g):
-                (x,) = ctx.saved_tensors
+                (x,) = adapter.saved_tensors(ctx)
                 return g * x
 
         a = fw.tensor([3.14], requires_grad=True, device=device)
@@ -339,12 +340,12 @@ def test_hook_returning_its_own_leaf(fw, adapter, device):
     assert not g.requires_grad, "x.grad requires grad"
     assert g.grad_fn is None, f"x.grad has a grad_fn: {g.grad_fn}"
     with fw.no_grad():
-        x.add_(1)
+        adapter.inplace(x, "add_", 1)
     np.testing.assert_allclose(adapter.to_numpy(x.grad), [1.0, 2.0],
                                err_msg="an in-place update of x changed x.grad (shared storage)")
 
 
-def _stashing_fn(fw, box, where):
+def _stashing_fn(adapter, fw, box, where):
     class Keep(fw.autograd.Function):
         @staticmethod
         def forward(ctx, x):
@@ -357,7 +358,7 @@ def _stashing_fn(fw, box, where):
         def backward(ctx, g):
             if where == "backward":
                 box.append(ctx)
-            (x,) = ctx.saved_tensors
+            (x,) = adapter.saved_tensors(ctx)
             return g * 2
     return Keep
 
@@ -365,7 +366,7 @@ def _stashing_fn(fw, box, where):
 @rule("gc_cycles.stashed-ctx-ownership")
 def test_stashed_ctx_ownership(fw, adapter, device, observe):
     box = []
-    Keep = _stashing_fn(fw, box, "forward")
+    Keep = _stashing_fn(adapter, fw, box, "forward")
     with gc_disabled():
         def scope():
             x = fw.randn(2, requires_grad=True, device=device)
@@ -378,7 +379,7 @@ def test_stashed_ctx_ownership(fw, adapter, device, observe):
         del y
         saved_alive = pa.alive()
         try:
-            result = [tuple(t.shape) for t in ctx.saved_tensors]
+            result = [tuple(t.shape) for t in adapter.saved_tensors(ctx)]
         except RuntimeError as exc:
             result = f"RuntimeError: {str(exc)[:80]}"
         del ctx
@@ -390,7 +391,7 @@ def test_stashed_ctx_ownership(fw, adapter, device, observe):
 @rule("gc_cycles.stashed-ctx-no-crash")
 def test_stashed_ctx_saved_tensors_clean(fw, adapter, device):
     box = []
-    Keep = _stashing_fn(fw, box, "forward")
+    Keep = _stashing_fn(adapter, fw, box, "forward")
     x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
 
     def scope():
@@ -401,7 +402,7 @@ def test_stashed_ctx_saved_tensors_clean(fw, adapter, device):
     ctx = box.pop()
     collect()
     try:
-        saved = ctx.saved_tensors
+        saved = adapter.saved_tensors(ctx)
     except RuntimeError as exc:
         assert str(exc).strip(), "saved_tensors of a dead node raised RuntimeError with an empty message"
         return
@@ -413,9 +414,9 @@ def test_stashed_ctx_saved_tensors_clean(fw, adapter, device):
 
 
 @rule("gc_cycles.stashed-ctx-released-with-last-reference")
-def test_stashed_ctx_and_output_released(fw, device):
+def test_stashed_ctx_and_output_released(adapter, fw, device):
     box = []
-    Keep = _stashing_fn(fw, box, "forward")
+    Keep = _stashing_fn(adapter, fw, box, "forward")
     with gc_disabled():
         x = fw.randn(2, requires_grad=True, device=device)
 
@@ -433,9 +434,9 @@ def test_stashed_ctx_and_output_released(fw, device):
 
 
 @rule("gc_cycles.stashed-ctx-after-backward-raises")
-def test_stashed_ctx_after_backward_raises(fw, device):
+def test_stashed_ctx_after_backward_raises(adapter, fw, device):
     box = []
-    Keep = _stashing_fn(fw, box, "backward")
+    Keep = _stashing_fn(adapter, fw, box, "backward")
     p = fw.zeros(1, requires_grad=True, device=device)
     loss = Keep.apply(p * 1.0)
     loss.backward()
@@ -443,20 +444,20 @@ def test_stashed_ctx_after_backward_raises(fw, device):
     ctx = box.pop()
     with raises(RuntimeError, match=re.escape(FREED_MSG),
                 what="saved_tensors of a ctx stashed during a non-retaining backward"):
-        ctx.saved_tensors
+        adapter.saved_tensors(ctx)
 
 
 @rule("gc_cycles.stashed-ctx-after-retained-backward")
-def test_stashed_ctx_after_retained_backward(fw, device, observe):
+def test_stashed_ctx_after_retained_backward(adapter, fw, device, observe):
     box = []
-    Keep = _stashing_fn(fw, box, "backward")
+    Keep = _stashing_fn(adapter, fw, box, "backward")
     p = fw.zeros(1, requires_grad=True, device=device)
     loss = Keep.apply(p * 1.0)
     loss.backward(retain_graph=True)
     del loss
     ctx = box.pop()
     try:
-        saved = ctx.saved_tensors
+        saved = adapter.saved_tensors(ctx)
         observe(f"returns {len(saved)} saved tensor(s)")
     except RuntimeError as exc:
         observe(f"RuntimeError: {str(exc)[:60]}")
@@ -525,7 +526,7 @@ def test_finalizer_collect_in_ctx_teardown(fw, adapter, device):
 
         @staticmethod
         def backward(ctx, g):
-            (x,) = ctx.saved_tensors
+            (x,) = adapter.saved_tensors(ctx)
             return g * 2
 
     for i in range(10):
@@ -542,10 +543,8 @@ def test_finalizer_collect_in_ctx_teardown(fw, adapter, device):
 
 
 _CREATE_GRAPH_SCRIPT = textwrap.dedent("""
-    import sys, warnings
-    from adapters.base import load_adapter
-    fw = load_adapter(sys.argv[1]).fw
-    dev = sys.argv[2]
+    import warnings
+    dev = argv[0]
     def warned(fn):
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
@@ -556,7 +555,7 @@ _CREATE_GRAPH_SCRIPT = textwrap.dedent("""
     g = warned(lambda: fw.autograd.grad(c, b, fw.ones_like(c), create_graph=True))
     print("GRAD", len(g))
     c = b * b
-    w = warned(lambda: c.backward(fw.ones_like(c), create_graph=True))
+    w = warned(lambda: adapter.backward(c, fw.ones_like(c), create_graph=True))
     print("BACKWARD", len(w), repr(w[:1]))
     b.grad = None
 """)
@@ -565,11 +564,8 @@ _CREATE_GRAPH_SCRIPT = textwrap.dedent("""
 @rule("gc_cycles.create-graph-backward-warns-cycle")
 def test_create_graph_backward_warns(adapter, device):
     # Frameworks may warn once per process (torch does): run in a fresh interpreter.
-    proc = subprocess.run([sys.executable, "-c", _CREATE_GRAPH_SCRIPT, adapter.name, device],
-                          capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        raise RuntimeError(f"helper process failed:\n{proc.stderr[-2000:]}")
-    out = dict(line.split(" ", 1) for line in proc.stdout.splitlines()
+    stdout = in_fresh_interpreter(adapter, _CREATE_GRAPH_SCRIPT, device)
+    out = dict(line.split(" ", 1) for line in stdout.splitlines()
                if line.startswith(("GRAD", "BACKWARD")))
     assert out.get("GRAD", "0") == "0", "autograd.grad(create_graph=True) warned about a reference cycle"
     assert not out.get("BACKWARD", "0").startswith("0"), \
@@ -577,14 +573,14 @@ def test_create_graph_backward_warns(adapter, device):
 
 
 @rule("gc_cycles.create-graph-cycle-broken-by-clearing-grad")
-def test_clearing_grad_breaks_create_graph_cycle(fw, device):
+def test_clearing_grad_breaks_create_graph_cycle(adapter, fw, device):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with gc_disabled():
             def scope():
                 b = fw.randn(3, requires_grad=True, dtype=fw.float64, device=device)
                 c = b * b
-                c.backward(fw.ones_like(c), create_graph=True)
+                adapter.backward(c, fw.ones_like(c), create_graph=True)
                 assert b.grad is not None and b.grad.grad_fn is not None, \
                     "backward(create_graph=True) gave b.grad without a graph"
                 return watch(b.grad, "b.grad (with its graph)"), b

@@ -38,10 +38,10 @@ def _node(t, what="grad_fn"):
     return node
 
 
-def _accumulator(t):
+def _accumulator(adapter, t):
     """The AccumulateGrad node of the leaf that ``t`` was computed from (single input)."""
     with diverges_if_raises(AttributeError, IndexError, TypeError, what="grad_fn.next_functions[0][0]"):
-        return t.grad_fn.next_functions[0][0]
+        return adapter.next_functions(t.grad_fn)[0][0]
 
 
 # -- registration ------------------------------------------------------------------------
@@ -169,8 +169,8 @@ def test_node_prehook_removed_by_another_prehook_is_gone_afterwards(fw, adapter,
             _remove(handles.pop("victim"), what="remove() of a node pre-hook inside another pre-hook")
 
     with diverges_if_raises(AttributeError, TypeError, what="grad_fn.register_prehook"):
-        node.register_prehook(pre1)
-        handles["victim"] = node.register_prehook(lambda go: cnt.__setitem__(0, cnt[0] + 1))
+        adapter.register_node_prehook(node, pre1)
+        handles["victim"] = adapter.register_node_prehook(node, lambda go: cnt.__setitem__(0, cnt[0] + 1))
     b.sum().backward(retain_graph=True)
     assert_allclose(adapter.to_numpy(a.grad), np.full(3, 2.0),
                     err_msg="removing a node pre-hook mid-backward disturbed the gradient")
@@ -180,7 +180,7 @@ def test_node_prehook_removed_by_another_prehook_is_gone_afterwards(fw, adapter,
 
 
 @rule("hooks.handle-remove-mid-backward-current-pass")
-def test_hook_removed_mid_backward_in_the_same_pass(fw, device, observe):
+def test_hook_removed_mid_backward_in_the_same_pass(adapter, fw, device, observe):
     a = fw.ones(3, requires_grad=True, device=device)
     b = a * 2
     ran = {"tensor": 0, "node": 0}
@@ -197,8 +197,8 @@ def test_hook_removed_mid_backward_in_the_same_pass(fw, device, observe):
     handles["tensor"] = b.register_hook(lambda g: ran.__setitem__("tensor", ran["tensor"] + 1))
     try:
         node = b.grad_fn
-        node.register_prehook(lambda go: remove("node"))
-        handles["node"] = node.register_prehook(lambda go: ran.__setitem__("node", ran["node"] + 1))
+        adapter.register_node_prehook(node, lambda go: remove("node"))
+        handles["node"] = adapter.register_node_prehook(node, lambda go: ran.__setitem__("node", ran["node"] + 1))
     except (AttributeError, TypeError) as exc:
         refused.append(f"grad_fn.register_prehook: {type(exc).__name__}: {exc}")
     b.sum().backward()
@@ -253,7 +253,7 @@ def test_leaf_hook_sees_summed_incoming_gradient_before_accumulation(fw, adapter
 # -- phase order ---------------------------------------------------------------------------
 
 @rule("hooks.tensor-prehooks-before-node-prehooks")
-def test_tensor_hooks_run_before_node_prehooks(fw, device):
+def test_tensor_hooks_run_before_node_prehooks(adapter, fw, device):
     log = []
 
     def tensor_hook(g):
@@ -268,12 +268,12 @@ def test_tensor_hooks_run_before_node_prehooks(fw, device):
     b = a.clone()
     node = _node(b)
     with diverges_if_raises(AttributeError, TypeError, what="grad_fn.register_prehook"):
-        node.register_prehook(node_prehook)
+        adapter.register_node_prehook(node, node_prehook)
         b.register_hook(tensor_hook)
-        node.register_prehook(node_prehook)
-        acc = _accumulator(b)
+        adapter.register_node_prehook(node, node_prehook)
+        acc = _accumulator(adapter, b)
         a.register_hook(tensor_hook)
-        acc.register_prehook(node_prehook)
+        adapter.register_node_prehook(acc, node_prehook)
         a.register_hook(tensor_hook)
     b.sum().backward()
     assert log == ["t", "n", "n", "t", "t", "n"], (
@@ -283,14 +283,14 @@ def test_tensor_hooks_run_before_node_prehooks(fw, device):
 
 
 @rule("hooks.retain-grad-sees-all-tensor-hooks")
-def test_retain_grad_sees_hooks_registered_before_and_after(fw, device):
+def test_retain_grad_sees_hooks_registered_before_and_after(adapter, fw, device):
     def double(g):
         return g * 2
 
     a = fw.tensor(1.0, requires_grad=True, device=device)
     b = a.clone()
     b.register_hook(double)
-    b.retain_grad()
+    adapter.retain_grad(b)
     b.register_hook(double)
     b.clone().backward()
     assert b.grad.item() == 4.0, (
@@ -298,7 +298,7 @@ def test_retain_grad_sees_hooks_registered_before_and_after(fw, device):
 
     a = fw.tensor(1.0, requires_grad=True, device=device)
     b = a.clone()
-    b.retain_grad()
+    adapter.retain_grad(b)
     b.register_hook(double)
     b.clone().backward()
     assert b.grad.item() == 2.0, (
@@ -306,7 +306,7 @@ def test_retain_grad_sees_hooks_registered_before_and_after(fw, device):
 
 
 @rule("hooks.inputs-nonleaf-grad-excludes-node-prehooks")
-def test_backward_inputs_nonleaf_grad_after_tensor_hooks_only(fw, device):
+def test_backward_inputs_nonleaf_grad_after_tensor_hooks_only(adapter, fw, device):
     log = []
 
     def tensor_hook(g):
@@ -320,11 +320,11 @@ def test_backward_inputs_nonleaf_grad_after_tensor_hooks_only(fw, device):
     a = fw.tensor(1.0, requires_grad=True, device=device)
     b = a.clone()
     with diverges_if_raises(AttributeError, TypeError, what="grad_fn.register_prehook"):
-        _node(b).register_prehook(node_prehook)
+        adapter.register_node_prehook(_node(b), node_prehook)
     b.register_hook(tensor_hook)
     a.register_hook(tensor_hook)
     with diverges_if_raises(TypeError, what="backward(inputs=...)"):
-        b.sum().backward(inputs=(b,))
+        adapter.backward(b.sum(), inputs=(b,))
     assert log == ["t", "n"], f"hooks that ran: {log}; expected b's tensor hook then b.grad_fn's pre-hook"
     assert b.grad is not None and b.grad.item() == 3.0, (
         f"b.grad is {None if b.grad is None else b.grad.item()}; expected 3 (tensor hook applied, "
@@ -354,11 +354,11 @@ def _check_node_hooks(fw, adapter, device, make_output, kind):
         return hook
 
     with diverges_if_raises(AttributeError, TypeError, what=f"node hooks on a {kind} grad_fn"):
-        node.register_hook(post("q1", 10.0))
-        node.register_prehook(pre("p1", 2.0))
-        node.register_prehook(pre("p2", None))
-        node.register_hook(post("q2", 1.0))
-        node.register_prehook(pre("p3", 3.0))
+        adapter.register_node_hook(node, post("q1", 10.0))
+        adapter.register_node_prehook(node, pre("p1", 2.0))
+        adapter.register_node_prehook(node, pre("p2", None))
+        adapter.register_node_hook(node, post("q2", 1.0))
+        adapter.register_node_prehook(node, pre("p3", 3.0))
     b.sum().backward()
     expected = [("p1", 1.0), ("p2", 2.0), ("p3", 2.0), ("q1", 12.0, 6.0), ("q2", 120.0, 6.0)]
     assert log == expected, (
@@ -404,7 +404,7 @@ def test_hook_on_sibling_element_never_fires(fw, adapter, device):
 
 
 @rule("hooks.off-path-never-fire")
-def test_hooks_off_path_or_beyond_inputs_never_fire(fw, device):
+def test_hooks_off_path_or_beyond_inputs_never_fire(adapter, fw, device):
     x = fw.ones(3, requires_grad=True, device=device)
     fired = []
     branch = x * 2
@@ -414,7 +414,7 @@ def test_hooks_off_path_or_beyond_inputs_never_fire(fw, device):
     x.register_hook(lambda g: fired.append("x"))
     other.register_hook(lambda g: fired.append("other"))
     with diverges_if_raises(TypeError, what="backward(inputs=...)"):
-        mid.sum().backward(inputs=(other,), retain_graph=True)
+        adapter.backward(mid.sum(), inputs=(other,), retain_graph=True)
     assert fired == ["other"], (
         f"hooks fired: {fired}; only 'other' is on the path to inputs=(other,) "
         "('branch' is a sibling, 'x' lies beyond the requested input)")
@@ -424,7 +424,7 @@ def test_hooks_off_path_or_beyond_inputs_never_fire(fw, device):
 
 
 @rule("hooks.grad-runs-input-tensor-hooks-only")
-def test_autograd_grad_runs_input_tensor_hooks_but_not_node_hooks(fw, device):
+def test_autograd_grad_runs_input_tensor_hooks_but_not_node_hooks(adapter, fw, device):
     a = fw.tensor(1.0, requires_grad=True, device=device)
     b = a * 2
     c = b * 2
@@ -441,12 +441,12 @@ def test_autograd_grad_runs_input_tensor_hooks_but_not_node_hooks(fw, device):
 
     a.register_hook(tensor_hook)
     b.register_hook(tensor_hook)
-    acc = _accumulator(b)
+    acc = _accumulator(adapter, b)
     with diverges_if_raises(AttributeError, TypeError, what="node hooks"):
-        acc.register_hook(posthook)
-        acc.register_prehook(prehook)
-        _node(b).register_hook(posthook)
-        _node(b).register_prehook(prehook)
+        adapter.register_node_hook(acc, posthook)
+        adapter.register_node_prehook(acc, prehook)
+        adapter.register_node_hook(_node(b), posthook)
+        adapter.register_node_prehook(_node(b), prehook)
 
     def run(f):
         for k in cnt:
@@ -460,7 +460,7 @@ def test_autograd_grad_runs_input_tensor_hooks_but_not_node_hooks(fw, device):
         "c.backward()": run(lambda: c.backward(retain_graph=True)),
     }
     with diverges_if_raises(TypeError, what="backward(inputs=...)"):
-        observed["c.backward(inputs=(a, b))"] = run(lambda: c.backward(inputs=(a, b), retain_graph=True))
+        observed["c.backward(inputs=(a, b))"] = run(lambda: adapter.backward(c, inputs=(a, b), retain_graph=True))
     expected = {
         "grad(c, (b,))": {"t": 1, "pre": 0, "post": 0},
         "grad(c, (a, b))": {"t": 2, "pre": 1, "post": 1},
@@ -485,7 +485,7 @@ def test_hooks_before_and_after_inplace_see_their_own_version(fw, adapter, devic
         return h
 
     b.register_hook(hook("before"))
-    b.mul_(2)
+    adapter.inplace(b, "mul_", 2)
     b.register_hook(hook("after"))
     b.sum().backward()
     assert seen == [("after", 1.0), ("before", 4.0)], (
@@ -497,9 +497,9 @@ def test_hooks_before_and_after_inplace_see_their_own_version(fw, adapter, devic
 @rule("hooks.retain-grad-latest-version")
 def test_retained_grad_is_for_latest_version(fw, adapter, device):
     a = fw.tensor([1.0], requires_grad=True, device=device).clone()
-    a.retain_grad()
-    a.mul_(2)
-    a.mul_(2)
+    adapter.retain_grad(a)
+    adapter.inplace(a, "mul_", 2)
+    adapter.inplace(a, "mul_", 2)
     a.sum().backward()
     assert a.grad is not None, "retained non-leaf has no .grad after in-place ops"
     assert_allclose(adapter.to_numpy(a.grad), [1.0],
@@ -556,7 +556,7 @@ def test_post_accumulate_hooks_see_grad_and_run_in_order(fw, adapter, device):
     def second(p):
         log.append(("second", p is t, adapter.to_numpy(p).tolist()))
         with fw.no_grad():
-            p.mul_(4.0)
+            adapter.inplace(p, "mul_", 4.0)
 
     with diverges_if_raises(AttributeError, TypeError, what="register_post_accumulate_grad_hook"):
         t.register_post_accumulate_grad_hook(first)
@@ -593,35 +593,35 @@ def test_leaf_hook_fires_in_every_new_graph(fw, device):
 
 
 @rule("hooks.accumulate-grad-node-shared-while-alive")
-def test_referenced_accumulator_is_reused_by_new_graphs(fw, device):
+def test_referenced_accumulator_is_reused_by_new_graphs(adapter, fw, device):
     x = fw.randn(2, requires_grad=True, device=device)
     y = x * 2
-    acc = _accumulator(y)
+    acc = _accumulator(adapter, y)
     cnt = [0]
     with diverges_if_raises(AttributeError, TypeError, what="AccumulateGrad.register_prehook"):
-        acc.register_prehook(lambda go: cnt.__setitem__(0, cnt[0] + 1))
+        adapter.register_node_prehook(acc, lambda go: cnt.__setitem__(0, cnt[0] + 1))
     del y
     z = x * 5
-    assert _accumulator(z) is acc, "a new graph on x got a different AccumulateGrad node while the old one is alive"
+    assert _accumulator(adapter, z) is acc, "a new graph on x got a different AccumulateGrad node while the old one is alive"
     z.sum().backward()
     (x * 7).sum().backward()
     assert cnt[0] == 2, f"hook on the kept AccumulateGrad node fired {cnt[0]} times over two graphs, expected 2"
 
 
 @rule("hooks.accumulate-grad-node-hooks-die-with-node")
-def test_unreferenced_accumulator_and_its_hooks_are_dropped(fw, device):
+def test_unreferenced_accumulator_and_its_hooks_are_dropped(adapter, fw, device):
     class Marker:
         pass
 
     x = fw.randn(2, requires_grad=True, device=device)
     y = x * 2
-    acc = _accumulator(y)
+    acc = _accumulator(adapter, y)
     m = Marker()
     marker_ref = weakref.ref(m)
     cnt = [0]
     with diverges_if_raises(AttributeError, TypeError, what="AccumulateGrad metadata / register_prehook"):
         acc.metadata["m"] = m
-        acc.register_prehook(lambda go: cnt.__setitem__(0, cnt[0] + 1))
+        adapter.register_node_prehook(acc, lambda go: cnt.__setitem__(0, cnt[0] + 1))
     del m, y, acc
     gc.collect()
     assert marker_ref() is None, (
@@ -644,15 +644,15 @@ def test_tensor_hooks_fire_on_every_retained_backward(fw, device):
 
 
 @rule("hooks.retain-graph-hooks-fire-each-backward")
-def test_node_hooks_fire_on_every_retained_backward(fw, device):
+def test_node_hooks_fire_on_every_retained_backward(adapter, fw, device):
     x = fw.ones(2, requires_grad=True, device=device)
     y = x * 2
     log = []
     y.register_hook(lambda g: log.append("tensor"))
     node = _node(y)
     with diverges_if_raises(AttributeError, TypeError, what="grad_fn.register_prehook / register_hook"):
-        node.register_prehook(lambda go: log.append("pre"))
-        node.register_hook(lambda gi, go: log.append("post"))
+        adapter.register_node_prehook(node, lambda go: log.append("pre"))
+        adapter.register_node_hook(node, lambda gi, go: log.append("post"))
     for _ in range(3):
         y.sum().backward(retain_graph=True)
     one = ["tensor", "pre", "post"]

@@ -35,14 +35,14 @@ def mark_dirty(adapter, ctx, *tensors):
 
 
 def version(adapter, t):
-    return adapter.feature("version_counter", lambda: t._version)
+    return adapter.feature("version_counter", lambda: adapter.version(t))
 
 
 def once_differentiable(adapter, fw):
     return adapter.feature("once_differentiable", lambda: fw.autograd.function.once_differentiable)
 
 
-def square_fn(fw):
+def square_fn(adapter, fw):
     class Sq(fw.autograd.Function):
         @staticmethod
         def forward(ctx, x):
@@ -51,7 +51,7 @@ def square_fn(fw):
 
         @staticmethod
         def backward(ctx, g):
-            (x,) = ctx.saved_tensors
+            (x,) = adapter.saved_tensors(ctx)
             return 2 * x * g
     return Sq
 
@@ -180,7 +180,7 @@ def test_missing_backward_raises_at_backward(fw, device):
 
 
 @rule("legacy_function.saved-tensors-after-free-message")
-def test_saved_tensors_after_free_message(fw, device):
+def test_saved_tensors_after_free_message(adapter, fw, device):
     box = []
 
     class MyFn(fw.autograd.Function):
@@ -192,7 +192,7 @@ def test_saved_tensors_after_free_message(fw, device):
 
         @staticmethod
         def backward(ctx, g):
-            ctx.saved_tensors
+            adapter.saved_tensors(ctx)
             return g
 
     a = fw.randn(5, requires_grad=True, device=device)
@@ -201,7 +201,7 @@ def test_saved_tensors_after_free_message(fw, device):
     ctx = box.pop()
     with raises(RuntimeError, match=re.escape(FREED_MSG) + ".*Specify retain_graph=True",
                 what="ctx.saved_tensors after backward"):
-        ctx.saved_tensors
+        adapter.saved_tensors(ctx)
 
 
 @rule("legacy_function.save-none-roundtrip")
@@ -216,7 +216,7 @@ def test_save_none_roundtrip(fw, adapter, device):
 
         @staticmethod
         def backward(ctx, g):
-            saved = ctx.saved_tensors
+            saved = adapter.saved_tensors(ctx)
             seen.append(saved)
             return g * 2
 
@@ -231,7 +231,7 @@ def test_save_none_roundtrip(fw, adapter, device):
 
 @rule("legacy_function.second-backward-without-retain-graph")
 def test_second_backward_without_retain_graph(fw, adapter, device):
-    Sq = square_fn(fw)
+    Sq = square_fn(adapter, fw)
     x = fw.tensor([3.0], requires_grad=True, device=device)
     y = Sq.apply(x)
     y.backward(retain_graph=True)
@@ -243,12 +243,12 @@ def test_second_backward_without_retain_graph(fw, adapter, device):
 
 
 @rule("legacy_function.saved-tensors-version-check")
-def test_saved_tensors_version_check(fw, device):
-    Sq = square_fn(fw)
+def test_saved_tensors_version_check(adapter, fw, device):
+    Sq = square_fn(adapter, fw)
     a = fw.ones(3, requires_grad=True, device=device)
     b = a.clone()
     y = Sq.apply(b)
-    b.add_(1)
+    adapter.inplace(b, "add_", 1)
     with raises(RuntimeError, match="modified by an inplace operation",
                 what="backward after the saved input was modified in place"):
         y.sum().backward()
@@ -283,7 +283,7 @@ def test_mark_dirty_leaf_raises(fw, adapter, device):
     class Dirty(fw.autograd.Function):
         @staticmethod
         def forward(ctx, inp):
-            inp.add_(1)
+            adapter.inplace(inp, "add_", 1)
             mark_dirty(adapter, ctx, inp)
             return inp
 
@@ -382,7 +382,7 @@ def test_once_differentiable_runs_without_grad(fw, adapter, device):
         @staticmethod
         @once
         def backward(ctx, g):
-            (x,) = ctx.saved_tensors
+            (x,) = adapter.saved_tensors(ctx)
             r = 2 * x * g
             inside.append((x * 1.0).requires_grad)
             return r
@@ -407,7 +407,7 @@ def test_once_differentiable_double_backward_raises(fw, adapter, device):
         @staticmethod
         @once
         def backward(ctx, g):
-            (x,) = ctx.saved_tensors
+            (x,) = adapter.saved_tensors(ctx)
             return 2 * x * g
 
     x = fw.tensor([3.0], requires_grad=True, device=device)
@@ -419,11 +419,11 @@ def test_once_differentiable_double_backward_raises(fw, adapter, device):
         g.backward()
 
 
-def _non_tensor_fn(fw, log):
+def _non_tensor_fn(adapter, fw, log):
     class F(fw.autograd.Function):
         @staticmethod
         def forward(ctx, t, scale, flag):
-            log["needs_input_grad"] = tuple(ctx.needs_input_grad)
+            log["needs_input_grad"] = tuple(adapter.needs_input_grad(ctx))
             return t * scale, "bar", None
 
         @staticmethod
@@ -434,9 +434,9 @@ def _non_tensor_fn(fw, log):
 
 
 @rule("legacy_function.non-tensor-outputs-pass-through")
-def test_non_tensor_outputs_pass_through(fw, device):
+def test_non_tensor_outputs_pass_through(adapter, fw, device):
     log = {}
-    F = _non_tensor_fn(fw, log)
+    F = _non_tensor_fn(adapter, fw, log)
     x = fw.ones(2, requires_grad=True, device=device)
     with diverges_if_raises(RuntimeError, TypeError, what="apply with non-tensor inputs/outputs"):
         y, s, n = F.apply(x, 3, True)
@@ -448,9 +448,9 @@ def test_non_tensor_outputs_pass_through(fw, device):
 
 
 @rule("legacy_function.needs-input-grad")
-def test_needs_input_grad(fw, device):
+def test_needs_input_grad(adapter, fw, device):
     log = {}
-    F = _non_tensor_fn(fw, log)
+    F = _non_tensor_fn(adapter, fw, log)
     x = fw.ones(2, requires_grad=True, device=device)
     with diverges_if_raises(RuntimeError, TypeError, what="apply with non-tensor inputs/outputs"):
         F.apply(x, 3, True)
@@ -479,7 +479,7 @@ def test_none_grads_leave_grad_unset(fw, device):
     assert u.grad is None, f"backward returned None, but u.grad = {u.grad!r}"
 
 
-def _setup_context_square(fw):
+def _setup_context_square(adapter, fw):
     class MySquare(fw.autograd.Function):
         @staticmethod
         def forward(x):
@@ -493,14 +493,14 @@ def _setup_context_square(fw):
 
         @staticmethod
         def backward(ctx, g):
-            (x,) = ctx.saved_tensors
+            (x,) = adapter.saved_tensors(ctx)
             return g * ctx.two * x
     return MySquare
 
 
 @rule("legacy_function.setup-context-style")
 def test_setup_context_style(fw, adapter, device):
-    MySquare = _setup_context_square(fw)
+    MySquare = _setup_context_square(adapter, fw)
     x = fw.tensor([1.5, -2.0], requires_grad=True, device=device)
     with diverges_if_raises(TypeError, what="Function with setup_context (forward without ctx)"):
         y = MySquare.apply(x)
@@ -509,7 +509,7 @@ def test_setup_context_style(fw, adapter, device):
     np.testing.assert_allclose(adapter.to_numpy(gx), [3.0, -4.0])
 
 
-def _ctx_style_cube(fw):
+def _ctx_style_cube(adapter, fw):
     class Cube(fw.autograd.Function):
         @staticmethod
         def forward(ctx, x):
@@ -519,7 +519,7 @@ def _ctx_style_cube(fw):
 
         @staticmethod
         def backward(ctx, g):
-            (x,) = ctx.saved_tensors
+            (x,) = adapter.saved_tensors(ctx)
             return g * ctx.three * x * x
     return Cube
 
@@ -528,9 +528,9 @@ def _ctx_style_cube(fw):
 @rule("legacy_function.fresh-ctx-per-apply")
 def test_fresh_ctx_per_apply(fw, adapter, device, style):
     if style == "setup-context":
-        F, deriv = _setup_context_square(fw), (lambda v: 2 * v)
+        F, deriv = _setup_context_square(adapter, fw), (lambda v: 2 * v)
     else:
-        F, deriv = _ctx_style_cube(fw), (lambda v: 3 * v * v)
+        F, deriv = _ctx_style_cube(adapter, fw), (lambda v: 3 * v * v)
     x1 = fw.tensor([2.0], requires_grad=True, device=device)
     x2 = fw.tensor([5.0], requires_grad=True, device=device)
     with diverges_if_raises(TypeError, what=f"Function in {style} style"):
@@ -552,13 +552,13 @@ def test_kwargs_are_inputs(fw, adapter, device):
     class F(fw.autograd.Function):
         @staticmethod
         def forward(ctx, x, w=None):
-            log["needs"] = tuple(ctx.needs_input_grad)
+            log["needs"] = tuple(adapter.needs_input_grad(ctx))
             ctx.save_for_backward(x, w)
             return x * w
 
         @staticmethod
         def backward(ctx, g):
-            x, w = ctx.saved_tensors
+            x, w = adapter.saved_tensors(ctx)
             return g * w, g * x
 
     x = fw.ones(2, requires_grad=True, device=device)

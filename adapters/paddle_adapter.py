@@ -1,0 +1,95 @@
+"""PaddlePaddle 3.x (CPU wheel): a framework whose dygraph mode already speaks much of torch's
+vocabulary (``requires_grad=``, ``grad_fn``, ``autograd.Function``), tested as it ships.
+
+Nothing of Paddle's is patched: the suites reach what Paddle spells differently on its own
+objects (``ctx.saved_tensor()``, ``retain_grads()``, ``inplace_version``, in-place ops that
+take only tensors) through the adapter methods below, and ``fw`` is Paddle's own module
+with the few torch-shaped names it lacks added on a namespace of ours. Tensors are Paddle's.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from adapters.base import Adapter, Unsupported
+
+
+class _Namespace(types.SimpleNamespace):
+    """Attribute lookup falls through to a wrapped module (ours first, then Paddle's)."""
+
+    def __init__(self, module: Any, **extra: Any) -> None:
+        super().__init__(**extra)
+        object.__setattr__(self, "_module", module)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "_module"), name)
+
+
+class PaddleAdapter(Adapter):
+    name = "paddle"
+    install_hint = "pip install paddlepaddle==3.3.1"
+    devices = ("cpu",)
+    unsupported = {
+        "forward_ad": "paddle.autograd has no forward_ad (dual_level, make_dual)",
+        "mark_dirty": "PyLayerContext has no mark_dirty (in-place custom Functions)",
+        "needs_input_grad": "PyLayerContext has no needs_input_grad",
+        "node_hooks": "grad nodes take no Python pre/post hooks (register_prehook, register_hook)",
+        "once_differentiable": "paddle.autograd has no once_differentiable decorator",
+        "node_metadata": "grad nodes have no metadata dict",
+        "saved_tensor_attributes": "grad nodes expose no _saved_* attributes",
+        "create_graph_backward": "Tensor.backward takes no create_graph (paddle.grad does)",
+        "backward_inputs": "Tensor.backward takes no inputs=",
+    }
+
+    def _import(self):
+        import paddle
+
+        paddle.disable_static()
+        autograd = _Namespace(paddle.autograd, function=_Namespace(types.SimpleNamespace()))
+        return _Namespace(paddle, autograd=autograd, __name__="paddle")
+
+    def framework_version(self) -> str:
+        import paddle
+
+        return str(paddle.__version__)
+
+    def to_numpy(self, tensor):
+        return tensor.detach().cpu().numpy()
+
+    # -- what Paddle spells differently on its own objects ---------------------------
+    def saved_tensors(self, ctx):
+        return tuple(ctx.saved_tensor())
+
+    def retain_grad(self, tensor) -> None:
+        tensor.retain_grads()
+
+    def version(self, tensor) -> int:
+        return int(tensor.inplace_version)
+
+    def inplace(self, tensor, op: str, *args):
+        import paddle
+
+        args = tuple(paddle.full_like(tensor, a) if isinstance(a, (int, float, bool)) else a
+                     for a in args)
+        return getattr(tensor, op)(*args)
+
+    def needs_input_grad(self, ctx):
+        self.require("needs_input_grad")
+
+    def register_node_hook(self, node, hook):
+        self.require("node_hooks")
+
+    def register_node_prehook(self, node, hook):
+        self.require("node_hooks")
+
+    def next_functions(self, node):
+        # Paddle lists the producer nodes alone; the input slot is their position.
+        return tuple((n, i) for i, n in enumerate(node.next_functions))
+
+    def backward(self, tensor, gradient=None, *, retain_graph=None, create_graph=False,
+                 inputs=None):
+        if create_graph:
+            self.require("create_graph_backward")
+        if inputs is not None:
+            self.require("backward_inputs")
+        return tensor.backward(gradient, retain_graph=bool(retain_graph))
