@@ -76,7 +76,9 @@ class Tensor:
         "_retains_grad",
         "_base",
         "_fw_grads",
-        "_view_fn",  # views only: redoes this view on another tensor (a tangent)
+        "_view_fn",  # views only: redoes this view on another tensor (a tangent, the base)
+        "_views",  # bases only, set lazily: weakrefs to the views made in grad mode
+        "_view_no_grad",  # views only, set lazily: True when made under no_grad
         "__dict__",
         "__weakref__",
     )
@@ -311,8 +313,11 @@ class Tensor:
         out._version_counter = self._version_counter
         return out
 
+    def _is_view(self) -> bool:
+        return self._base is not None
+
     def detach_(self) -> "Tensor":
-        if self._base is not None and self._base._requires_grad:
+        if self._base is not None:  # rule: views.detach-inplace-on-view-refused
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self._node = None
         self._output_nr = 0

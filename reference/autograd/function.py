@@ -336,7 +336,11 @@ def _apply(fn_cls, args, kwargs):
         if record and id(out) not in non_diff_ids and out.dtype.is_floating_point:
             from reference.ops import inplace
 
-            if id(out) in dirty_ids:
+            if id(out) in dirty_ids and result._base is not None and getattr(result, "_view_fn", None) is not None:
+                # rule: views.mark-dirty-on-view-rewrites-base
+                position = next(i for i, value in enumerate(inputs) if value is out)
+                inplace.rebase_view_history(result, ctx, position, index)
+            elif id(out) in dirty_ids:
                 inplace.rebase_history(result, ctx)
                 result._output_nr = index
             else:

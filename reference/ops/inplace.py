@@ -18,9 +18,14 @@ from reference.tensor import Tensor
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_INPLACE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_INPLACE_UNSUPPORTED = (
-    "the reference engine does not record in-place operations on views of tensors that require "
-    "grad (PyTorch rewrites the base's history with CopySlices). Apply the op out of place, or "
-    "modify the base tensor directly."
+    "the reference engine does not record in-place operations on this kind of view (the body of "
+    "a dual tensor). Apply the op out of place, or modify the base tensor directly."
+)
+NO_GRAD_VIEW_INPLACE = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given "
+    "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+    "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+    "inplace to be tracked) or both outside (if you want the inplace to be tracked)."
 )
 
 
@@ -32,7 +37,15 @@ def check_inplace(tensor: Tensor) -> None:
         raise RuntimeError(LEAF_INPLACE)
     base = tensor._base
     if base is not None and base._node is None and base._requires_grad:
-        raise RuntimeError(VIEW_OF_LEAF_INPLACE)
+        raise RuntimeError(VIEW_OF_LEAF_INPLACE)  # rule: views.inplace-on-view-of-leaf-refused
+
+
+def check_view_inplace(tensor: Tensor, other) -> None:
+    """A view made under no_grad may not be modified in place in grad mode when the result
+    would require grad. rule: views.inplace-on-no-grad-view-refused"""
+    if (grad_mode._state.enabled and getattr(tensor, "_view_no_grad", False)
+            and (tensor._base._requires_grad or getattr(other, "_requires_grad", False))):
+        raise RuntimeError(NO_GRAD_VIEW_INPLACE)
 
 
 def _check_overlap(tensor: Tensor, other) -> None:
@@ -71,6 +84,80 @@ def rebase_history(tensor: Tensor, node) -> None:
                 extras.retains_grad = {}
             extras.retains_grad[0] = ref
     attach(tensor, node)
+
+
+class CopySlices(Node):
+    """The base's history after an in-place op on one of its views.
+
+    ``fn`` is the in-place op's own node (or a custom Function's ctx that marked a view
+    dirty); its input ``self_index`` was the view. The base's gradient flows through
+    unchanged except in the view's region, where ``fn`` maps the region's gradient to the
+    gradient of the view's old values. Next functions: fn's, with the base's previous
+    history in place of the view's. Saved tensors are fn's (released with this node).
+    rule: views.inplace-on-view-rewrites-base
+    """
+
+    __slots__ = ("_fn", "_view_fn", "_self_index", "_fn_output_nr")
+
+    def __init__(self, fn, next_functions, view_fn, self_index, fn_output_nr):
+        self._fn = fn
+        super().__init__(next_functions)
+        self._view_fn = view_fn
+        self._self_index = self_index
+        self._fn_output_nr = fn_output_nr
+
+    @property
+    def _saved(self):
+        return self._fn._saved
+
+    @_saved.setter
+    def _saved(self, value):
+        if value != ():
+            self._fn._saved = value
+
+    def name(self) -> str:
+        return "CopySlices"
+
+    def apply(self, ops, grads):
+        grad = grads[0]
+        fn = self._fn
+        fn_grads_in = [None] * fn.num_outputs
+        if ops.differentiable:
+            result = grad.clone()
+            region = self._view_fn(result)
+            fn_grads_in[self._fn_output_nr] = region.clone()
+            fn_grads = list(fn.apply(ops, fn_grads_in))
+            first = fn_grads[self._self_index]
+            if first is None:
+                region.zero_()
+            else:
+                region.copy_(first)
+        else:
+            result = namespace_of(grad).array(grad, copy=True)
+            with grad_mode.no_grad():
+                region = self._view_fn(Tensor._wrap(result))._data
+            fn_grads_in[self._fn_output_nr] = region.copy()
+            fn_grads = list(fn.apply(ops, fn_grads_in))
+            first = fn_grads[self._self_index]
+            region[...] = 0 if first is None else first
+        fn_grads[self._self_index] = result
+        return tuple(fn_grads)
+
+
+def rebase_view_history(view: Tensor, fn, self_index: int = 0, fn_output_nr: int = 0) -> None:
+    """After ``fn`` modified ``view`` in place: the base's history becomes CopySlices(fn),
+    and every view of the base (this one first) gets a history replayed from it."""
+    from reference.ops.recording import edge
+    from reference.ops.views import refresh_views, regenerate_view
+
+    base = view._base
+    next_functions = list(fn._next_functions)
+    next_functions[self_index] = edge(base)
+    next_functions = tuple(next_functions)
+    fn._next_functions = next_functions
+    rebase_history(base, CopySlices(fn, next_functions, view._view_fn, self_index, fn_output_nr))
+    regenerate_view(view)
+    refresh_views(base, skip=view)
 
 
 # In-place arithmetic differentiates as its out-of-place twin (self has the output's shape,
@@ -148,7 +235,13 @@ class IndexPutBackward0(Node):
 
 
 def _old_self(self):
-    """A snapshot of self before it is overwritten, for backward formulas that need it."""
+    """A snapshot of self before it is overwritten, for backward formulas that need it; a
+    differentiable clone when self has history, so that double backward reaches it."""
+    if self._requires_grad and grad_mode._state.enabled:
+        from reference.ops.pointwise import clone
+
+        with forward_ad.suppress_propagation():
+            return save_input(clone(self))
     return save_input(Tensor._wrap(self._data.copy()))
 
 
@@ -161,10 +254,16 @@ def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=N
     """
     check_inplace(self)
     _check_overlap(self, other)
-    record = needs_grad(self, other)
+    base = self._base
+    if base is not None:
+        check_view_inplace(self, other)
+        record = grad_mode._state.enabled and (
+            base._requires_grad or self._requires_grad or getattr(other, "_requires_grad", False))
+    else:
+        record = needs_grad(self, other)
     node = None
     if record:
-        if self._base is not None:
+        if base is not None and getattr(self, "_view_fn", None) is None:
             raise RuntimeError(VIEW_INPLACE_UNSUPPORTED)
         node = node_cls(edges(self) if other is None else edges(self, other))
         node._shapes = (shape_of(self), shape_of(other))
@@ -181,7 +280,14 @@ def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=N
         ) from None
     bump_version(self)
     if node is not None:
-        rebase_history(self, node)
+        if base is not None:
+            rebase_view_history(self, node)
+        else:
+            rebase_history(self, node)
+            if getattr(self, "_views", None):
+                from reference.ops.views import refresh_views
+
+                refresh_views(self)  # rule: views.view-history-follows-base
     return self
 
 

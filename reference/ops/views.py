@@ -6,7 +6,11 @@ gives a view; indexing with tensors or lists gives a copy.
 """
 from __future__ import annotations
 
+import weakref
+
+from reference import grad_mode
 from reference.array_backend import namespace_of
+from reference.autograd import forward_ad
 from reference.autograd.graph import Node
 from reference.ops.recording import attach, edges, has_tangent, needs_grad, propagate_tangent
 from reference.tensor import Tensor
@@ -82,9 +86,65 @@ def _make_view(self, data, node_cls=None, configure=None, cls=Tensor, view_fn=No
     if view_fn is not None:
         parent_fn = getattr(self, "_view_fn", None) if self._base is not None else None
         out._view_fn = view_fn if parent_fn is None else (lambda t: view_fn(parent_fn(t)))
+        if _grad_state.enabled:
+            if not _replaying:
+                _register_view(out._base, out)
+        else:
+            out._view_no_grad = True  # rule: views.inplace-on-no-grad-view-refused
         if has_tangent(self):
             propagate_tangent(out, lambda t: None if t is None else view_fn(t), self)
     return out
+
+
+_grad_state = grad_mode._state
+_replaying = False
+
+
+def _register_view(base, view):
+    """The base remembers its views weakly (a list of weakrefs, no callbacks: no cycle),
+    so that an in-place op on the base or on any view can renew their histories."""
+    try:
+        views = base._views
+    except AttributeError:
+        views = base._views = []
+    if len(views) >= 8 and not len(views) & (len(views) - 1):  # at each power of two, drop the dead
+        views[:] = [ref for ref in views if ref() is not None]
+    views.append(weakref.ref(view))
+
+
+def regenerate_view(view):
+    """Give ``view`` a fresh history from its base's current one: the view replayed on the
+    base (PyTorch's AsStridedBackward0 plays this part). rule: views.view-history-follows-base"""
+    global _replaying
+    base = view._base
+    _replaying = True
+    try:
+        with grad_mode.enable_grad(), forward_ad.suppress_propagation():
+            replay = view._view_fn(base)
+    finally:
+        _replaying = False
+    node = replay._node
+    if node is not None:
+        from reference.ops.inplace import rebase_history
+
+        rebase_history(view, node)
+        view._output_nr = replay._output_nr
+
+
+def refresh_views(base, skip=None):
+    """Renew the history of every live view of ``base`` made in grad mode (but ``skip``)."""
+    views = getattr(base, "_views", None)
+    if not views:
+        return
+    live = []
+    for ref in views:
+        view = ref()
+        if view is None:
+            continue
+        live.append(ref)
+        if view is not skip:
+            regenerate_view(view)
+    views[:] = live
 
 
 def _shape_arg(shape):
