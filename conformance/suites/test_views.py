@@ -1,0 +1,262 @@
+"""Suite `views`: views, and in-place ops on them.
+
+Rules: conformance/catalogue/views.toml. A view shares its base's memory and version counter;
+an in-place op on a view rewrites the base's history and the view's. Gradients are compared
+through numpy; lifetimes through conformance/liveness.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from conformance import liveness
+from conformance.api import Unsupported, diverges_if_raises, prerequisite, raises, rule
+
+INPLACE = "modified by an inplace operation"
+FREED = "backward through the graph a second time"
+
+
+def close(adapter, t, expected, what="values"):
+    np.testing.assert_allclose(adapter.to_numpy(t), np.asarray(expected, dtype=np.float64),
+                               rtol=1e-6, err_msg=what)
+
+
+def version(adapter, t):
+    adapter.require("version_counter")
+    try:
+        return t._version
+    except AttributeError as exc:
+        raise Unsupported("no Tensor._version") from exc
+
+
+def is_view(t):
+    method = getattr(t, "_is_view", None)
+    if method is None:
+        raise Unsupported("no Tensor._is_view()")
+    return method()
+
+
+def probe(t, what):
+    try:
+        return liveness.weak(t, what)
+    except TypeError as exc:
+        raise Unsupported(f"cannot take a weakref to {what}: {exc}") from exc
+
+
+def recorded_inplace_on_view(fw, device):
+    """``a`` a leaf, ``b = a * 1`` and ``b[1:3] *= 2``; returns (a, b, the view)."""
+    a = fw.ones(4, requires_grad=True, device=device)
+    b = a * 1
+    v = b[1:3]
+    with diverges_if_raises(RuntimeError, what="in-place op on a view of a non-leaf"):
+        v.mul_(2)
+    return a, b, v
+
+
+@rule("views.view-shares-version-counter")
+def test_inplace_on_view_or_base_bumps_both_versions(adapter, fw, device):
+    b = fw.zeros(4, device=device)
+    v = b[:2]
+    before = version(adapter, b), version(adapter, v)
+    v.add_(1)
+    after_view = version(adapter, b), version(adapter, v)
+    assert after_view[0] > before[0] and after_view[0] == after_view[1], \
+        f"versions (base, view): {before} before, {after_view} after an in-place op on the view"
+    b.mul_(2)
+    after_base = version(adapter, b), version(adapter, v)
+    assert after_base[0] > after_view[0] and after_base[0] == after_base[1], \
+        f"versions (base, view): {after_view} before, {after_base} after an in-place op on the base"
+
+
+@rule("views.is-view-and-base")
+def test_is_view_and_base_name_the_owner(fw, device):
+    b = fw.zeros(2, 3, device=device)
+    row = b[0]
+    assert is_view(row) and row._base is b, "b[0] is not reported as a view of b"
+    assert row[1:]._base is b, "a view of a view does not name the original base"
+    assert is_view(b.view(6)) and b.t()._base is b, "view()/t() not reported as views of b"
+    assert not is_view(b.detach()) and b.detach()._base is None, "detach() reported as a view"
+    assert not is_view(b[[0, 1]]), "indexing with a list (a copy) reported as a view"
+    assert not is_view(b) and b._base is None, "a tensor that is no view reported as one"
+
+
+@rule("views.inplace-on-view-rewrites-base")
+def test_inplace_on_view_is_in_base_gradient(adapter, fw, device):
+    a = fw.ones(4, requires_grad=True, device=device)
+    b = a * 1
+    old = b.grad_fn
+    v = b[1:3]
+    with diverges_if_raises(RuntimeError, what="in-place op on a view of a non-leaf"):
+        v.mul_(2)
+    assert b.grad_fn is not old, "the base kept its old grad_fn after an in-place op on its view"
+    b.sum().backward()
+    close(adapter, a.grad, [1, 2, 2, 1], "a.grad after b[1:3].mul_(2); b.sum().backward()")
+    a.grad = None
+    a2, _, v2 = recorded_inplace_on_view(fw, device)
+    v2.sum().backward()
+    close(adapter, a2.grad, [0, 2, 2, 0], "a.grad from the view after the in-place op on it")
+
+
+@rule("views.view-history-follows-base")
+def test_earlier_views_follow_in_place_changes(adapter, fw, device):
+    a = fw.ones(4, requires_grad=True, device=device)
+    b = a * 1
+    v1 = b[1:]
+    v2 = v1[1:]
+    with prerequisite("views.inplace-on-view-rewrites-base"):
+        v2.mul_(5)
+    v1.sum().backward()
+    close(adapter, a.grad, [0, 1, 5, 5], "gradient through b[1:] after b[1:][1:].mul_(5)")
+    a.grad = None
+    b2 = a * 1
+    w = b2[:2]
+    b2.mul_(3)
+    w.sum().backward()
+    close(adapter, a.grad, [3, 3, 0, 0], "gradient through b[:2] taken before b.mul_(3)")
+
+
+@rule("views.inplace-on-view-of-leaf-refused")
+def test_view_of_leaf_refuses_in_place(adapter, fw, device):
+    a = fw.ones(4, requires_grad=True, device=device)
+    with raises(RuntimeError, what="in-place op on a view of a leaf that requires grad"):
+        a[:2].mul_(2)
+    close(adapter, a.detach(), [1, 1, 1, 1], "the leaf's values after the refused op")
+    with fw.no_grad():
+        a[:2].mul_(2)
+    close(adapter, a.detach(), [2, 2, 1, 1], "the leaf's values after the op under no_grad")
+
+
+@rule("views.inplace-on-no-grad-view-refused")
+def test_view_made_under_no_grad_refuses_recorded_in_place(adapter, fw, device):
+    b = fw.ones(4, requires_grad=True, device=device) * 1
+    with fw.no_grad():
+        v = b[:2]
+    with raises(RuntimeError, what="in-place op in grad mode on a view made under no_grad"):
+        v.mul_(2)
+    close(adapter, b.detach(), [1, 1, 1, 1], "the base's values after the refused op")
+    with fw.no_grad():
+        v.mul_(2)
+    close(adapter, b.detach(), [2, 2, 1, 1], "the base's values after the op under no_grad")
+    p = fw.zeros(4, device=device)
+    with fw.no_grad():
+        u = p[:2]
+    u.add_(1)  # nothing requires grad: allowed
+    close(adapter, p, [1, 1, 0, 0], "a plain tensor after a plain in-place op on its no_grad view")
+
+
+@rule("views.setitem-makes-nonleaf")
+def test_slice_assignment_of_grad_values_records_history(adapter, fw, device):
+    p = fw.zeros(4, device=device)
+    w = fw.ones(2, requires_grad=True, device=device)
+    p[1:3] = w
+    assert p.requires_grad and not p.is_leaf, \
+        f"after p[1:3] = w: requires_grad={p.requires_grad}, is_leaf={p.is_leaf}"
+    (p * fw.arange(4.0, device=device)).sum().backward()
+    close(adapter, w.grad, [1, 2], "w.grad through p[1:3] = w")
+    q = fw.zeros(4, device=device)
+    with diverges_if_raises(RuntimeError, what="in-place op with a grad-requiring value on a view of a plain tensor"):
+        q[:2].add_(w)
+    assert q.requires_grad and not q.is_leaf, \
+        f"after q[:2].add_(w): requires_grad={q.requires_grad}, is_leaf={q.is_leaf}"
+
+
+@rule("views.mark-dirty-on-view-rewrites-base")
+def test_custom_in_place_function_on_view(adapter, fw, device):
+    adapter.require("mark_dirty")
+
+    class Triple(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(3)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    a = fw.ones(4, requires_grad=True, device=device)
+    b = a * 1
+    v = b[:2]
+    with diverges_if_raises(RuntimeError, what="a custom Function marking a view input dirty"):
+        Triple.apply(v)
+    b.sum().backward()
+    close(adapter, a.grad, [3, 3, 1, 1], "a.grad after Triple (mark_dirty) on b[:2]")
+
+
+@rule("views.saved-view-version-checked")
+def test_writes_through_an_alias_invalidate_saved_values(adapter, fw, device):
+    a = fw.ones(4, requires_grad=True, device=device)
+    b = a * 1
+    v = b[:2]
+    y = v * v  # saves the view
+    b.add_(1)
+    with raises(RuntimeError, match=INPLACE, what="backward needing a view after its base was modified"):
+        y.sum().backward()
+    b = a * 1
+    v = b[:2]
+    y = b * b  # saves the base
+    with prerequisite("views.inplace-on-view-rewrites-base"):
+        v.add_(1)
+    with raises(RuntimeError, match=INPLACE, what="backward needing a base after its view was modified"):
+        y.sum().backward()
+
+
+@rule("views.detach-inplace-on-view-refused")
+def test_detach_in_place_refused_on_views(fw, device):
+    a = fw.ones(4, requires_grad=True, device=device)
+    v = (a * 1)[:2]
+    fn = v.grad_fn
+    if not hasattr(v, "detach_"):
+        raise Unsupported("no Tensor.detach_()")
+    with raises(RuntimeError, what="detach_() on a view of a tensor that requires grad"):
+        v.detach_()
+    assert v.grad_fn is fn, "the view's grad_fn changed although detach_() was refused"
+    with raises(RuntimeError, what="detach_() on a view of a plain tensor"):
+        fw.zeros(4, device=device)[:2].detach_()
+
+
+@rule("views.inplace-on-view-double-backward")
+def test_second_derivative_through_in_place_on_view(adapter, fw, device):
+    a = fw.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True, device=device)
+    b = a * 1
+    with prerequisite("views.inplace-on-view-rewrites-base"):
+        b[:2].mul_(a[:2])
+    (g,) = fw.autograd.grad(b.sum(), a, create_graph=True)
+    close(adapter, g.detach(), [2, 4, 1, 1], "first derivative")
+    g.sum().backward()
+    close(adapter, a.grad, [2, 2, 0, 0], "second derivative")
+
+
+@rule("views.inplace-on-view-frees-saved")
+def test_backward_releases_what_the_in_place_op_saved(fw, device):
+    a = fw.ones(4, requires_grad=True, device=device)
+    w = fw.ones(2, requires_grad=True, device=device)
+    x = w * 2
+    saved = probe(x, "the tensor saved by b[:2].mul_(x)")
+    b = a * 1
+    with prerequisite("views.inplace-on-view-rewrites-base"):
+        b[:2].mul_(x)
+    del x
+    with liveness.gc_disabled():
+        liveness.assert_alive(saved, "before backward (the in-place op saved it)")
+        b.sum().backward()
+        liveness.assert_freed(saved, by="refcount", context="after backward without retain_graph")
+    with raises(RuntimeError, match=FREED, what="a second backward without retain_graph"):
+        b.sum().backward()
+
+
+@rule("views.inplace-on-view-graph-freed")
+def test_graph_of_in_place_on_view_freed_by_refcount(fw, device):
+    a = fw.ones(4, requires_grad=True, device=device)
+    w = fw.ones(2, requires_grad=True, device=device)
+    x = w * 2
+    saved = probe(x, "the tensor saved by v.mul_(x)")
+    b = a * 1
+    v = b[:2]
+    with prerequisite("views.inplace-on-view-rewrites-base"):
+        v.mul_(x)
+    del x
+    with liveness.gc_disabled():
+        liveness.assert_alive(saved, "while the base and the view are alive")
+        del b, v
+        liveness.assert_freed(saved, by="refcount", context="after dropping the base and the view")
