@@ -9,18 +9,16 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from conformance.results import end_line as _end_line  # noqa: E402  (standard library only)
+
 RESULTS = Path("reports/results")
 REQUIRED = ["reference", "torch"]
 OPTIONAL = ["oneflow-0.9.0", "oneflow-0.8.0"]
 
 
 def end_line(label):
-    path = RESULTS / f"{label}.jsonl"
-    if not path.is_file():
-        return None
-    lines = path.read_text(encoding="utf-8").strip().splitlines()
-    last = json.loads(lines[-1]) if lines else {}
-    return last if last.get("type") == "end" else None
+    return _end_line(RESULTS / f"{label}.jsonl")
 
 
 def main() -> int:

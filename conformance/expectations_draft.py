@@ -7,7 +7,8 @@ Each rule that did not hold in some run gets entries saying what happened instea
 the observed message as the reason (review and sharpen it before committing), limited
 to the framework versions (``versions``) and the tests (``tests``) where it happened.
 Outcomes are read from the ``actual`` field, so a run made with an older expectations file
-drafts the same entries as a run made with none. Rules that held everywhere get nothing.
+drafts the same entries as a run made with none. Rules that held everywhere get nothing,
+and neither does a BLOCKED test (a cascade from its prerequisite rule needs no entry).
 """
 from __future__ import annotations
 
@@ -15,27 +16,32 @@ import argparse
 import json
 import sys
 from collections import defaultdict
-from pathlib import Path
 
-HELD = {"PASS", "OBSERVED"}
+from conformance.outcomes import ACTUAL, EXPECTABLE, HELD as _HELD, Outcome
+from conformance.results import ResultsSchemaError, read_run
+
+#: What drafting does with each outcome a test can actually have: an entry, or nothing.
+DRAFTED = frozenset(o.value for o in EXPECTABLE)
+NOT_DRAFTED = frozenset({*(o.value for o in _HELD), Outcome.BLOCKED.value})
+HELD = NOT_DRAFTED  # (name kept for callers: outcomes that get no entry)
+assert DRAFTED | NOT_DRAFTED == {o.value for o in ACTUAL}, "an outcome drafting does not handle"
 
 
 def read_runs(paths):
     """[(framework version, {rule: {test name: (outcome, message)}})] per results file."""
     runs = []
     for path in paths:
-        version, tests = None, defaultdict(dict)
-        for line in Path(path).read_text().splitlines():
-            record = json.loads(line)
-            if record.get("type") == "run":
-                version = record.get("framework_version")
-            elif record.get("type") == "test" and record.get("rule"):
+        try:
+            run = read_run(path)
+        except (OSError, ResultsSchemaError) as exc:
+            raise SystemExit(f"error: {exc}") from None
+        tests = defaultdict(dict)
+        for record in run.tests:
+            if record.get("rule"):
                 name = record["nodeid"].split("::")[-1]
                 tests[record["rule"]][name] = (record.get("actual") or record["outcome"],
                                                record.get("message") or "")
-        if version is None:
-            raise SystemExit(f"{path}: no run header line; is this a results file?")
-        runs.append((version, tests))
+        runs.append((run.header.get("framework_version"), tests))
     return runs
 
 

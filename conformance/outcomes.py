@@ -25,14 +25,18 @@ declared with :func:`conformance.api.prerequisite`) failed; the results line nam
 TIMEOUT: the test ran past ``--conformance-timeout`` (``conformance.timeout``); LEAK: the test
 held but, run again and again under ``--leak-check``, left more live objects or traced memory
 behind on every run (``conformance.leakcheck``).
+
+This module owns the outcome sets and their orders; every consumer (the terminal summary,
+the report's cells and JUnit files, expectations drafting) takes them from here, and
+``tests/harness/test_outcome_consumers.py`` fails when an outcome is added that a consumer
+does not handle. It imports no third-party package at module level, so that the noxfile and
+``.ci/`` can read results files (:mod:`conformance.results`) with a bare Python.
 """
 from __future__ import annotations
 
 import dataclasses
 import enum
 import re
-
-import pytest
 
 from adapters.base import Unsupported
 
@@ -59,10 +63,41 @@ EXPECTABLE = (Outcome.DIVERGES, Outcome.UNSUPPORTED, Outcome.ERROR, Outcome.CRAS
               Outcome.LEAK)
 #: Outcomes that mean the rule held (or was observed) for the framework.
 HELD = (Outcome.PASS, Outcome.OBSERVED)
+#: Outcomes that say the framework breaks the rule (or the test could not judge it because
+#: the framework broke underneath it). UNSUPPORTED and BLOCKED are not: a missing feature
+#: and a cascade from another rule are counted apart.
+BROKEN = (Outcome.DIVERGES, Outcome.ERROR, Outcome.CRASH, Outcome.TIMEOUT, Outcome.LEAK)
+#: Outcomes that exist only after an expectation was applied (a results line's ``outcome``),
+#: never as what the framework did (its ``actual``).
+FINAL_ONLY = (Outcome.XFAIL, Outcome.XPASS)
+#: Outcomes a results line's ``actual`` can hold.
+ACTUAL = tuple(o for o in Outcome if o not in FINAL_ONLY)
 #: Column order in summaries.
 ORDER = (Outcome.PASS, Outcome.OBSERVED, Outcome.DIVERGES, Outcome.UNSUPPORTED, Outcome.BLOCKED,
          Outcome.ERROR,
          Outcome.CRASH, Outcome.TIMEOUT, Outcome.LEAK, Outcome.XFAIL, Outcome.XPASS)
+#: Final outcomes, most severe first: a rule with several tests shows the first that occurs.
+SEVERITY = (Outcome.CRASH, Outcome.ERROR, Outcome.TIMEOUT, Outcome.LEAK, Outcome.XPASS,
+            Outcome.DIVERGES, Outcome.XFAIL, Outcome.BLOCKED, Outcome.UNSUPPORTED,
+            Outcome.OBSERVED, Outcome.PASS)
+#: What the framework did, most severe first (:data:`SEVERITY` without the final-only ones).
+ACTUAL_SEVERITY = tuple(o for o in SEVERITY if o not in FINAL_ONLY)
+#: Not outcomes of a test but of a cell of the report: no result for a test that other runs
+#: have, and a column whose framework could not be installed. Most severe of all.
+NOT_RUN = "NOT RUN"
+NOT_INSTALLED = "NOT INSTALLED"
+
+
+def worst(outcomes, order=SEVERITY) -> str:
+    """The most severe of ``outcomes`` (strings or :class:`Outcome`) by ``order``;
+    ``NOT RUN`` before all, an unknown string after all."""
+    values = {str(o) for o in outcomes}
+    if NOT_RUN in values:
+        return NOT_RUN
+    for outcome in order:
+        if outcome.value in values:
+            return outcome.value
+    return next(iter(sorted(values)), NOT_RUN)
 
 
 class Blocked(Exception):
@@ -98,6 +133,8 @@ def classify(exc: BaseException | None, level: str, observed: bool) -> tuple[Out
         return Outcome.UNSUPPORTED, first_lines(str(exc))
     if isinstance(exc, Blocked):
         return Outcome.BLOCKED, first_lines(str(exc))
+    import pytest  # here, so that reading results files needs no pytest
+
     if isinstance(exc, pytest.skip.Exception):
         return Outcome.UNSUPPORTED, first_lines(f"pytest.skip: {exc.msg}")
     if isinstance(exc, pytest.xfail.Exception):

@@ -7,6 +7,7 @@ under pytest-xdist, where a worker that dies yields one CRASH record and the run
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import platform
@@ -157,34 +158,79 @@ class ResultsFile:
 
 
 # -- reading a results file back ---------------------------------------------------------
+# Every reader of results goes through here: the report (conformance.report.schema), drafting
+# expectations (conformance.expectations_draft), the noxfile's reuse check and .ci/. Standard
+# library only (conformance.outcomes imports no third-party package at module level).
 class ResultsSchemaError(ValueError):
     """A results file this version cannot read; the message names the file, line, version."""
 
 
-#: schema version -> function turning that version's records into the next version's.
-#: (Schema 1 is the first versioned one; add ``MIGRATIONS[1]`` when schema 2 appears.)
-MIGRATIONS: dict[int, Any] = {}
+#: The two documents this module versions: the ``--results`` JSON-lines file of one run, and
+#: ``reports/results.json`` (every run, written by :mod:`conformance.report.schema`).
+LINES = "lines"
+COMBINED = "results.json"
+#: The combined file's current version (its layout: :mod:`conformance.report.schema`).
+COMBINED_VERSION = 2
+
+
+def _combined_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
+    """results.json 2: tests carry ``blocked_by``, runs may carry ``root_causes``."""
+    for run in data.get("runs", []):
+        for test in run.get("tests", []):
+            test.setdefault("blocked_by", None)
+    return {**data, "version": 2}
+
+
+#: The one migration table: document -> {version: function turning that version's content
+#: into the next version's}. For LINES the content is the list of records; for COMBINED the
+#: parsed results.json (the function sets the new ``version``).
+#: (Lines schema 1 is the first versioned one; add ``MIGRATIONS[LINES][1]`` with schema 2.)
+MIGRATIONS: dict[str, dict[int, Any]] = {LINES: {}, COMBINED: {1: _combined_1_to_2}}
+
+
+def _parse_lines(path: Path) -> tuple[list[dict[str, Any]], bool]:
+    """The JSON objects of a results file, and whether its last line was cut off.
+
+    A run killed while writing leaves a partial last line: that line is dropped (and
+    reported) when the file has no end line; a bad line anywhere else is an error.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsSchemaError(f"{path}: not a text file (byte {exc.start} is not UTF-8); a "
+                                 f"--results file is JSON lines: remove it or run the suites "
+                                 f"again") from None
+    except IsADirectoryError:
+        raise ResultsSchemaError(f"{path}: a directory, not a results file") from None
+    lines = text.splitlines()
+    last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
+    records, truncated = [], False
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            if lineno == last and not text.endswith("\n"):
+                truncated = True  # cut off mid-write: no newline after it
+                break
+            raise ResultsSchemaError(f"{path}:{lineno}: not a JSON line ({exc})") from None
+        if not isinstance(record, dict):
+            raise ResultsSchemaError(f"{path}:{lineno}: not a JSON object; is it a --results "
+                                     f"file?")
+        records.append(record)
+    return records, truncated
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:
     """The records of a ``--results`` file, migrated to :data:`SCHEMA_VERSION`.
 
-    Raises :class:`ResultsSchemaError` for a line that is not a JSON object, a file without
-    a run header, or a schema version it cannot migrate (named, with what to do).
+    Raises :class:`ResultsSchemaError` for a line that is not a JSON object (except a last
+    line cut off mid-write, which is dropped), a file without a run header, or a schema
+    version it cannot migrate (named, with what to do).
     """
     path = Path(path)
-    records = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise ResultsSchemaError(f"{path}:{lineno}: not a JSON line ({exc})") from None
-            if not isinstance(record, dict):
-                raise ResultsSchemaError(f"{path}:{lineno}: not a JSON object")
-            records.append(record)
+    records, _ = _parse_lines(path)
     if not records or records[0].get("type") != "run":
         raise ResultsSchemaError(f"{path}:1: no run header (a line with \"type\": \"run\"); "
                                  f"not a results file of autograd-conformance")
@@ -195,7 +241,7 @@ def read_results(path: Path) -> list[dict[str, Any]]:
         raise ResultsSchemaError(f"{path}:1: written with results schema {schema}, newer than "
                                  f"this reader's {SCHEMA_VERSION}; upgrade autograd-conformance")
     while schema < SCHEMA_VERSION:
-        migrate = MIGRATIONS.get(schema)
+        migrate = MIGRATIONS[LINES].get(schema)
         if migrate is None:
             what = "no schema version (a harness from before versioned results)" if schema == 0 \
                 else f"results schema {schema}"
@@ -206,3 +252,59 @@ def read_results(path: Path) -> list[dict[str, Any]]:
         schema += 1
         records[0]["schema"] = schema
     return records
+
+
+@dataclasses.dataclass
+class Run:
+    """One results file, read: its header, its test lines, its end line (None when the run
+    was interrupted before writing it) and whether a last line was cut off."""
+
+    path: Path
+    header: dict[str, Any]
+    tests: list[dict[str, Any]]
+    end: dict[str, Any] | None
+    truncated: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.end is not None
+
+
+def read_run(path: Path) -> Run:
+    """A results file as a :class:`Run` (see :func:`read_results` for what it refuses)."""
+    path = Path(path)
+    records = read_results(path)
+    _, truncated = _parse_lines(path)
+    end = records[-1] if len(records) > 1 and records[-1].get("type") == "end" else None
+    tests = [r for r in records if r.get("type") == "test"]
+    return Run(path, records[0], tests, end, truncated)
+
+
+def end_line(path: Path) -> dict[str, Any] | None:
+    """The end line of a complete, readable, current results file; else None (missing,
+    interrupted, or of a schema this checkout cannot read: all mean "run it again")."""
+    try:
+        return read_run(path).end
+    except (OSError, ResultsSchemaError):
+        return None
+
+
+def migrate_combined(data: Any, where: str, version: int | None = None) -> Any:
+    """``reports/results.json`` content brought to :data:`COMBINED_VERSION` through
+    ``MIGRATIONS[COMBINED]``; ResultsSchemaError (saying what to do) when it cannot be."""
+    target = COMBINED_VERSION if version is None else version
+    current = data.get("version")
+    if not isinstance(current, int) or isinstance(current, bool):
+        raise ResultsSchemaError(f"{where}: no integer \"version\"; regenerate it with "
+                                 f"nox -s report")
+    if current > target:
+        raise ResultsSchemaError(f"{where}: schema version {current} is newer than this report "
+                                 f"reads ({target}); update this checkout")
+    while current < target:
+        step = MIGRATIONS[COMBINED].get(current)
+        if step is None:
+            raise ResultsSchemaError(f"{where}: schema version {current} is older than {target} "
+                                     f"and has no migration; regenerate it with nox -s report")
+        data = step(data)
+        current = data["version"]
+    return data

@@ -10,15 +10,17 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-#: Final outcomes, most severe first (the cell of a rule shows the first that occurs).
-FINAL_SEVERITY = ("NOT RUN", "CRASH", "ERROR", "TIMEOUT", "XPASS", "DIVERGES", "XFAIL",
-                  "UNSUPPORTED", "OBSERVED", "PASS")
+from conformance import outcomes
+from conformance.outcomes import NOT_INSTALLED, NOT_RUN, SEVERITY, worst
+
+#: Final outcomes, most severe first (the cell of a rule shows the first that occurs); the
+#: order is conformance.outcomes'; a missing test (NOT RUN) comes before all.
+FINAL_SEVERITY = (NOT_RUN, *(o.value for o in SEVERITY))
 #: What the framework did (before expectations), most severe first.
-ACTUAL_SEVERITY = ("NOT RUN", "CRASH", "ERROR", "TIMEOUT", "DIVERGES", "UNSUPPORTED",
-                   "OBSERVED", "PASS")
+ACTUAL_SEVERITY = (NOT_RUN, *(o.value for o in outcomes.ACTUAL_SEVERITY))
 #: Actual outcomes that count as breaking a rule.
-BROKEN = ("DIVERGES", "ERROR", "CRASH", "TIMEOUT")
-HELD = ("PASS", "OBSERVED")
+BROKEN = tuple(o.value for o in outcomes.BROKEN)
+HELD = tuple(o.value for o in outcomes.HELD)
 
 STYLE = {  # outcome -> (symbol, css class, meaning)
     "PASS": ("✓", "pass", "the rule holds"),
@@ -29,17 +31,12 @@ STYLE = {  # outcome -> (symbol, css class, meaning)
     "UNSUPPORTED": ("∅", "unsupported", "the framework lacks a feature the rule needs"),
     "ERROR": ("!", "error", "the test broke (not a verdict on the rule)"),
     "CRASH": ("☠", "crash", "the process died running the test"),
-    "TIMEOUT": ("⧗", "timeout", "the test ran out of time"),
-    "NOT RUN": ("·", "notrun", "no result: the test did not run in this run"),
-    "NOT INSTALLED": ("—", "notinstalled", "the framework could not be installed"),
+    "BLOCKED": ("⊘", "blocked", "a prerequisite rule failed first (blocked_by names it)"),
+    "TIMEOUT": ("⌛", "timeout", "the test ran out of time"),
+    "LEAK": ("♒", "leak", "held, but left objects or memory behind on every run"),
+    NOT_RUN: ("·", "notrun", "no result: the test did not run in this run"),
+    NOT_INSTALLED: ("—", "notinstalled", "the framework could not be installed"),
 }
-
-
-def _worst(values, order) -> str:
-    for outcome in order:
-        if outcome in values:
-            return outcome
-    return next(iter(values), "NOT RUN")
 
 
 def column_title(run: dict[str, Any]) -> str:
@@ -84,9 +81,9 @@ def cells(data: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
                 tests = [{"nodeid": "(none)", "rule": rid, "outcome": "NOT RUN",
                           "actual": "NOT RUN", "message": "no test of this rule ran",
                           "expectation": None, "duration": 0, "observed": None}]
-            outcome = _worst({t["outcome"] or "ERROR" for t in tests}, FINAL_SEVERITY)
-            actual = _worst({t["actual"] or t["outcome"] or "ERROR" for t in tests},
-                            ACTUAL_SEVERITY)
+            outcome = worst({t["outcome"] or "ERROR" for t in tests}, SEVERITY)
+            actual = worst({t["actual"] or t["outcome"] or "ERROR" for t in tests},
+                           outcomes.ACTUAL_SEVERITY)
             expectation = next((t["expectation"] for t in tests if t.get("expectation")), None)
             out[(rid, run["label"])] = {"outcome": outcome, "actual": actual, "tests": tests,
                                         "expectation": expectation}

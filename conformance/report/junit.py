@@ -6,9 +6,19 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-FAILED = ("DIVERGES", "XPASS")
-ERRORED = ("ERROR", "CRASH", "TIMEOUT", "NOT RUN")
-SKIPPED = ("UNSUPPORTED", "XFAIL")
+from conformance.outcomes import NOT_RUN, Outcome
+
+#: The JUnit element of every final outcome (None: a plain passing <testcase>). A LEAK held
+#: the rule's check but failed the run: a <failure>; BLOCKED is a <skipped> naming its blocker.
+ELEMENT = {
+    Outcome.PASS: None, Outcome.OBSERVED: None,
+    Outcome.DIVERGES: "failure", Outcome.XPASS: "failure", Outcome.LEAK: "failure",
+    Outcome.ERROR: "error", Outcome.CRASH: "error", Outcome.TIMEOUT: "error", NOT_RUN: "error",
+    Outcome.UNSUPPORTED: "skipped", Outcome.XFAIL: "skipped", Outcome.BLOCKED: "skipped",
+}
+FAILED = tuple(str(o) for o, e in ELEMENT.items() if e == "failure")
+ERRORED = tuple(str(o) for o, e in ELEMENT.items() if e == "error")
+SKIPPED = tuple(str(o) for o, e in ELEMENT.items() if e == "skipped")
 
 
 def _clean(text: str) -> str:
@@ -47,8 +57,14 @@ def run_to_junit(run: dict[str, Any]) -> ET.ElementTree:
                 ET.SubElement(case, "failure", message=first, type=t["outcome"]).text = message
             elif t["outcome"] in ERRORED:
                 ET.SubElement(case, "error", message=first, type=t["outcome"]).text = message
+            elif t["outcome"] == str(Outcome.BLOCKED):
+                ET.SubElement(case, "skipped", message=_clean(
+                    f"BLOCKED by {t.get('blocked_by') or '?'}: {first}"))
             elif t["outcome"] in SKIPPED:
                 ET.SubElement(case, "skipped", message=f"{t['outcome']}: {first}")
+            elif t["outcome"] not in (str(Outcome.PASS), str(Outcome.OBSERVED)):
+                # an outcome this writer does not know: never let it look like a pass
+                ET.SubElement(case, "error", message=first, type=str(t["outcome"])).text = message
     return ET.ElementTree(root)
 
 

@@ -5,7 +5,7 @@ that meets a layout it does not know must refuse it with a message saying what t
 misread it. The JSON-lines files of single runs (``--results``, schema
 :data:`conformance.results.SCHEMA_VERSION`) are the input; this module gathers them.
 
-Layout (version 1)::
+Layout (version 2)::
 
     {"schema": "autograd-conformance/results", "version": 1, "generated": ISO time,
      "catalogue": [{"id", "suite", "level", "statement", "rationale", "source"}, ...],
@@ -13,7 +13,13 @@ Layout (version 1)::
                "suite_revision", "suite_dirty", "adapter", "framework_version", "python",
                "device", "platform", "started", "finished", "exitstatus", "counts", "not_run",
                "tests": [{"nodeid", "rule", "suite", "level", "outcome", "actual", "message",
-                          "observed", "expectation", "duration", "chain"?}]}]}
+                          "observed", "expectation", "blocked_by", "duration", "chain"?}],
+               "root_causes"?: [...]}]}
+
+Version 2 added ``blocked_by`` (the prerequisite rule of a BLOCKED test, else null); a version-1
+file is migrated through :data:`conformance.results.MIGRATIONS` (the one migration table, for
+both the JSON-lines files and this one). Reading the JSON-lines files is
+:func:`conformance.results.read_run`'s job; this module only shapes its runs.
 
 ``status``: ``complete`` (the end line was written), ``interrupted`` (the run died: no end
 line), ``not-installed`` (the framework could not be installed; ``detail`` says why) or
@@ -26,71 +32,48 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from conformance.results import SCHEMA_VERSION as LINES_SCHEMA_VERSION
+from conformance import results as _results
+from conformance.results import ResultsSchemaError
 
 SCHEMA = "autograd-conformance/results"
-VERSION = 1
+VERSION = _results.COMBINED_VERSION
 STATUSES = ("complete", "interrupted", "not-installed", "missing")
 TEST_KEYS = ("nodeid", "rule", "suite", "level", "outcome", "actual", "message", "observed",
-             "expectation", "duration")
+             "expectation", "blocked_by", "duration")
 RUN_KEYS = ("suite_revision", "suite_dirty", "adapter", "framework_version", "python", "device",
             "platform", "started")
 
 
-class SchemaError(Exception):
-    """A results file this version of the report cannot read; the message says what to do."""
+#: A results file this version of the report cannot read; the message says what to do.
+SchemaError = ResultsSchemaError
 
 
 # -- single runs (JSON lines) -----------------------------------------------------------------
 def read_lines(path: Path, label: str | None = None, framework: str | None = None) -> dict[str, Any]:
-    """One run from a ``--results`` JSON-lines file."""
+    """One run (the layout above) from a ``--results`` JSON-lines file."""
     path = Path(path)
-    records = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise SchemaError(f"{path}: not a text file (byte {exc.start} is not UTF-8); a --results "
-                          f"file is JSON lines: remove it or run the suites again") from None
+        record = _results.read_run(path)
     except OSError as exc:
         raise SchemaError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if n == len(lines):
-                break  # a run killed mid-write leaves a partial last line
-            raise SchemaError(f"{path}:{n}: not JSON ({exc})") from None
-        if not isinstance(record, dict):
-            raise SchemaError(f"{path}:{n}: not a JSON object; is it a --results file?")
-        records.append(record)
-    if not records or records[0].get("type") != "run":
-        raise SchemaError(f"{path}: the first line is not a run header; is it a --results file?")
-    header = records[0]
-    if header.get("schema") != LINES_SCHEMA_VERSION:
-        raise SchemaError(f"{path}: results lines of schema {header.get('schema')!r}; this report "
-                          f"reads schema {LINES_SCHEMA_VERSION}. Run the suites again with this "
-                          f"checkout (nox -s report).")
-    end = records[-1] if records[-1].get("type") == "end" else None
+    header, end = record.header, record.end
     tests = []
-    for r in records:
-        if r.get("type") != "test":
-            continue
+    for r in record.tests:
         test = {k: r.get(k) for k in TEST_KEYS}
         if r.get("chain") is not None:
             test["chain"] = r["chain"]
         tests.append(test)
-    run = {"label": label or path.stem, "framework": framework or header.get("adapter"),
-           "status": "complete" if end else "interrupted",
-           "detail": "" if end else "the run ended without its end line (it was killed)",
-           **{k: header.get(k) for k in RUN_KEYS},
-           "finished": end.get("finished") if end else None,
-           "exitstatus": end.get("exitstatus") if end else None,
-           "counts": end.get("counts") if end else None,
-           "not_run": end.get("not_run", []) if end else [],
-           "tests": tests}
-    return run
+    detail = "" if end else "the run ended without its end line (it was killed)"
+    if record.truncated:
+        detail += "; its last line was cut off mid-write"
+    return {"label": label or path.stem, "framework": framework or header.get("adapter"),
+            "status": "complete" if end else "interrupted", "detail": detail,
+            **{k: header.get(k) for k in RUN_KEYS},
+            "finished": end.get("finished") if end else None,
+            "exitstatus": end.get("exitstatus") if end else None,
+            "counts": end.get("counts") if end else None,
+            "not_run": end.get("not_run", []) if end else [],
+            "tests": tests}
 
 
 def placeholder_run(label: str, framework: str, version: str | None, status: str,
@@ -122,29 +105,12 @@ def write(data: dict[str, Any], path: Path) -> None:
     path.write_text(json.dumps(data, indent=1, default=repr) + "\n", encoding="utf-8")
 
 
-# Migrations from older versions: version -> function returning the next version's data.
-# Version 1 is the first; an older file (or one without a version) is refused.
-MIGRATIONS: dict[int, Any] = {}
-
-
 def migrate(data: dict[str, Any], where: str = "results.json") -> dict[str, Any]:
     """Bring ``data`` to :data:`VERSION` or raise SchemaError saying what to do."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise SchemaError(f"{where}: not an autograd-conformance results file "
                           f"(expected \"schema\": {SCHEMA!r})")
-    version = data.get("version")
-    if not isinstance(version, int):
-        raise SchemaError(f"{where}: no integer \"version\"; regenerate it with nox -s report")
-    if version > VERSION:
-        raise SchemaError(f"{where}: schema version {version} is newer than this report reads "
-                          f"({VERSION}); update this checkout")
-    while version < VERSION:
-        step = MIGRATIONS.get(version)
-        if step is None:
-            raise SchemaError(f"{where}: schema version {version} is older than {VERSION} and "
-                              f"has no migration; regenerate it with nox -s report")
-        data = step(data)
-        version = data["version"]
+    data = _results.migrate_combined(data, where, VERSION)
     validate(data, where)
     return data
 

@@ -33,6 +33,8 @@ import tokenize
 from pathlib import Path
 from typing import Iterable
 
+from conformance import outcomes as _outcomes
+
 ROOT = Path(__file__).resolve().parents[2]
 SUITES_DIR = ROOT / "conformance" / "suites"
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -41,12 +43,14 @@ TEMPLATES_DIR = Path(__file__).parent / "templates"
 INLINED_MODULES = {
     "conformance.api": ROOT / "conformance" / "api.py",
     "conformance.liveness": ROOT / "conformance" / "liveness.py",
+    "conformance.outcomes": ROOT / "conformance" / "outcomes.py",
     "adapters.base": ROOT / "adapters" / "base.py",
 }
 #: Fixture parameters a suite test may take besides its own parametrize arguments.
 FIXTURES = ("fw", "adapter", "device", "observe")
-#: Severity of outcomes when a rule's tests disagree (first wins): what the rule shows.
-SEVERITY = ("CRASH", "ERROR", "TIMEOUT", "DIVERGES", "UNSUPPORTED", "OBSERVED", "PASS")
+#: Severity of outcomes when a rule's tests disagree (first wins): what the rule shows
+#: (conformance.outcomes owns the order).
+SEVERITY = tuple(o.value for o in _outcomes.ACTUAL_SEVERITY)
 #: The import name of each built-in adapter's framework.
 FRAMEWORK_MODULES = {"reference": "reference", "torch": "torch", "oneflow": "oneflow"}
 #: Imports a script may contain: the standard library plus these.
@@ -513,7 +517,9 @@ def check(name, call):
     except AssertionError as exc:
         outcome, message = "DIVERGES", f"{{type(exc).__name__}}: {{exc}}"
     except Exception as exc:
-        outcome, message = "ERROR", f"{{type(exc).__name__}}: {{exc}}"
+        # a prerequisite rule failed first (conformance.outcomes.Blocked): not this rule's verdict
+        outcome = "BLOCKED" if type(exc).__name__ == "Blocked" else "ERROR"
+        message = f"{{type(exc).__name__}}: {{exc}}"
     else:
         outcome, message = "PASS", ""
         if LEVEL == "IMPLEMENTATION-DEFINED":
@@ -528,7 +534,7 @@ def check(name, call):
 results = [
 {calls}
 ]
-SEVERITY = ("CRASH", "ERROR", "TIMEOUT", "DIVERGES", "UNSUPPORTED", "OBSERVED", "PASS")
+SEVERITY = {severity!r}
 outcome, message = min(results, key=lambda r: SEVERITY.index(r[0]))
 first_line = message.strip().splitlines()[0] if message.strip() else ""
 print(f"RESULT: {{outcome}}" + (f": {{first_line}}" if outcome != "PASS" and first_line else ""))
@@ -630,7 +636,7 @@ def generate(rule, adapter_name: str, version: str | None = None, device: str = 
     parts.append(f"\n# -- the test(s) of the rule, from conformance/suites/{_suite_file(asm, suites_dir)} --\n\n")
     parts.append("\n\n".join(rewrite(d.source, module).rstrip() for d in suite) + "\n\n\n")
     calls = [line for t in asm.tests for line in _call_expr(t, module)]
-    parts.append(RUNNER.format(rule_id=rule.id, level=rule.level, calls="\n".join(calls),
+    parts.append(RUNNER.format(rule_id=rule.id, level=rule.level, severity=SEVERITY, calls="\n".join(calls),
                                call_with_fixtures=_fixture_wrapper(asm.fixtures_autouse, module)))
     return "".join(parts)  # tests run check_standalone() on every script
 

@@ -14,6 +14,7 @@ from conformance.report import aggregate, html, junit, schema
 from conformance.repro import derive as repro
 from conformance.report.build import build, collect_runs, status_path
 from conformance.report.svg import chain_svg
+from conformance import results
 from conformance.results import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +82,7 @@ def test_results_json_holds_every_column_with_its_status(results_dir, tmp_path):
 
 
 @pytest.mark.parametrize("change, words", [
-    ({"version": 0}, "older than 1 and has no migration"),
+    ({"version": 0}, f"older than {schema.VERSION} and has no migration"),
     ({"version": 99}, "newer than this report reads"),
     ({"schema": "something-else"}, "not an autograd-conformance results file"),
     ({"version": "1"}, "no integer"),
@@ -96,12 +97,34 @@ def test_other_schema_versions_are_refused_with_what_to_do(results_dir, tmp_path
 
 def test_a_registered_migration_is_applied(results_dir, tmp_path, monkeypatch):
     data, _ = build(results_dir, tmp_path / "out")
-    monkeypatch.setitem(schema.MIGRATIONS, 0, lambda d: {**d, "version": 1,
-                                                         "runs": d["old_runs"]})
+    monkeypatch.setitem(results.MIGRATIONS[results.COMBINED], 0,
+                        lambda d: {**d, "version": 1, "runs": d["old_runs"]})
     old = {k: v for k, v in data.items() if k != "runs"} | {"version": 0, "old_runs": data["runs"]}
     path = tmp_path / "old.json"
     path.write_text(json.dumps(old))
     assert schema.load(path)["runs"] == data["runs"]
+
+
+def test_a_version_1_results_json_gains_blocked_by(results_dir, tmp_path):
+    data, _ = build(results_dir, tmp_path / "out")
+    for run in data["runs"]:
+        for t in run["tests"]:
+            del t["blocked_by"]
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps({**data, "version": 1}))
+    loaded = schema.load(path)
+    assert loaded["version"] == schema.VERSION
+    assert all(t["blocked_by"] is None for r in loaded["runs"] for t in r["tests"])
+
+
+def test_a_run_killed_mid_line_reads_as_interrupted(tmp_path):
+    path = tmp_path / "cut.jsonl"
+    write_run(path, "torch", "2.13.0", [(RULE, "test_a", "PASS", "PASS", "")], end=False)
+    path.write_text(path.read_text() + '{"type": "test", "rule": "x')  # no newline: cut off
+    run = schema.read_lines(path)
+    assert run["status"] == "interrupted" and len(run["tests"]) == 1
+    assert "cut off" in run["detail"]
+    assert results.end_line(path) is None
 
 
 def test_results_lines_of_another_schema_are_refused(tmp_path):
