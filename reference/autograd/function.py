@@ -15,7 +15,7 @@ import warnings
 
 from reference import grad_mode
 from reference.autograd import forward_ad
-from reference.autograd.graph import FREED_MESSAGE, Error, Node, SavedTensor, _sequence
+from reference.autograd.graph import FREED_MESSAGE, Error, Node, RawSavedTensor, SavedTensor, _sequence
 from reference.tensor import Tensor
 
 LEGACY_CALL = (
@@ -80,9 +80,10 @@ class FunctionCtx(Node):
 
     @property
     def _raw_saved_tensors(self):
-        if self._saved is None:
+        saved = self._saved
+        if saved is None:
             raise RuntimeError(FREED_MESSAGE)
-        return self._saved
+        return tuple(None if s is None else RawSavedTensor(self, i) for i, s in enumerate(saved))
 
     @property
     def saved_variables(self):

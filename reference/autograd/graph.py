@@ -14,6 +14,7 @@ which Python's cycle collector can see and free because every link is a Python o
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 
 _sequence = itertools.count()
@@ -29,6 +30,36 @@ FREED_MESSAGE = (
 INPLACE_HINT = (
     "Hint: enable anomaly detection to find the operation that failed to compute its "
     "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
+)
+
+
+class _SavedHooksState(threading.local):
+    """Per thread, as in torch: the stack of (pack, unpack) pairs and the disabled message."""
+
+    def __init__(self):
+        self.stack = []
+        self.disabled = None  # the message of an active disable_saved_tensors_hooks
+
+
+_saved_hooks = _SavedHooksState()
+#: how many saved_tensors_hooks contexts are open in any thread: the hot path reads only
+#: this global, and looks at the thread's stack only when it is non-zero
+_open_hook_contexts = 0
+_hooks_lock = threading.Lock()
+
+PACK_MODIFIED_INPUT = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack "
+    "hook can not be modified by in-place operations as this can lead to unexpected side-effects."
+)
+HOOKS_SET_TWICE = (
+    "Calling register_hooks on a saved tensor whose hooks have already been set. Hint: only one "
+    "pair of hooks is allowed at a time."
+)
+HOOKS_AFTER_FREE = (
+    "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values "
+    "of the graph are freed when you call .backward() or autograd.grad(). Specify "
+    "retain_graph=True if you need to backward through the graph a second time or if you need to "
+    "access saved variables after calling backward."
 )
 
 
@@ -94,6 +125,7 @@ class Node:
         super().__init_subclass__(**kwargs)
         for index, name in enumerate(cls.__dict__.get("saved_names", ())):
             setattr(cls, f"_saved_{name}", property(_saved_getter(index)))
+            setattr(cls, f"_raw_saved_{name}", property(_raw_saved_getter(index)))
 
     # -- introspection -------------------------------------------------------------
     def name(self) -> str:
@@ -187,6 +219,78 @@ def _saved_getter(index: int):
     return getter
 
 
+def _raw_saved_getter(index: int):
+    def getter(self):
+        return RawSavedTensor(self, index)
+
+    return getter
+
+
+class RawSavedTensor:
+    """``grad_fn._raw_saved_<name>``: a handle on one saved tensor of a node.
+
+    It names the slot (node, index) instead of holding the SavedTensor, so that the node's
+    release after backward frees the packed value even while a user keeps the handle.
+    """
+
+    __slots__ = ("_node", "_index")
+
+    def __init__(self, node, index):
+        self._node = node
+        self._index = index
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        """Pack the saved tensor now with ``pack_hook``; ``unpack_hook`` runs on every access."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks(): pack_hook and unpack_hook must be callable")
+        saved = self._node._saved
+        if saved is None:
+            raise RuntimeError(HOOKS_AFTER_FREE)  # rule: saved_tensors.register-hooks-after-release-raises
+        value = saved[self._index]
+        if type(value) is not SavedTensor:
+            raise RuntimeError("None is forbidden")  # nothing was saved in this slot
+        if value._hooks is not None:
+            raise RuntimeError(HOOKS_SET_TWICE)  # rule: saved_tensors.register-hooks-twice-raises
+        value._pack(value.unpack(self._node, True), pack_hook, unpack_hook, value._data is not None)
+
+    def __repr__(self) -> str:
+        return f"<reference.autograd.graph.RawSavedTensor object at {id(self):#x}>"
+
+
+class _Packed:
+    """What a node keeps for a saved tensor under hooks: what pack returned, the unpack hook,
+    and the metadata needed to give unpack's result the saved tensor's place in the graph.
+    The original tensor is not kept (rule: saved_tensors.node-holds-only-packed)."""
+
+    __slots__ = ("packed", "unpack_hook", "is_output", "grad_fn", "output_nr", "requires_grad", "accumulator")
+
+    def unpack(self, node, as_tensor):
+        from reference.tensor import Tensor
+
+        value = self.unpack_hook(self.packed)  # rule: saved_tensors.unpack-on-every-access
+        if not isinstance(value, Tensor):  # rule: saved_tensors.unpack-non-tensor-raises
+            raise TypeError(
+                "Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                f"{type(value).__name__}"
+            )
+        if not as_tensor:
+            return value._data
+        grad_fn = node if self.is_output else self.grad_fn
+        if grad_fn is None and not self.requires_grad:
+            return value  # nothing to reconnect: unpack's own tensor
+        # rule: saved_tensors.unpacked-reconnected -- a new tensor on unpack's data, in the
+        # saved tensor's place in the graph (its grad_fn, or the leaf's accumulator)
+        out = Tensor._wrap(value._data)
+        out._version_counter = value._version_counter
+        out._requires_grad = True
+        if grad_fn is not None:
+            out._node = grad_fn
+            out._output_nr = self.output_nr
+        else:
+            out._grad_accumulator = self.accumulator
+        return out
+
+
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
 
@@ -196,11 +300,12 @@ class SavedTensor:
     itself would make output -> node -> output a reference cycle.
     """
 
-    __slots__ = ("_tensor", "_data", "_counter", "_version", "_output_nr", "_requires_grad", "_dtype")
+    __slots__ = ("_tensor", "_data", "_counter", "_version", "_output_nr", "_requires_grad", "_dtype", "_hooks")
 
     def __init__(self, tensor, is_output: bool):
         self._counter = tensor._version_counter
         self._version = self._counter[0]
+        self._hooks = None  # a _Packed once pack hooks have run
         if is_output:
             self._tensor = None
             self._data = tensor._data
@@ -210,8 +315,42 @@ class SavedTensor:
         else:
             self._tensor = tensor
             self._data = None
+        # rule: saved_tensors.pack-once-at-save -- the hot path's one check: a global count
+        if _open_hook_contexts and _saved_hooks.stack:
+            pack_hook, unpack_hook = _saved_hooks.stack[-1]  # rule: saved_tensors.innermost-hooks-win
+            self._pack(tensor, pack_hook, unpack_hook, is_output)
+
+    def _pack(self, tensor, pack_hook, unpack_hook, is_output):
+        """Hand ``tensor`` to ``pack_hook`` (under no_grad, as in torch) and keep only its result."""
+        from reference import grad_mode
+
+        version = tensor._version_counter[0]
+        with grad_mode.no_grad():
+            packed = pack_hook(tensor)
+        if tensor._version_counter[0] != version:  # rule: saved_tensors.pack-modifying-input-raises
+            raise RuntimeError(PACK_MODIFIED_INPUT)
+        hooks = _Packed()
+        hooks.packed = packed
+        hooks.unpack_hook = unpack_hook
+        hooks.is_output = is_output
+        hooks.output_nr = tensor._output_nr
+        hooks.requires_grad = tensor._requires_grad
+        hooks.grad_fn = None if is_output else tensor._node
+        hooks.accumulator = None
+        if hooks.requires_grad and not is_output and tensor._node is None:
+            from reference.ops.recording import grad_accumulator
+
+            hooks.accumulator = weakref.ref(grad_accumulator(tensor))
+        self._hooks = hooks
+        # rule: saved_tensors.node-holds-only-packed -- drop the original
+        self._tensor = None
+        self._data = None
 
     def unpack(self, node, as_tensor: bool):
+        hooks = self._hooks
+        if hooks is not None:
+            # rule: saved_tensors.hooks-skip-version-check -- unpack's result is used as it is
+            return hooks.unpack(node, as_tensor)
         if self._counter[0] != self._version:
             raise RuntimeError(self._version_error(node))
         tensor = self._tensor
@@ -289,3 +428,162 @@ class Error(Node):
 
     def apply(self, ops, grads):
         raise RuntimeError(self._message)
+
+
+# -- saved-tensor hooks (torch.autograd.graph's context managers) -----------------------
+class saved_tensors_hooks:  # noqa: N801 - torch's name
+    """Within the block, every tensor saved for backward is handed to ``pack_hook`` once, at
+    save time, and the node keeps only what it returns; ``unpack_hook(packed)`` runs on every
+    access (``ctx.saved_tensors``, ``grad_fn._saved_*``, backward) and its tensor is what the
+    formula uses. Nested blocks: the innermost pair applies."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        global _open_hook_contexts
+        state = _saved_hooks
+        if state.disabled is not None:  # rule: saved_tensors.disable-refuses-hooks
+            raise RuntimeError(state.disabled)
+        state.stack.append((self.pack_hook, self.unpack_hook))
+        with _hooks_lock:
+            _open_hook_contexts += 1
+        return self
+
+    def __exit__(self, *exc):
+        global _open_hook_contexts
+        _saved_hooks.stack.pop()
+        with _hooks_lock:
+            _open_hook_contexts -= 1
+        return False
+
+
+class disable_saved_tensors_hooks:  # noqa: N801 - torch's name
+    """Within the block, entering ``saved_tensors_hooks`` raises RuntimeError(error_message);
+    entering it while hooks are active raises the same, as in torch."""
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+        self._previous = None
+
+    def __enter__(self):
+        state = _saved_hooks
+        if state.stack:  # rule: saved_tensors.disable-refuses-hooks
+            raise RuntimeError(self.error_message)
+        self._previous = state.disabled
+        state.disabled = self.error_message
+        return self
+
+    def __exit__(self, *exc):
+        _saved_hooks.disabled = self._previous
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - torch's name
+    """Saved tensors live on the host between forward and backward: pack copies a device
+    tensor to host memory, unpack copies it back to its device. A CPU tensor is kept as it
+    is (its data shared, no copy), but the hooks still run."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        super().__init__(_pack_to_cpu, _unpack_from_cpu)
+        self.pin_memory = pin_memory  # accepted; numpy has no pinned memory
+        self.device_type = device_type
+
+
+def _pack_to_cpu(tensor):
+    from reference.array_backend import device_type_of, to_host
+    from reference.tensor import Tensor
+
+    # rule: saved_tensors.save-on-cpu-round-trip
+    device = device_type_of(tensor._data)
+    host = Tensor._wrap(to_host(tensor._data)) if device != "cpu" else tensor.detach()
+    return (device, host)
+
+
+def _unpack_from_cpu(packed):
+    from reference.array_backend import to_device
+    from reference.tensor import Tensor
+
+    device, host = packed
+    if device == "cpu":
+        return host
+    return Tensor._wrap(to_device(host._data, device))
+
+
+MUTATION_OUTSIDE_CONTEXT = (
+    "Trying to backward outside of the 'allow_mutation_on_saved_tensors' context in which the "
+    "graph was originally recorded."
+)
+#: the innermost open allow_mutation_on_saved_tensors context; in-place ops ask it first
+_mutation_watch = None
+
+
+class _MutableSaved:
+    """What allow_mutation_on_saved_tensors packs: the saved data, and a copy of it taken
+    just before the first in-place change to that data."""
+
+    __slots__ = ("data", "counter", "copy", "context", "__weakref__")
+
+
+class _AllowMutationContext:
+    __slots__ = ("watched", "closed", "_hooks", "_previous")
+
+    def __init__(self):
+        self.watched = {}  # id(version counter) -> [weakref to _MutableSaved]; never owns them
+        self.closed = False
+
+    def pack(self, tensor):
+        saved = _MutableSaved()
+        saved.data = tensor._data
+        saved.counter = tensor._version_counter  # keeps the id below valid while saved lives
+        saved.copy = None
+        saved.context = self
+        self.watched.setdefault(id(saved.counter), []).append(weakref.ref(saved))
+        return saved
+
+    def unpack(self, saved):
+        from reference.tensor import Tensor
+
+        if saved.context.closed:  # rule: saved_tensors.allow-mutation-outside-context-raises
+            raise RuntimeError(MUTATION_OUTSIDE_CONTEXT)
+        if saved.copy is None:
+            out = Tensor._wrap(saved.data)
+            out._version_counter = saved.counter
+            return out
+        return Tensor._wrap(saved.copy)
+
+    def before_mutation(self, tensor) -> None:
+        """Called by every in-place op before it writes: copy what a node saved from it."""
+        refs = self.watched.get(id(tensor._version_counter))
+        if not refs:
+            return
+        for ref in refs:
+            saved = ref()
+            if saved is not None and saved.copy is None and saved.counter is tensor._version_counter:
+                # rule: saved_tensors.allow-mutation-keeps-saved-value
+                saved.copy = saved.data.copy()
+
+    def __enter__(self):
+        global _mutation_watch
+        self._hooks = saved_tensors_hooks(self.pack, self.unpack)
+        self._hooks.__enter__()
+        self._previous, _mutation_watch = _mutation_watch, self
+        return self
+
+    def __exit__(self, *exc):
+        global _mutation_watch
+        _mutation_watch = self._previous
+        self._previous = None
+        self._hooks.__exit__(*exc)
+        self._hooks = None
+        self.closed = True
+        self.watched.clear()
+        return False
+
+
+def allow_mutation_on_saved_tensors():
+    """Within the block, a tensor saved for backward may be modified in place: its saved
+    value is copied just before the first change, and backward uses that copy. A graph
+    recorded in the block cannot be backpropagated through after the block ends."""
+    return _AllowMutationContext()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from reference import grad_mode
 from reference.array_backend import namespace_of
 from reference.autograd import forward_ad
+from reference.autograd import graph as _graph
 from reference.autograd.graph import Node
 from reference.ops.pointwise import AddBackward0, DivBackward0, MulBackward0
 from reference.ops.recording import attach, edges, has_tangent, needs_grad, raw, save_input, shape_of
@@ -271,6 +272,9 @@ def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=N
             configure(node)
     if tangent_rule is not None and has_tangent(self, other):
         _update_tangent(self, other, tangent_rule)
+    watch = _graph._mutation_watch
+    if watch is not None:  # rule: saved_tensors.allow-mutation-keeps-saved-value
+        watch.before_mutation(self)
     try:
         mutate(self._data)
     except ValueError:

@@ -1,0 +1,445 @@
+"""Suite `saved_tensors`: saved-tensor hooks (pack / unpack) and what a node owns between them.
+
+Rules: conformance/catalogue/saved_tensors.toml. Observed torch behaviour:
+conformance/evidence/saved_tensors.md.
+"""
+import gc
+import weakref
+
+import numpy as np
+from numpy.testing import assert_allclose
+
+from conformance.api import raises, rule
+
+
+def _hooks(fw, adapter):
+    return adapter.feature("saved_tensors_hooks", lambda: fw.autograd.graph.saved_tensors_hooks)
+
+
+def _saved_self(adapter, node):
+    return adapter.feature("saved_tensor_attributes", lambda: node._saved_self)
+
+
+def _raw_saved_self(adapter, node):
+    raw = adapter.feature("saved_tensor_register_hooks", lambda: node._raw_saved_self)
+    adapter.feature("saved_tensor_register_hooks", lambda: raw.register_hooks)
+    return raw
+
+
+class Packed:
+    """What the packing hooks below return: a box a weakref can watch."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
+class Counter:
+    """Pack / unpack hooks that count their calls; pack keeps a detached copy in a box."""
+
+    def __init__(self, scale=1):
+        self.packs = 0
+        self.unpacks = 0
+        self.boxes = []
+        self.scale = scale
+
+    def pack(self, tensor):
+        self.packs += 1
+        box = Packed(tensor.detach().clone())
+        self.boxes.append(weakref.ref(box))
+        return box
+
+    def unpack(self, box):
+        self.unpacks += 1
+        return box.tensor * self.scale if self.scale != 1 else box.tensor
+
+
+def _square_function(fw):
+    class Square(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * 2 * x
+
+    return Square
+
+
+@rule("saved_tensors.pack-once-at-save")
+def test_pack_runs_once_per_saved_tensor_at_save_time(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    counter = Counter()
+    x = fw.ones(3, requires_grad=True, device=device)
+    with hooks(counter.pack, counter.unpack):
+        y = x.pow(2)
+        with fw.no_grad():
+            x.pow(2)
+    packed = counter.packs
+    assert packed >= 1, "pack was not called when pow saved its input"
+    y.sum().backward()
+    assert counter.packs == packed, f"pack ran again during backward ({packed} -> {counter.packs} calls)"
+    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 2.0))
+
+
+@rule("saved_tensors.unpack-on-every-access")
+def test_unpack_runs_on_every_backward_and_read(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    counter = Counter()
+    x = fw.ones(3, requires_grad=True, device=device)
+    with hooks(counter.pack, counter.unpack):
+        y = _square_function(fw).apply(x)
+    assert counter.unpacks == 0, f"unpack ran {counter.unpacks} times during forward"
+    y.sum().backward(retain_graph=True)
+    assert counter.unpacks == 1, f"one backward reading ctx.saved_tensors once: {counter.unpacks} unpacks"
+    y.sum().backward(retain_graph=True)
+    assert counter.unpacks == 2, f"a second backward did not unpack again ({counter.unpacks} unpacks)"
+    with hooks(counter.pack, counter.unpack):
+        z = x.pow(2)
+    before = counter.unpacks
+    _saved_self(adapter, z.grad_fn)
+    _saved_self(adapter, z.grad_fn)
+    assert counter.unpacks == before + 2, f"two reads of _saved_self ran unpack {counter.unpacks - before} times"
+
+
+@rule("saved_tensors.node-holds-only-packed")
+def test_node_holds_only_what_pack_returned(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    counter = Counter()
+    x = fw.ones(3, requires_grad=True, device=device)
+    a = x * 3
+    original = weakref.ref(a)
+    with hooks(counter.pack, counter.unpack):
+        y = a.pow(2)
+    del a
+    gc.collect()
+    assert original() is None, "the node keeps the original tensor although pack returned a copy"
+    assert counter.boxes and all(box() is not None for box in counter.boxes), "the node dropped what pack returned"
+    y.sum().backward()
+    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 18.0))
+
+
+@rule("saved_tensors.packed-released-after-backward")
+def test_packed_value_released_by_backward(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    counter = Counter()
+    x = fw.ones(3, requires_grad=True, device=device)
+    with hooks(counter.pack, counter.unpack):
+        y = (x * 3).pow(2)
+    y.sum().backward(retain_graph=True)
+    assert all(box() is not None for box in counter.boxes), "retain_graph=True backward released the packed value"
+    y.sum().backward()
+    assert all(box() is None for box in counter.boxes), "the packed value outlives a non-retaining backward"
+
+
+@rule("saved_tensors.packed-released-with-graph")
+def test_packed_value_released_with_graph(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    counter = Counter()
+    x = fw.ones(3, requires_grad=True, device=device)
+    with hooks(counter.pack, counter.unpack):
+        y = (x * 3).pow(2)
+    assert counter.boxes, "pack was not called"
+    gc.disable()
+    try:
+        del y
+        alive = [box for box in counter.boxes if box() is not None]
+    finally:
+        gc.enable()
+    assert not alive, f"{len(alive)} packed values outlive their graph"
+
+
+@rule("saved_tensors.unpack-result-feeds-gradient")
+def test_gradient_uses_what_unpack_returned(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    counter = Counter(scale=10)
+    x = fw.ones(3, requires_grad=True, device=device)
+    with hooks(counter.pack, counter.unpack):
+        y = x.pow(2)
+    y.sum().backward()
+    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 20.0),
+                    err_msg="the gradient did not use unpack's tensor (10 * x)")
+
+
+@rule("saved_tensors.unpack-result-is-saved-value")
+def test_saved_attribute_is_unpack_result(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    counter = Counter(scale=10)
+    x = fw.ones(3, requires_grad=True, device=device)
+    with hooks(counter.pack, counter.unpack):
+        y = x.pow(2)
+    assert_allclose(adapter.to_numpy(_saved_self(adapter, y.grad_fn)), np.full(3, 10.0),
+                    err_msg="_saved_self is not unpack's tensor")
+
+
+@rule("saved_tensors.custom-function-hooked")
+def test_custom_function_saved_tensors_go_through_hooks(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    counter = Counter(scale=5)
+    x = fw.ones(3, requires_grad=True, device=device)
+    with hooks(counter.pack, counter.unpack):
+        y = _square_function(fw).apply(x)
+    assert counter.packs == 1, f"save_for_backward of one tensor ran pack {counter.packs} times"
+    y.sum().backward()
+    assert counter.unpacks == 1, f"one read of ctx.saved_tensors ran unpack {counter.unpacks} times"
+    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 10.0),
+                    err_msg="ctx.saved_tensors in backward was not unpack's tensor (5 * x)")
+
+
+@rule("saved_tensors.identity-hooks-transparent")
+def test_identity_hooks_change_nothing(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    x = fw.tensor([1.0, 2.0, 3.0], requires_grad=True, device=device)
+    with hooks(lambda t: t, lambda t: t):
+        y = x.pow(3)
+        (g,) = fw.autograd.grad(y.sum(), x, create_graph=True)
+    assert_allclose(adapter.to_numpy(g), [3.0, 12.0, 27.0])
+    g.sum().backward()
+    assert_allclose(adapter.to_numpy(x.grad), [6.0, 12.0, 18.0], err_msg="second derivative under identity hooks")
+    saved = _saved_self(adapter, y.grad_fn)
+    assert_allclose(adapter.to_numpy(saved), [1.0, 2.0, 3.0])
+    assert saved.requires_grad, "the unpacked saved input lost requires_grad"
+
+
+@rule("saved_tensors.unpacked-input-identity")
+def test_unpacked_input_identity(fw, adapter, device, observe):
+    hooks = _hooks(fw, adapter)
+    x = fw.ones(3, requires_grad=True, device=device)
+    with hooks(lambda t: t, lambda t: t):
+        y = x.pow(2)
+    observe({"saved_self_is_input": _saved_self(adapter, y.grad_fn) is x})
+
+
+@rule("saved_tensors.innermost-hooks-win")
+def test_innermost_hooks_win(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    outer, inner = Counter(), Counter()
+    x = fw.ones(3, requires_grad=True, device=device)
+    with hooks(outer.pack, outer.unpack):
+        with hooks(inner.pack, inner.unpack):
+            y = x.pow(2)
+        inner_packs = inner.packs
+        assert inner_packs >= 1 and outer.packs == 0, (
+            f"nested hooks: inner packed {inner_packs}, outer packed {outer.packs} times")
+        z = x.pow(2)
+    assert outer.packs >= 1 and inner.packs == inner_packs, (
+        f"after the inner block: outer packed {outer.packs}, inner {inner.packs - inner_packs} more times")
+    (y + z).sum().backward()
+    assert inner.unpacks >= 1 and outer.unpacks >= 1, "each saved tensor is unpacked by the pair that packed it"
+
+
+@rule("saved_tensors.disable-refuses-hooks")
+def test_disable_refuses_hooks(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    disable = adapter.feature("disable_saved_tensors_hooks",
+                              lambda: fw.autograd.graph.disable_saved_tensors_hooks)
+    with disable("offloading is not allowed in this block"):
+        with raises(RuntimeError, match="offloading is not allowed", what="entering saved_tensors_hooks while disabled"):
+            with hooks(lambda t: t, lambda t: t):
+                pass
+    counter = Counter()
+    x = fw.ones(3, requires_grad=True, device=device)
+    with hooks(counter.pack, counter.unpack):
+        x.pow(2)
+    assert counter.packs >= 1, "hooks do not work again after the disable block"
+
+
+@rule("saved_tensors.register-hooks-per-tensor")
+def test_register_hooks_on_one_saved_tensor(fw, adapter, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    y = x.pow(2)
+    counter = Counter(scale=10)
+    _raw_saved_self(adapter, y.grad_fn).register_hooks(counter.pack, counter.unpack)
+    assert counter.packs == 1 and counter.unpacks == 0, (
+        f"register_hooks: {counter.packs} packs, {counter.unpacks} unpacks (expected 1, 0)")
+    y.sum().backward()
+    assert counter.packs == 1 and counter.unpacks == 1, f"backward: {counter.packs} packs, {counter.unpacks} unpacks"
+    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 20.0), err_msg="the gradient did not use unpack's tensor")
+
+
+@rule("saved_tensors.register-hooks-twice-raises")
+def test_register_hooks_twice_raises(fw, adapter, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    y = x.pow(2)
+    first, second = Counter(scale=10), Counter()
+    raw = _raw_saved_self(adapter, y.grad_fn)
+    raw.register_hooks(first.pack, first.unpack)
+    with raises(RuntimeError, what="a second register_hooks on one saved tensor"):
+        raw.register_hooks(second.pack, second.unpack)
+    y.sum().backward()
+    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 20.0), err_msg="the first hooks were replaced")
+    hooks = _hooks(fw, adapter)
+    with hooks(lambda t: t, lambda t: t):
+        z = x.pow(2)
+    with raises(RuntimeError, what="register_hooks on a tensor saved under saved_tensors_hooks"):
+        _raw_saved_self(adapter, z.grad_fn).register_hooks(second.pack, second.unpack)
+
+
+@rule("saved_tensors.register-hooks-after-release-raises")
+def test_register_hooks_after_release_raises(fw, adapter, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    y = x.pow(2)
+    raw = _raw_saved_self(adapter, y.grad_fn)
+    y.sum().backward()
+    counter = Counter()
+    with raises(RuntimeError, what="register_hooks after the saved tensor was freed"):
+        raw.register_hooks(counter.pack, counter.unpack)
+    assert counter.packs == 0, "pack ran on a freed saved tensor"
+
+
+@rule("saved_tensors.access-after-release-raises")
+def test_access_after_release_raises(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    counter = Counter()
+    x = fw.ones(3, requires_grad=True, device=device)
+    with hooks(counter.pack, counter.unpack):
+        y = x.pow(2)
+    y.sum().backward()
+    unpacks = counter.unpacks
+    with raises(RuntimeError, what="_saved_self after backward freed it"):
+        _saved_self(adapter, y.grad_fn)
+    assert counter.unpacks == unpacks, "unpack ran on a released saved tensor"
+
+
+@rule("saved_tensors.unpack-non-tensor-raises")
+def test_unpack_returning_non_tensor_raises(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    x = fw.ones(3, requires_grad=True, device=device)
+    with hooks(lambda t: t, lambda t: "not a tensor"):
+        y = x.pow(2)
+    with raises(Exception, what="backward with unpack returning a str"):
+        y.sum().backward()
+    assert x.grad is None, "a gradient was computed from unpack's non-tensor"
+
+
+@rule("saved_tensors.pack-modifying-input-raises")
+def test_pack_modifying_its_input_raises(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    x = fw.ones(3, requires_grad=True, device=device)
+    a = x * 1
+
+    def pack(t):
+        t.mul_(2)
+        return t
+
+    with raises(RuntimeError, what="an op whose pack hook modifies its input in place"):
+        with hooks(pack, lambda t: t):
+            a.pow(2)
+
+
+@rule("saved_tensors.packed-kept-after-retain-graph")
+def test_retain_graph_unpacks_again(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    counter = Counter()
+    x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
+    with hooks(counter.pack, counter.unpack):
+        y = x.pow(2)
+    (g1,) = fw.autograd.grad(y.sum(), x, retain_graph=True)
+    unpacks = counter.unpacks
+    (g2,) = fw.autograd.grad(y.sum(), x)
+    assert counter.unpacks > unpacks, "the second backward did not unpack"
+    assert_allclose(adapter.to_numpy(g2), adapter.to_numpy(g1))
+    assert_allclose(adapter.to_numpy(g2), [2.0, 4.0])
+
+
+@rule("saved_tensors.create-graph-through-unpacked")
+def test_double_backward_through_detached_packed_copy(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
+    with hooks(lambda t: t.detach().clone(), lambda t: t):
+        y = x.pow(3)
+    (g,) = fw.autograd.grad(y.sum(), x, create_graph=True)
+    assert_allclose(adapter.to_numpy(g), [3.0, 12.0])
+    assert g.requires_grad, "the gradient computed from an unpacked tensor is not differentiable"
+    g.sum().backward()
+    assert_allclose(adapter.to_numpy(x.grad), [6.0, 12.0],
+                    err_msg="second derivative: unpack's tensor was not put back in the graph")
+
+
+@rule("saved_tensors.pack-copy-survives-inplace")
+def test_packed_copy_unaffected_by_inplace_change(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    x = fw.ones(3, requires_grad=True, device=device)
+    a = x * 1
+    with hooks(lambda t: t.detach().clone(), lambda t: t):
+        y = a.pow(2)
+    a.mul_(5)
+    (g,) = fw.autograd.grad(y.sum(), x)
+    assert_allclose(adapter.to_numpy(g), np.full(3, 2.0),
+                    err_msg="backward did not use the packed copy (the value before the in-place change)")
+
+
+@rule("saved_tensors.hooks-skip-version-check")
+def test_inplace_change_of_packed_original(fw, adapter, device, observe):
+    hooks = _hooks(fw, adapter)
+    x = fw.ones(3, requires_grad=True, device=device)
+    a = x * 1
+    with hooks(lambda t: t, lambda t: t):
+        y = a.pow(2)
+    a.mul_(5)
+    try:
+        (g,) = fw.autograd.grad(y.sum(), x)
+    except RuntimeError:
+        observe("raises")
+    else:
+        observe({"gradient": adapter.to_numpy(g).tolist()})
+
+
+@rule("saved_tensors.forward-ad-under-hooks")
+def test_forward_ad_unchanged_by_hooks(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    adapter.require("forward_ad")
+    fwad = adapter.feature("forward_ad", lambda: fw.autograd.forward_ad)
+    counter = Counter()
+    p = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
+    with fwad.dual_level():
+        dual = fwad.make_dual(p * 1, fw.tensor([1.0, 1.0], device=device))
+        with hooks(counter.pack, counter.unpack):
+            y = dual.pow(3)
+        tangent = fwad.unpack_dual(y).tangent
+        assert tangent is not None, "the output lost its tangent under hooks"
+        assert_allclose(adapter.to_numpy(tangent), [3.0, 12.0])
+        y.sum().backward()
+    assert counter.packs >= 1, "pack was not called"
+    assert_allclose(adapter.to_numpy(p.grad), [3.0, 12.0])
+
+
+@rule("saved_tensors.save-on-cpu-round-trip")
+def test_save_on_cpu_round_trip(fw, adapter, device):
+    save_on_cpu = adapter.feature("save_on_cpu", lambda: fw.autograd.graph.save_on_cpu)
+    x = fw.tensor([1.0, 2.0, 3.0], requires_grad=True, device=device)
+    with save_on_cpu():
+        y = x.pow(2)
+    saved = _saved_self(adapter, y.grad_fn)
+    assert_allclose(adapter.to_numpy(saved), [1.0, 2.0, 3.0])
+    assert saved.device == x.device, f"the unpacked tensor is on {saved.device}, the original on {x.device}"
+    y.sum().backward()
+    assert_allclose(adapter.to_numpy(x.grad), [2.0, 4.0, 6.0])
+
+
+@rule("saved_tensors.allow-mutation-keeps-saved-value")
+def test_allow_mutation_uses_value_at_save(fw, adapter, device):
+    allow = adapter.feature("allow_mutation_on_saved_tensors",
+                            lambda: fw.autograd.graph.allow_mutation_on_saved_tensors)
+    x = fw.ones(3, requires_grad=True, device=device)
+    with allow():
+        a = x * 1
+        y = a.pow(2)
+        a.mul_(3)
+        y.sum().backward()
+    assert_allclose(adapter.to_numpy(a), np.full(3, 3.0))
+    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 2.0),
+                    err_msg="backward did not use the saved value from before the in-place change")
+
+
+@rule("saved_tensors.allow-mutation-outside-context-raises")
+def test_allow_mutation_graph_needs_its_block(fw, adapter, device):
+    allow = adapter.feature("allow_mutation_on_saved_tensors",
+                            lambda: fw.autograd.graph.allow_mutation_on_saved_tensors)
+    x = fw.ones(3, requires_grad=True, device=device)
+    with allow():
+        y = (x * 1).pow(2)
+    with raises(Exception, what="backward after the allow_mutation_on_saved_tensors block exited"):
+        y.sum().backward()
