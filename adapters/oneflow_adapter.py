@@ -49,6 +49,10 @@ class OneFlowAdapter(Adapter):
         "mark_dirty": "the Function context has no mark_dirty (in-place custom Functions)",
         "node_metadata": "graph nodes have no metadata dict (reading it raises TypeError)",
         "saved_tensor_attributes": "graph nodes expose no _saved_* attributes",
+        "saved_tensor_register_hooks": "graph nodes expose no _raw_saved_* saved tensors to register hooks on",
+        "disable_saved_tensors_hooks": "oneflow.autograd.graph has saved_tensors_hooks only, no disable_saved_tensors_hooks",
+        "save_on_cpu": "oneflow.autograd.graph has saved_tensors_hooks only, no save_on_cpu",
+        "allow_mutation_on_saved_tensors": "oneflow.autograd.graph has no allow_mutation_on_saved_tensors",
     }
 
     def _import(self):

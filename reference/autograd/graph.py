@@ -527,7 +527,7 @@ class _MutableSaved:
 
 
 class _AllowMutationContext:
-    __slots__ = ("watched", "closed", "_hooks", "_previous")
+    __slots__ = ("watched", "closed", "_hooks", "_previous", "__weakref__")
 
     def __init__(self):
         self.watched = {}  # id(version counter) -> [weakref to _MutableSaved]; never owns them

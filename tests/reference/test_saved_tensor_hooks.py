@@ -1,0 +1,205 @@
+"""The reference engine's saved-tensor hooks: what a node keeps, what unpack feeds, no cycles.
+
+The conformance suite `saved_tensors` checks the behaviour through the public API; these tests
+look inside the engine (the SavedTensor a node keeps) where the suite cannot.
+"""
+import gc
+import threading
+import weakref
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+import reference as R
+from reference.autograd import graph
+from reference.autograd.graph import (
+    allow_mutation_on_saved_tensors, disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks,
+)
+
+
+class Box:
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
+def _saved(node, index=0):
+    return node._saved[index]
+
+
+def test_node_holds_only_what_pack_returned():
+    x = R.ones(3, requires_grad=True)
+    a = x * 3
+    original = weakref.ref(a)
+    boxes = []
+
+    def pack(t):
+        boxes.append(Box(t.detach().clone()))
+        return boxes[-1]
+
+    with saved_tensors_hooks(pack, lambda box: box.tensor):
+        y = a.pow(2)
+    saved = _saved(y.grad_fn)
+    assert saved._tensor is None and saved._data is None, "the original stays in the SavedTensor"
+    assert saved._hooks.packed is boxes[0]
+    assert not any(r is a or r is a._data for r in gc.get_referents(saved) + gc.get_referents(saved._hooks))
+    del a
+    assert original() is None, "something else in the graph keeps the original"
+    y.sum().backward()
+    assert_allclose(x.grad.numpy(), np.full(3, 18.0))
+
+
+def test_node_holds_only_what_pack_returned_for_its_output():
+    x = R.ones(3, requires_grad=True)
+    with saved_tensors_hooks(lambda t: Box(t.detach().clone()), lambda box: box.tensor):
+        y = x.exp()
+    saved = _saved(y.grad_fn)
+    assert saved._tensor is None and saved._data is None
+    out = weakref.ref(y)
+    node = weakref.ref(y.grad_fn)
+    gc.disable()
+    try:
+        del y
+        assert out() is None and node() is None, "output -> node -> packed made a cycle"
+    finally:
+        gc.enable()
+
+
+def test_unpack_result_feeds_the_gradient():
+    x = R.tensor([1.0, 2.0], requires_grad=True)
+    with saved_tensors_hooks(lambda t: t.detach().clone(), lambda t: t * 10):
+        y = x.pow(2)
+    y.sum().backward()  # plain backward: formulas on raw arrays
+    assert_allclose(x.grad.numpy(), [20.0, 40.0])
+    x.grad = None
+    with saved_tensors_hooks(lambda t: t.detach().clone(), lambda t: t * 10):
+        y = x.pow(2)
+    (g,) = R.autograd.grad(y.sum(), x, create_graph=True)  # formulas on tensors
+    assert_allclose(g.detach().numpy(), [20.0, 40.0])
+    g.sum().backward()
+    assert_allclose(x.grad.numpy(), [2.0, 2.0], err_msg="unpack's tensor takes the saved input's place (as in torch)")
+
+
+def test_unpack_result_feeds_custom_function_backward():
+    class Square(R.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * 2 * x
+
+    x = R.ones(2, requires_grad=True)
+    with saved_tensors_hooks(lambda t: Box(t.detach().clone()), lambda box: box.tensor + 1):
+        y = Square.apply(x)
+    assert y.grad_fn._saved[0]._tensor is None
+    y.sum().backward()
+    assert_allclose(x.grad.numpy(), [4.0, 4.0])
+
+
+def test_without_hooks_nothing_changes_on_the_hot_path():
+    x = R.ones(3, requires_grad=True)
+    y = x.pow(2)
+    saved = _saved(y.grad_fn)
+    assert saved._hooks is None and saved._tensor is x
+    assert graph._open_hook_contexts == 0
+    with saved_tensors_hooks(lambda t: t, lambda t: t):
+        assert graph._open_hook_contexts == 1
+    assert graph._open_hook_contexts == 0 and graph._saved_hooks.stack == []
+
+
+def test_raw_saved_handle_does_not_keep_the_packed_value():
+    x = R.ones(3, requires_grad=True)
+    y = x.pow(2)
+    raw = y.grad_fn._raw_saved_self
+    boxes = []
+    raw.register_hooks(lambda t: boxes.append(Box(t.detach().clone())) or boxes[-1], lambda box: box.tensor)
+    packed = weakref.ref(boxes.pop())
+    y.sum().backward()
+    assert packed() is None, "the node's release did not free the packed value"
+    with pytest.raises(RuntimeError, match="after it has been freed"):
+        raw.register_hooks(lambda t: t, lambda t: t)
+
+
+def test_register_hooks_refuses_non_callables():
+    y = R.ones(3, requires_grad=True).pow(2)
+    with pytest.raises(TypeError):
+        y.grad_fn._raw_saved_self.register_hooks(1, lambda t: t)
+
+
+def test_hooks_are_per_thread():
+    packs = []
+    x = R.ones(3, requires_grad=True)
+
+    def other_thread():
+        x.pow(2)
+
+    with saved_tensors_hooks(lambda t: packs.append(1) or t, lambda t: t):
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+        assert packs == [], "another thread's op used this thread's hooks"
+        x.pow(2)
+    assert packs == [1]
+
+
+def test_disable_restores_the_previous_message():
+    with disable_saved_tensors_hooks("outer"):
+        with disable_saved_tensors_hooks("inner"):
+            with pytest.raises(RuntimeError, match="inner"):
+                saved_tensors_hooks(lambda t: t, lambda t: t).__enter__()
+        with pytest.raises(RuntimeError, match="outer"):
+            saved_tensors_hooks(lambda t: t, lambda t: t).__enter__()
+    assert graph._saved_hooks.disabled is None
+
+
+def test_pack_runs_without_grad_mode():
+    modes = []
+    x = R.ones(3, requires_grad=True)
+    with saved_tensors_hooks(lambda t: modes.append(R.is_grad_enabled()) or (t * t), lambda t: t):
+        x.pow(2)
+    assert modes == [False]
+
+
+def test_save_on_cpu_shares_data_on_the_cpu():
+    x = R.ones(3, requires_grad=True)
+    with save_on_cpu():
+        y = x.pow(2)
+    saved = y.grad_fn._saved_self
+    assert saved is not x and saved._data is x._data
+
+
+@pytest.mark.skipif(not R.cuda_is_available(), reason="needs cupy and a GPU")
+def test_save_on_cpu_keeps_the_packed_copy_on_the_host():
+    x = R.ones(3, requires_grad=True, device="cuda")
+    with save_on_cpu():
+        y = x.pow(2)
+    device, host = _saved(y.grad_fn)._hooks.packed
+    assert device == "cuda" and isinstance(host._data, np.ndarray)
+    assert y.grad_fn._saved_self.device.type == "cuda"
+    y.sum().backward()
+    assert_allclose(x.grad.cpu().numpy(), [2.0, 2.0, 2.0])
+
+
+def test_allow_mutation_cleans_up_and_owns_nothing():
+    x = R.ones(3, requires_grad=True)
+    with allow_mutation_on_saved_tensors() as ctx:
+        a = x * 1
+        y = a.pow(2)
+        assert graph._mutation_watch is ctx
+        a.mul_(3)
+        saved = _saved(y.grad_fn)._hooks.packed
+        assert saved.copy is not None and saved.data is a._data
+        y.sum().backward()
+    assert graph._mutation_watch is None and not ctx.watched
+    assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
+    ref = weakref.ref(ctx)
+    gc.disable()
+    try:
+        del ctx, saved, y
+        assert ref() is None, "the context is kept alive by a cycle"
+    finally:
+        gc.enable()
