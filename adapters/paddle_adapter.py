@@ -39,13 +39,19 @@ class PaddleAdapter(Adapter):
         "saved_tensor_attributes": "grad nodes expose no _saved_* attributes",
         "create_graph_backward": "Tensor.backward takes no create_graph (paddle.grad does)",
         "backward_inputs": "Tensor.backward takes no inputs=",
+        "saved_tensor_register_hooks": "grad nodes expose no _raw_saved_* saved tensors to register hooks on",
+        "disable_saved_tensors_hooks": "paddle.autograd has saved_tensors_hooks only, no disable_saved_tensors_hooks",
+        "save_on_cpu": "paddle.autograd has saved_tensors_hooks only, no save_on_cpu",
+        "allow_mutation_on_saved_tensors": "paddle.autograd has no allow_mutation_on_saved_tensors",
     }
 
     def _import(self):
         import paddle
 
         paddle.disable_static()
-        autograd = _Namespace(paddle.autograd, function=_Namespace(types.SimpleNamespace()))
+        # torch keeps saved_tensors_hooks in autograd.graph; Paddle has it in paddle.autograd
+        graph = _Namespace(types.SimpleNamespace(), saved_tensors_hooks=paddle.autograd.saved_tensors_hooks)
+        autograd = _Namespace(paddle.autograd, function=_Namespace(types.SimpleNamespace()), graph=graph)
         return _Namespace(paddle, autograd=autograd, __name__="paddle")
 
     def framework_version(self) -> str:

@@ -72,6 +72,8 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
                 grad_inputs = _run_node_with_hooks(node, extras, grads, ops,
                                                    dependencies if captures is not None else None)
             if not retain_graph and node._saved:
+                # rule: saved_tensors.packed-released-after-backward -- with the SavedTensors
+                # goes what pack returned (retain_graph keeps both: saved_tensors.packed-kept-after-retain-graph)
                 node._saved = None
             for (child, nr), grad in zip(node._next_functions, grad_inputs):
                 if child is None:

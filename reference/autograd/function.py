@@ -425,7 +425,7 @@ def _save(ctx, results, outputs, input_ids):
         elif id(tensor) in output_positions and results[output_positions[id(tensor)]] is tensor:
             saved.append(SavedTensor(tensor, True))  # its own output: saved without owning it
         else:
-            saved.append(SavedTensor(tensor, False))
+            saved.append(SavedTensor(tensor, False))  # hooks apply here too: saved_tensors.custom-function-hooked
     ctx._saved = tuple(saved)
 
 

@@ -188,7 +188,7 @@ class Node:
 
     def _unpack(self, index: int, as_tensor: bool):
         saved = self._saved
-        if saved is None:
+        if saved is None:  # rule: saved_tensors.access-after-release-raises (unpack never runs)
             raise RuntimeError(FREED_MESSAGE)
         value = saved[index]
         if type(value) is SavedTensor:
@@ -214,7 +214,7 @@ class NodeExtras:
 
 def _saved_getter(index: int):
     def getter(self):
-        return self._unpack(index, True)
+        return self._unpack(index, True)  # rule: saved_tensors.unpack-result-is-saved-value
 
     return getter
 
@@ -240,7 +240,8 @@ class RawSavedTensor:
         self._index = index
 
     def register_hooks(self, pack_hook, unpack_hook) -> None:
-        """Pack the saved tensor now with ``pack_hook``; ``unpack_hook`` runs on every access."""
+        """Pack the saved tensor now with ``pack_hook``; ``unpack_hook`` runs on every access.
+        rule: saved_tensors.register-hooks-per-tensor"""
         if not callable(pack_hook) or not callable(unpack_hook):
             raise TypeError("register_hooks(): pack_hook and unpack_hook must be callable")
         saved = self._node._saved
@@ -274,11 +275,11 @@ class _Packed:
                 f"{type(value).__name__}"
             )
         if not as_tensor:
-            return value._data
+            return value._data  # rule: saved_tensors.unpack-result-feeds-gradient
         grad_fn = node if self.is_output else self.grad_fn
         if grad_fn is None and not self.requires_grad:
-            return value  # nothing to reconnect: unpack's own tensor
-        # rule: saved_tensors.unpacked-reconnected -- a new tensor on unpack's data, in the
+            return value  # nothing to reconnect: unpack's own tensor (saved_tensors.unpacked-input-identity)
+        # rule: saved_tensors.create-graph-through-unpacked -- a new tensor on unpack's data, in the
         # saved tensor's place in the graph (its grad_fn, or the leaf's accumulator)
         out = Tensor._wrap(value._data)
         out._version_counter = value._version_counter
@@ -325,6 +326,8 @@ class SavedTensor:
         from reference import grad_mode
 
         version = tensor._version_counter[0]
+        # pack sees the tensor itself, a tangent included; tangents are never saved here, so
+        # hooks leave forward AD alone (rule: saved_tensors.forward-ad-under-hooks)
         with grad_mode.no_grad():
             packed = pack_hook(tensor)
         if tensor._version_counter[0] != version:  # rule: saved_tensors.pack-modifying-input-raises
@@ -341,6 +344,8 @@ class SavedTensor:
             from reference.ops.recording import grad_accumulator
 
             hooks.accumulator = weakref.ref(grad_accumulator(tensor))
+        # rule: saved_tensors.packed-released-with-graph -- only the node's SavedTensor holds
+        # ``hooks`` (no back reference), so the packed value goes with the node
         self._hooks = hooks
         # rule: saved_tensors.node-holds-only-packed -- drop the original
         self._tensor = None
@@ -349,12 +354,13 @@ class SavedTensor:
     def unpack(self, node, as_tensor: bool):
         hooks = self._hooks
         if hooks is not None:
-            # rule: saved_tensors.hooks-skip-version-check -- unpack's result is used as it is
+            # rule: saved_tensors.hooks-skip-version-check -- unpack's result is used as it is, so
+            # a packed copy is unaffected by later in-place ops (saved_tensors.pack-copy-survives-inplace)
             return hooks.unpack(node, as_tensor)
         if self._counter[0] != self._version:
             raise RuntimeError(self._version_error(node))
         tensor = self._tensor
-        if tensor is not None:
+        if tensor is not None:  # (identity hooks give the same: saved_tensors.identity-hooks-transparent)
             return tensor if as_tensor else tensor._data
         if not as_tensor:
             return self._data
