@@ -8,8 +8,14 @@ class ReferenceAdapter(Adapter):
     devices = ("cpu", "cuda")
 
     def _import(self):
+        import os
+
         import reference
 
+        if os.environ.get("AUTOGRAD_CONFORMANCE_MUTANT"):  # a planted bug (conformance/mutants)
+            from conformance.mutants import activate_from_env
+
+            activate_from_env()
         return reference
 
     def framework_version(self) -> str:

@@ -6,6 +6,7 @@ on stdin; the worker answers on file descriptor N (stdout stays free for the fra
 chatter): first ``{"type": "ready", "version", "features"}``, then per program one
 ``{"type": "step", "i"}`` before each step (so that a crash is pinned to its step) and one
 ``{"type": "result", "trace", "error"}``. ``--plant module:function`` calls that function
+(``--plant <id>`` applies that mutant of conformance/mutants)
 after the adapter loads (the planted-bug test plants its bug this way).
 
 Standard library plus this repository's ``adapters`` and ``interpreter``: no hypothesis.
@@ -36,7 +37,11 @@ def main(argv=None) -> int:
 
     adapter = load_adapter(args.adapter)
     fw = adapter.fw
-    if args.plant:
+    if args.plant and ":" not in args.plant:  # a mutant id of conformance/mutants
+        from conformance.mutants import activate
+
+        activate(args.plant)
+    elif args.plant:
         module, _, func = args.plant.partition(":")
         getattr(importlib.import_module(module), func)()
     send({"type": "ready", "version": adapter.framework_version(),

@@ -1,0 +1,227 @@
+"""``python -m conformance.mutants``: run the suites against every curated mutant.
+
+For each mutant: its probe must differ from the clean reference (else it is not a bug), then
+``pytest --adapter=reference conformance/suites`` runs in a subprocess with
+``AUTOGRAD_CONFORMANCE_MUTANT=<id>`` (``--jobs`` at a time). A mutant is *killed* when some
+test's outcome differs from the clean run's; it does not count (*invalid*) when the run breaks
+before any test, or when no test passes. Each run stops at its first failing test (pytest -x),
+the mutant's own suite first. Prints killed/total, each survivor with the
+rules that should have caught it, and the score recorded before new rules were added
+(baseline.json); writes ``reports/mutants.json``. ``--long --budget S`` also runs mutmut over
+``reference/`` for at most S seconds (conformance/mutants/generic.py) and reports its score.
+
+Exit status: 0 when the score reaches ``--min-score`` and every survivor carries a reason,
+1 otherwise, 4 on a usage error.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from conformance import mutants as M
+
+ROOT = Path(__file__).resolve().parents[2]
+BASELINE = Path(__file__).with_name("baseline.json")
+OK_OUTCOMES = ("PASS", "OBSERVED")
+
+
+def _pytest_cmd(results: Path, first_suite: str | None, stop_at_first: bool) -> list[str]:
+    paths = ["conformance/suites"]
+    if first_suite and (ROOT / f"conformance/suites/test_{first_suite}.py").is_file():
+        paths.insert(0, f"conformance/suites/test_{first_suite}.py")  # its own area first
+    return [sys.executable, "-m", "pytest", "--adapter=reference", "-p", "no:cacheprovider", "-q",
+            "--conformance-timeout=20", f"--results={results}", *(["-x"] if stop_at_first else []), *paths]
+
+
+def run_suites(mutant_id: str | None, first_suite: str | None = None, stop_at_first: bool = True,
+               timeout: float = 300) -> dict:
+    """Run the suites (against ``mutant_id``, or clean); {nodeid: (outcome, rule)} plus status.
+
+    With ``stop_at_first`` (pytest -x) the run ends at the first test that fails: the mutant's
+    area runs first, so a killed mutant costs a fraction of a full run."""
+    env = dict(os.environ)
+    env.pop(M.ENV, None)
+    if mutant_id:
+        env[M.ENV] = mutant_id
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    with tempfile.TemporaryDirectory(prefix="mutant-") as tmp:
+        results = Path(tmp) / "results.jsonl"
+        started = time.monotonic()
+        try:
+            proc = subprocess.run(_pytest_cmd(results, first_suite, stop_at_first), cwd=ROOT, env=env, capture_output=True,
+                                  text=True, timeout=timeout)
+            code, tail = proc.returncode, (proc.stdout + proc.stderr)[-2000:]
+        except subprocess.TimeoutExpired as exc:
+            code, tail = "timeout", str(exc)[-2000:]
+        tests, ended = {}, False
+        if results.is_file():
+            for line in results.read_text(encoding="utf-8").splitlines():
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if record.get("type") == "test":
+                    tests[record["nodeid"]] = (record["outcome"], record.get("rule"))
+                elif record.get("type") == "end":
+                    ended = True
+    return {"tests": tests, "ended": ended, "returncode": code, "tail": tail,
+            "seconds": round(time.monotonic() - started, 2)}
+
+
+def judge(m: M.Mutant, run: dict, clean: dict) -> dict:
+    """killed / survived / invalid, with the rule whose test told the mutant apart first."""
+    tests = run["tests"]
+    changed = sorted({(rule or nodeid) for nodeid, (outcome, rule) in tests.items()
+                      if outcome != clean["tests"].get(nodeid, ("PASS",))[0]})
+    entry = {"id": m.id, "area": m.area, "models": m.models, "expected_rules": list(m.rules),
+             "seconds": run["seconds"]}
+    passing = sum(1 for outcome, _ in tests.values() if outcome in OK_OUTCOMES)
+    if not tests:
+        last = (run["tail"].strip().splitlines() or ["no output"])[-1]
+        entry.update(status="invalid", reason=f"the run broke before any test (exit {run['returncode']}): {last}")
+    elif changed and not passing:
+        entry.update(status="invalid", reason=f"no test passes ({len(tests)} run): it breaks the engine "
+                     "instead of one behaviour")
+    elif changed or not run["ended"]:
+        entry.update(status="killed", killed_by=changed,
+                     caught_as_expected=bool(set(changed) & set(m.rules)))
+        if not changed:
+            entry["note"] = "the run ended early: a crash or hang the harness caught"
+    else:
+        entry.update(status="survived", reason=m.survivor_reason)
+    return entry
+
+
+def _score(entries) -> dict:
+    valid = [e for e in entries if e["status"] != "invalid"]
+    killed = sum(1 for e in valid if e["status"] == "killed")
+    return {"killed": killed, "total": len(valid),
+            "score": round(killed / len(valid), 4) if valid else None}
+
+
+def _parse(argv):
+    parser = argparse.ArgumentParser(prog="python -m conformance.mutants", description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=2, help="mutants run at once (default 2)")
+    parser.add_argument("--only", nargs="+", metavar="ID", help="run only these mutants")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--json", default="reports/mutants.json", help="machine-readable result")
+    parser.add_argument("--min-score", type=float, default=0.95, help="fail below this share killed")
+    parser.add_argument("--record-baseline", action="store_true",
+                        help="write this run's score to conformance/mutants/baseline.json")
+    parser.add_argument("--long", action="store_true", help="also run mutmut over reference/")
+    parser.add_argument("--budget", type=int, default=600, help="seconds for --long (default 600)")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        raise SystemExit(4 if exc.code else 0) from None
+    if args.jobs < 1 or args.budget < 1 or not 0 <= args.min_score <= 1:
+        print("error: --jobs and --budget must be positive, --min-score within 0..1", file=sys.stderr)
+        raise SystemExit(4)
+    return args
+
+
+def main(argv=None) -> int:
+    args = _parse(argv)
+    registry = M.load()
+    scored = [m for m in registry.values() if m.scored]
+    if args.only:
+        unknown = [i for i in args.only if i not in registry]
+        if unknown:
+            print(f"error: unknown mutant(s): {', '.join(unknown)} (see --list)", file=sys.stderr)
+            return 4
+        scored = [registry[i] for i in args.only]
+    if args.list:
+        for m in scored:
+            print(f"{m.id:55} {', '.join(m.rules)}")
+        return 0
+
+    started = time.monotonic()
+    entries = []
+    runnable = []
+    for m in scored:  # the probe proves each mutant is a bug (in this process, patched and undone)
+        differs, clean_value, mutant_value = M.probe_differs(m.id)
+        if differs:
+            runnable.append(m)
+        else:
+            entries.append({"id": m.id, "area": m.area, "models": m.models, "expected_rules": list(m.rules),
+                            "status": "invalid", "reason": f"equivalent: its probe gives {mutant_value!r} "
+                            "on the mutant and on the clean reference"})
+    clean = run_suites(None, stop_at_first=False)
+    if not clean["tests"] or any(o not in OK_OUTCOMES for o, _ in clean["tests"].values()):
+        print("error: the suites do not run clean on the reference; fix that first:\n" + clean["tail"],
+              file=sys.stderr)
+        return 1
+    print(f"clean run: {len(clean['tests'])} tests in {clean['seconds']} s; "
+          f"{len(runnable)} mutants, {args.jobs} at a time", flush=True)
+
+    def one(m):
+        run = run_suites(m.id, m.area)
+        if run["tests"] and not any(o in OK_OUTCOMES for o, _ in run["tests"].values()):
+            run = run_suites(m.id, m.area, stop_at_first=False)  # its first test failed: does any pass?
+        entry = judge(m, run, clean)
+        mark = {"killed": "killed  ", "survived": "SURVIVED", "invalid": "INVALID "}[entry["status"]]
+        print(f"  {mark} {m.id} ({entry['seconds']} s)", flush=True)
+        return entry
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        entries += list(pool.map(one, runnable))
+    order = {m.id: i for i, m in enumerate(scored)}
+    entries.sort(key=lambda e: order[e["id"]])
+    curated = {**_score(entries), "mutants": entries,
+               "survivors": [e for e in entries if e["status"] == "survived"],
+               "invalid": [e for e in entries if e["status"] == "invalid"]}
+    elapsed = round(time.monotonic() - started, 1)
+    baseline = json.loads(BASELINE.read_text()) if BASELINE.is_file() else None
+    if args.record_baseline and not args.only:
+        baseline = {"date": datetime.date.today().isoformat(), "killed": curated["killed"],
+                    "total": curated["total"], "score": curated["score"],
+                    "survivors": [e["id"] for e in curated["survivors"]],
+                    "note": "measured before any rule was added for the survivors (issue 16)"}
+        BASELINE.write_text(json.dumps(baseline, indent=2) + "\n")
+
+    long_result = None
+    if args.long:
+        from conformance.mutants import generic
+
+        long_result = generic.run(args.budget)
+
+    print()
+    print(f"curated mutants: {curated['killed']}/{curated['total']} killed"
+          + (f" ({curated['score']:.1%})" if curated["score"] is not None else "") + f" in {elapsed} s")
+    if baseline:
+        print(f"before the new rules ({baseline['date']}): {baseline['killed']}/{baseline['total']} "
+              f"({baseline['score']:.1%})")
+    for e in curated["survivors"]:
+        print(f"  survivor {e['id']}: should be caught by {', '.join(e['expected_rules'])}"
+              + (f"; kept because: {e['reason']}" if e["reason"] else "; NO REASON GIVEN"))
+    for e in curated["invalid"]:
+        print(f"  invalid  {e['id']}: {e['reason']}")
+    if long_result is not None:
+        print(f"generic (mutmut over reference/): {long_result.get('summary')}")
+
+    if args.json:
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({
+            "type": "mutants", "schema": 1,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "runtime_s": elapsed, "jobs": args.jobs, "partial": bool(args.only),
+            "curated": curated, "baseline": baseline, "generic": long_result,
+        }, indent=2) + "\n")
+        print(f"written: {out}")
+
+    unexplained = [e for e in curated["survivors"] if not e["reason"]]
+    low = curated["score"] is None or curated["score"] < args.min_score
+    return 1 if (unexplained or curated["invalid"] or low) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
