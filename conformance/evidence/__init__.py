@@ -130,6 +130,7 @@ def run_snippet(snippet: str) -> str:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             print(f"uncaught {type(exc).__name__}: {first}")
     namespace.clear()
+    gc.enable()  # a snippet that checks refcount-only freeing disables gc
     gc.collect()
     return buffer.getvalue().strip()
 

@@ -44,28 +44,6 @@ AWAITING_SNIPPET = set("""
     forward_levels.reverse-through-dual
     forward_levels.level-exit-with-graph-cycle
     forward_levels.threads-enter-exit-rounds
-    gc_cycles.plain-graph-freed-by-refcount
-    gc_cycles.deep-graph-freed-without-recursion
-    gc_cycles.grad-does-not-retain-graph
-    gc_cycles.backward-releases-saved-tensors
-    gc_cycles.retained-graph-keeps-saved-until-graph-dies
-    gc_cycles.saved-tensors-freed-with-graph
-    gc_cycles.save-for-backward-output-cycle-free
-    gc_cycles.ctx-attribute-cycle-collected
-    gc_cycles.hook-self-closure-leaf-collectable
-    gc_cycles.hook-self-closure-nonleaf-collectable
-    gc_cycles.hook-returning-own-tensor
-    gc_cycles.stashed-ctx-ownership
-    gc_cycles.stashed-ctx-no-crash
-    gc_cycles.stashed-ctx-released-with-last-reference
-    gc_cycles.stashed-ctx-after-backward-raises
-    gc_cycles.stashed-ctx-after-retained-backward
-    gc_cycles.dict-cycle-collected-unless-grad-holds-it
-    gc_cycles.finalizer-collect-during-teardown-safe
-    gc_cycles.create-graph-backward-warns-cycle
-    gc_cycles.create-graph-cycle-broken-by-clearing-grad
-    gc_cycles.garbage-cycle-does-not-free-live-graph
-    gc_cycles.node-metadata-cycle
     legacy_function.instance-call-raises
     legacy_function.instantiation-warns
     legacy_function.bare-instance-node-attributes
