@@ -129,9 +129,9 @@ def run_snippet(snippet: str) -> str:
         except Exception as exc:  # noqa: BLE001 - the output records it
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             print(f"uncaught {type(exc).__name__}: {first}")
-    namespace.clear()
+    # The namespace is not cleared: a snippet's weakref callbacks and finalizers may still need
+    # its names; the cyclic collector frees it (functions refer to it as their globals).
     gc.enable()  # a snippet that checks refcount-only freeing disables gc
-    gc.collect()
     return buffer.getvalue().strip()
 
 
