@@ -9,11 +9,51 @@ nox.options.reuse_existing_virtualenvs = True
 PYTHON = "3.11"
 
 
+CHROMIUM = "/usr/bin/chromium"  # Debian's package; Playwright's own browser download is not used
+
+
+def _chromium(session: nox.Session) -> str:
+    """The Chromium the report's browser test drives: $AUTOGRAD_CONFORMANCE_CHROMIUM,
+    /usr/bin/chromium, `chromium` on PATH, else Debian's package installed with apt-get when
+    running as root; otherwise the session stops with one line saying how to install it."""
+    import os
+    import shutil
+
+    for found in (os.environ.get("AUTOGRAD_CONFORMANCE_CHROMIUM"), CHROMIUM,
+                  shutil.which("chromium"), shutil.which("chromium-browser")):
+        if found and os.path.isfile(found):
+            return found
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
+        session.log("installing Debian's chromium for the browser test (apt-get)")
+        env = {"DEBIAN_FRONTEND": "noninteractive"}
+        session.run("apt-get", "update", "-qq", external=True, env=env)
+        session.run("apt-get", "install", "-y", "-qq", "chromium", external=True, env=env)
+        if os.path.isfile(CHROMIUM):
+            return CHROMIUM
+    session.error("the report's browser test needs Chromium: install it (Debian/Ubuntu: "
+                  "sudo apt-get install -y chromium) or set AUTOGRAD_CONFORMANCE_CHROMIUM to "
+                  "its executable, then run nox -s tests again")
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The project's own tests: the reference engine and the harness."""
+    """The project's own tests: the reference engine and the harness (pytest-xdist, one
+    worker per core; they write only under temporary directories)."""
+    chromium = _chromium(session)
+    session.install("-e", ".[test,torch,fuzz]")
+    session.run("pytest", "tests", "-p", "no:cacheprovider", "-n", "auto", *session.posargs,
+                env={"AUTOGRAD_CONFORMANCE_CHROMIUM": chromium})
+
+
+@nox.session(python=PYTHON)
+def screenshots(session: nox.Session) -> None:
+    """The report page in headless Chromium, screenshots kept in reports/screenshots/."""
+    chromium = _chromium(session)
     session.install("-e", ".[test,torch]")
-    session.run("pytest", "tests", "-p", "no:cacheprovider", *session.posargs)
+    session.run("pytest", "tests/report/test_page.py::test_page_in_a_browser", "-p",
+                "no:cacheprovider", *session.posargs,
+                env={"AUTOGRAD_CONFORMANCE_CHROMIUM": chromium,
+                     "AUTOGRAD_CONFORMANCE_SCREENSHOTS": "reports/screenshots"})
 
 
 @nox.session(python=PYTHON)
@@ -112,6 +152,20 @@ def explore(session: nox.Session) -> None:
     if "--examples" not in args:
         args += ["--examples", "2000"]
     session.run("python", "-m", "conformance.differential", *args, success_codes=[0, 1])
+
+
+@nox.session(python=PYTHON)
+def fuzz(session: nox.Session) -> None:
+    """The differential search on HypoFuzz: worker processes sharing one Hypothesis example
+    database for a bounded time (default: 2 workers, 120 s, torch); new divergences, shrunk to
+    scripts, go to reports/results/explore-<adapter>.jsonl and are printed at the end.
+
+    nox -s fuzz -- --adapter torch --workers 16 --seconds 3600 --database /shared/fuzz-db
+    (any option of `python -m conformance.differential.fuzz --help`; docs/differential.md)
+    """
+    session.install("-e", ".[test,torch,fuzz]")
+    session.run("python", "-m", "conformance.differential.fuzz", *session.posargs,
+                success_codes=[0, 1])
 
 
 # -- the comparison report: every framework's run, one page ------------------------------------

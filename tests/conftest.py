@@ -1,10 +1,20 @@
 """Shared fixtures of the project's own tests."""
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
+import tempfile
 import textwrap
 
 import pytest
+from hypothesis.configuration import set_hypothesis_home_dir
+
+# The project's own tests write only under temporary directories: Hypothesis's example
+# database and caches too (not .hypothesis/ in the checkout).
+_HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="autograd-conformance-hypothesis-")
+set_hypothesis_home_dir(_HYPOTHESIS_HOME)
+atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
 
 pytest_plugins = ["pytester"]
 

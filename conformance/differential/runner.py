@@ -234,6 +234,19 @@ class _Found(Exception):
     pass
 
 
+def make_finding(program: Program, outcome: Outcome, target, examples_before: int) -> "Finding":
+    """A shrunk divergence with its standalone script and the expectation that covers it."""
+    div = outcome.divergence
+    header = [
+        f"autograd-conformance differential test: {target.name} {target.version} "
+        f"diverges from the reference",
+        f"category: {div.suite}; signature: {div.signature}",
+        f"{div.summary[:200]}",
+    ]
+    script = render_script(program, div, outcome.reference_run, target.module, header)
+    return Finding(program, outcome, script, expectation_for(target.name, div), examples_before)
+
+
 @dataclass
 class Finding:
     program: Program
@@ -311,16 +324,7 @@ class Search:
                 outcome = check(program, self.oracle, self.target)
             if outcome.divergence is None:  # not reproducible (a flaky framework)
                 continue
-            div = outcome.divergence
-            expectation = expectation_for(self.target.name, div)
-            header = [
-                f"autograd-conformance differential test: {self.target.name} {self.target.version} "
-                f"diverges from the reference",
-                f"category: {div.suite}; signature: {div.signature}",
-                f"{div.summary[:200]}",
-            ]
-            script = render_script(program, div, outcome.reference_run, self.target.module, header)
-            finding = Finding(program, outcome, script, expectation, self.examples)
+            finding = make_finding(program, outcome, self.target, self.examples)
             self.findings.append(finding)
             if self.on_finding:
                 self.on_finding(finding)

@@ -22,7 +22,9 @@ from conformance.report.build import build
 from conformance.repro.run import run_all
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "reports" / "screenshots"
+# where the page's screenshots go: a temporary directory, or the directory `nox -s screenshots`
+# names (reports/screenshots/); the project's own tests write nothing into the source tree
+SCREENSHOTS = os.environ.get("AUTOGRAD_CONFORMANCE_SCREENSHOTS")
 CHROMIUM = os.environ.get("AUTOGRAD_CONFORMANCE_CHROMIUM", "/usr/bin/chromium")
 COLUMNS = {"reference": ("reference", None), "torch": ("torch", "2.13.0"),
            "oneflow-0.9.0": ("oneflow", "0.9.0"), "oneflow-0.8.0": ("oneflow", "0.8.0")}
@@ -75,18 +77,20 @@ def report(tmp_path_factory):
 
 def _launch(playwright):
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package "
-                    "(apt-get install -y chromium; .ci/run does)")
+        pytest.fail(f"{CHROMIUM} is missing: run the tests with nox -s tests (it finds or "
+                    "installs Chromium), install Debian's chromium package (apt-get install -y "
+                    "chromium) or set AUTOGRAD_CONFORMANCE_CHROMIUM")
     return playwright.chromium.launch(executable_path=CHROMIUM, args=[
         "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
         "--disable-background-networking", "--disable-extensions", "--no-first-run"])
 
 
-def test_page_in_a_browser(report):
+def test_page_in_a_browser(report, tmp_path):
     from playwright.sync_api import sync_playwright
 
     data, page_path = report
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shots = Path(SCREENSHOTS) if SCREENSHOTS else tmp_path / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = _launch(p)
         try:
@@ -130,16 +134,16 @@ def test_page_in_a_browser(report):
             assert "import torch" in script and "RESULT" in script
             page.click("#d-copy")
             page.wait_for_function("document.getElementById('d-copied').textContent !== ''")
-            page.screenshot(path=str(SCREENSHOTS / "report-details.png"), full_page=False)
+            page.screenshot(path=str(shots / "report-details.png"), full_page=False)
             # a leak, if any run has one, is drawn as a picture
             leak = next(((t["rule"], r["label"]) for r in data["runs"] for t in r["tests"]
                          if t.get("chain")), None)
             if leak:
                 page.locator(f'td.cell[data-rule="{leak[0]}"][data-label="{leak[1]}"]').click()
                 assert page.locator("#d-chains svg.chain").count() >= 1
-                page.screenshot(path=str(SCREENSHOTS / "report-leak.png"), full_page=False)
+                page.screenshot(path=str(shots / "report-leak.png"), full_page=False)
             page.check("#f-diverges")
-            page.screenshot(path=str(SCREENSHOTS / "report-diverging.png"), full_page=True)
+            page.screenshot(path=str(shots / "report-diverging.png"), full_page=True)
             assert not errors, errors
             assert all(u.startswith(("file:", "data:", "about:")) for u in requests), requests
         finally:
