@@ -139,6 +139,11 @@ class Adapter:
         pairs (``node.next_functions``)."""
         return tuple(node.next_functions)
 
+    def subclass_instance(self, cls: type, tensor: Any) -> Any:
+        """An instance of the tensor subclass ``cls`` holding ``tensor``'s values (torch:
+        ``tensor.as_subclass(cls)``); ``Unsupported`` if the framework cannot make one."""
+        return self.feature("tensor_subclass", lambda: tensor.as_subclass)(cls)
+
     def expectations_file(self) -> Path:
         """Where this adapter's expected outcomes live (a missing file means none).
 

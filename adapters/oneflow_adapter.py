@@ -64,6 +64,10 @@ class OneFlowAdapter(Adapter):
 
         return oneflow
 
+    def subclass_instance(self, cls, tensor):
+        """No ``as_subclass``, but ``class T(oneflow.Tensor)`` constructs from a tensor."""
+        return cls(tensor)
+
     def check_device(self, device: str) -> None:
         if device == "cuda" and not self.fw.cuda.is_available():
             raise ValueError("adapter 'oneflow': --device cuda but oneflow.cuda.is_available() "

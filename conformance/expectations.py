@@ -10,7 +10,8 @@ Format (``adapters/expectations/<adapter>.toml``; no file means no expectations)
     outcome = "DIVERGES"                 # DIVERGES | UNSUPPORTED | ERROR | CRASH | TIMEOUT | LEAK,
                                          # or a list for a flaky framework: the usual outcome
                                          # first, then others seen in some runs (["TIMEOUT", "PASS"])
-    reason = "id(a.grad) changes between reads"      # required
+    reason = "id(a.grad) changes between reads"      # required: one line an author recognises
+    root_cause = "grad-wrapper-per-read"  # optional slug shared by every entry one cause breaks
     category = "identity"                # optional, free text for grouping
     upstream = "https://github.com/..."  # optional
     versions = ["0.8.*"]                 # optional fnmatch patterns on the framework version
@@ -26,13 +27,16 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import fnmatch
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
 from conformance.outcomes import EXPECTABLE, HELD, Outcome
 from conformance.tomlfile import FileError, read_toml
 
-FIELDS = {"outcome", "reason", "category", "upstream", "versions", "tests"}
+FIELDS = {"outcome", "reason", "root_cause", "category", "upstream", "versions", "tests"}
+#: A root cause slug: lower-case words joined by hyphens ("register-hook-returns-none").
+ROOT_CAUSE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
 class ExpectationsError(FileError):
@@ -47,6 +51,7 @@ class Expectation:
     file: Path
     category: str = ""
     upstream: str = ""
+    root_cause: str = ""
     versions: tuple[str, ...] = ()
     tests: tuple[str, ...] = ()
     flaky: tuple[Outcome, ...] = ()  # other outcomes accepted in some runs
@@ -64,7 +69,7 @@ class Expectation:
 
     def as_json(self) -> dict[str, Any]:
         return {"outcome": str(self.outcome), "flaky": [str(o) for o in self.flaky],
-                "reason": self.reason, "category": self.category,
+                "reason": self.reason, "root_cause": self.root_cause, "category": self.category,
                 "upstream": self.upstream, "versions": list(self.versions),
                 "tests": list(self.tests), "file": str(self.file)}
 
@@ -153,9 +158,17 @@ def _parse(path: Path, rule_id: str, table: Any) -> Expectation:
     if not isinstance(reason, str) or not reason.strip():
         raise ExpectationsError(f"{where}: key 'reason' is required (why the framework does this)"
                                 f"{_at(path, rule_id, 'reason')}")
-    for key in ("category", "upstream"):
+    if "\n" in reason.strip():
+        raise ExpectationsError(f"{where}: key 'reason' must be one line (the root cause in words an "
+                                f"author recognises, not a pasted message){_at(path, rule_id, 'reason')}")
+    for key in ("category", "upstream", "root_cause"):
         if not isinstance(table.get(key, ""), str):
             raise ExpectationsError(f"{where}: key {key!r} must be a string{_at(path, rule_id, key)}")
+    root_cause = table.get("root_cause", "")
+    if root_cause and not ROOT_CAUSE.match(root_cause):
+        raise ExpectationsError(f"{where}: key 'root_cause' = {root_cause!r} must be a slug of "
+                                f"lower-case words joined by hyphens, such as "
+                                f"\"register-hook-returns-none\"{_at(path, rule_id, 'root_cause')}")
     versions = table.get("versions", [])
     if not isinstance(versions, list) or not all(isinstance(v, str) and v for v in versions):
         raise ExpectationsError(f"{where}: key 'versions' must be a list of version patterns "
@@ -166,6 +179,7 @@ def _parse(path: Path, rule_id: str, table: Any) -> Expectation:
                                 f"such as [\"test_grad_*\"]")
     return Expectation(rule=rule_id, outcome=Outcome(outcome), reason=reason, file=path,
                        category=table.get("category", ""), upstream=table.get("upstream", ""),
+                       root_cause=root_cause,
                        versions=tuple(versions), tests=tuple(tests),
                        flaky=tuple(Outcome(o) for o in flaky))
 
@@ -193,6 +207,7 @@ def load_expectations(path: Path | None, rule_ids: Iterable[str], version: str,
     path = Path(path)
     known = set(rule_ids)
     chosen = ExpectationSet()
+    statements: dict[str, tuple[str, str]] = {}  # root cause -> (reason, rule id of its first entry)
     for rule_id, value in _entries(read_toml(path, ExpectationsError)):
         if rule_id not in known:
             close = difflib.get_close_matches(rule_id, sorted(known), n=1, cutoff=0.6)
@@ -209,6 +224,13 @@ def load_expectations(path: Path | None, rule_ids: Iterable[str], version: str,
                     f"{path}: [{rule_id}]: tests pattern {stale[0]!r} matches no test of this "
                     f"rule (its tests: {', '.join(sorted(names))}); fix the pattern or remove it"
                     f"{_at(path, rule_id, 'tests')}")
+            if exp.root_cause:
+                first = statements.setdefault(exp.root_cause, (exp.reason, rule_id))
+                if first[0] != exp.reason:
+                    raise ExpectationsError(
+                        f"{path}: [{rule_id}]: root_cause {exp.root_cause!r} has the reason "
+                        f"{exp.reason!r} here but {first[0]!r} at [{first[1]}]; one root cause, "
+                        f"one statement{_at(path, rule_id, 'reason')}")
             if not exp.applies_to(version):
                 continue
             if exp.tests:

@@ -296,6 +296,9 @@ def pytest_runtest_makereport(item, call):
             message = first_lines(f"{type(exc).__name__}: {exc}") if exc else ""
         else:
             actual, message = classify(exc, rule.level, bool(item.stash.get(OBSERVED, [])))
+        if actual is Outcome.BLOCKED and blocked_by(exc) == rule.id:
+            # a step declared as a prerequisite is the test's own rule here: a verdict on it
+            actual = Outcome.DIVERGES
         if leak is not None and actual in HELD:
             actual, message = Outcome.LEAK, leak.message()
         expectation = h.expectations.get(rule.id, item.name)

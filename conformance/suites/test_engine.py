@@ -14,9 +14,9 @@ import warnings
 import numpy as np
 
 from conformance import liveness
-from conformance.api import Unsupported, diverges_if_raises, raises, rule
+from conformance.api import Unsupported, diverges_if_raises, prerequisite, raises, rule
+from conformance.suites._helpers import TENSOR_WEAKREF, key_words, leaf_hooks_fire_once
 
-FREED = "Trying to backward through the graph a second time"
 INPLACE = "one of the variables needed for gradient computation has been modified by an inplace operation"
 DEEP = 10_000
 
@@ -42,11 +42,13 @@ def logging_identity(fw, log, name):
 
 
 def probe(t, what):
-    """Watch ``t`` (a weakref, or a hook sentinel where the framework refuses weakrefs)."""
-    try:
-        return liveness.tensor_probe(t, what)
-    except TypeError as exc:
-        raise Unsupported(f"cannot watch {what} for liveness: {exc}") from exc
+    """Watch the tensor ``t`` itself through a weak reference.
+
+    A hook sentinel would stand for the node that holds ``t``'s hooks, not for ``t``, and
+    outlive a freed ``t`` with its graph: without weakrefs the test is BLOCKED by the weakref rule.
+    """
+    with prerequisite(TENSOR_WEAKREF, what=f"watching {what}"):
+        return liveness.tensor_probe(t, what, allow_hook=False)
 
 
 def with_option(option, call):
@@ -161,6 +163,7 @@ def test_diamond_runs_shared_node_once(adapter, fw, device):
 
 @rule("engine.node-runs-once-with-summed-grads")
 def test_leaf_used_many_times_accumulates_once(adapter, fw, device):
+    leaf_hooks_fire_once(fw, device)        # the hook below is how the test sees the leaf's input
     seen = []
     x = fw.ones(2, requires_grad=True, device=device)
     x.register_hook(lambda g: seen.append(adapter.to_numpy(g).tolist()))
@@ -223,7 +226,7 @@ def test_second_backward_with_saved_values_raises(fw, device):
     b = fw.ones(3, requires_grad=True, device=device)
     c = (b * b).sum()
     c.backward()
-    with raises(RuntimeError, re.escape(FREED), what="second backward through freed graph"):
+    with raises(Exception, what="second backward through freed graph"):
         c.backward()
 
 
@@ -233,7 +236,7 @@ def test_second_backward_after_retained_then_freed_raises(fw, device):
     c = (b.exp()).sum()
     c.backward(retain_graph=True)
     c.backward()
-    with raises(RuntimeError, re.escape(FREED), what="third backward after a non-retaining one"):
+    with raises(Exception, what="third backward after a non-retaining one"):
         c.backward()
 
 
@@ -254,7 +257,7 @@ def test_second_backward_through_custom_function_raises(adapter, fw, device):
     y = Sq.apply(x)
     y.backward()
     close(adapter, x.grad, [6.0])
-    with raises(RuntimeError, re.escape(FREED), what="second backward through a custom Function"):
+    with raises(Exception, what="second backward through a custom Function"):
         y.backward()
 
 
@@ -339,7 +342,7 @@ def test_saved_tensor_access_after_backward_raises(adapter, fw, device):
     b = a * a
     adapter.feature("saved_tensor_attributes", lambda: b.grad_fn._saved_self)
     b.sum().backward()
-    with raises(RuntimeError, re.escape(FREED), what="reading a freed saved tensor"):
+    with raises(Exception, what="reading a freed saved tensor"):
         b.grad_fn._saved_self
 
 
@@ -360,7 +363,7 @@ def test_ctx_saved_tensors_after_backward_raises(adapter, fw, device):
 
     y = Keep.apply(fw.ones(2, requires_grad=True, device=device))
     y.sum().backward()
-    with raises(RuntimeError, re.escape(FREED), what="ctx.saved_tensors after backward"):
+    with raises(Exception, what="ctx.saved_tensors after backward"):
         adapter.saved_tensors(stash[0])
 
 
@@ -511,7 +514,7 @@ def test_autograd_grad_keeps_existing_grad(adapter, fw, device):
 def test_unused_input_raises(fw, device):
     x = fw.ones(2, requires_grad=True, device=device)
     y = fw.ones(2, requires_grad=True, device=device)
-    with raises(RuntimeError, "allow_unused=True", what="autograd.grad with an unused input"):
+    with raises(Exception, what="autograd.grad with an unused input"):
         fw.autograd.grad((x * 2).sum(), [x, y])
 
 
@@ -899,11 +902,9 @@ def test_grad_mode_restored_on_exception(fw, device):
 @rule("engine.gradient-argument-validation")
 def test_nonscalar_backward_needs_gradient(fw, device):
     x = fw.ones(3, requires_grad=True, device=device)
-    with raises(RuntimeError, re.escape("grad can be implicitly created only for scalar outputs"),
-                what="backward of a non-scalar output without gradient"):
+    with raises(Exception, what="backward of a non-scalar output without gradient"):
         (x * 2).backward()
-    with raises(RuntimeError, re.escape("grad can be implicitly created only for scalar outputs"),
-                what="autograd.grad of a non-scalar output without grad_outputs"):
+    with raises(Exception, what="autograd.grad of a non-scalar output without grad_outputs"):
         fw.autograd.grad(x * 2, x)
     assert x.grad is None
 
@@ -911,23 +912,78 @@ def test_nonscalar_backward_needs_gradient(fw, device):
 @rule("engine.gradient-argument-validation")
 def test_gradient_shape_mismatch_raises(fw, device):
     x = fw.ones(3, requires_grad=True, device=device)
-    with raises(RuntimeError, "Mismatch in shape", what="backward with a gradient of the wrong shape"):
+    with raises(Exception, what="backward with a gradient of the wrong shape"):
         (x * 2).backward(fw.ones(2, device=device))
-    with raises(RuntimeError, "Mismatch in shape", what="backward with a broadcastable gradient"):
+    with raises(Exception, what="backward with a broadcastable gradient"):
         (x * 2).backward(fw.ones(1, device=device))
     assert x.grad is None
 
 
 @rule("engine.backward-requires-grad-error")
 def test_backward_of_tensor_without_grad_raises(fw, device):
-    msg = re.escape("element 0 of tensors does not require grad and does not have a grad_fn")
-    with raises(RuntimeError, msg, what="backward of a constant"):
+    with raises(Exception, what="backward of a constant"):
         fw.ones(3, device=device).sum().backward()
     x = fw.ones(3, requires_grad=True, device=device)
     with fw.no_grad():
         y = (x * 2).sum()
-    with raises(RuntimeError, msg, what="backward of a no_grad result"):
+    with raises(Exception, what="backward of a no_grad result"):
         y.backward()
+    assert x.grad is None, "a failed backward wrote x.grad"
+
+
+# -- what the engine's errors say (torch's classes and key words) ------------------------------
+
+def _error_of(call):
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 - the error is what the rule is about
+        return exc
+    return None
+
+
+def _engine_misuse(fw, device):
+    """The engine's misuse errors, one call each: name -> the exception raised (None if none)."""
+    def second_backward():
+        c = (fw.ones(3, requires_grad=True, device=device) ** 2).sum()
+        c.backward()
+        c.backward()
+
+    x = fw.ones(3, requires_grad=True, device=device)
+    return {
+        "backward of a tensor that does not require grad":
+            _error_of(lambda: fw.ones(3, device=device).sum().backward()),
+        "backward of a non-scalar output without a gradient": _error_of(lambda: (x * 2).backward()),
+        "backward with a gradient of the wrong shape":
+            _error_of(lambda: (x * 2).backward(fw.ones(2, device=device))),
+        "second backward through a freed graph": _error_of(second_backward),
+        "autograd.grad with an input the output does not use":
+            _error_of(lambda: fw.autograd.grad((x * 2).sum(), [x, fw.ones(2, requires_grad=True,
+                                                                            device=device)])),
+    }
+
+
+@rule("engine.errors-are-runtime-errors")
+def test_engine_misuse_errors_are_runtime_errors(fw, device):
+    errors = _engine_misuse(fw, device)
+    raised = {k: e for k, e in errors.items() if e is not None}
+    assert raised, "none of the misuse cases raised (their behaviour rules say they must)"
+    wrong = {k: type(e).__name__ for k, e in raised.items() if not isinstance(e, RuntimeError)}
+    assert not wrong, f"engine errors that are not RuntimeError: {wrong}"
+
+
+@rule("engine.error-messages-say-what-to-do")
+def test_engine_error_messages_name_the_cause(fw, device):
+    wanted = {
+        "backward of a tensor that does not require grad": (r"requires? grad",),
+        "backward of a non-scalar output without a gradient": (r"scalar",),
+        "backward with a gradient of the wrong shape": (r"shape",),
+        "second backward through a freed graph": (r"second time|freed|released", r"retain_graph"),
+        "autograd.grad with an input the output does not use": (r"allow_unused",),
+    }
+    errors = _engine_misuse(fw, device)
+    missing = {k: key_words(str(errors[k]), *words) for k, words in wanted.items()
+               if errors[k] is not None and key_words(str(errors[k]), *words)}
+    assert not missing, f"error messages lacking their key words: {missing}"
 
 
 # -- threads -------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Rules: conformance/catalogue/forward_levels.toml. Observed torch behaviour: sect
 shared/semantics/torch-2.13-observed.md; the level design follows torch's forward_grad.h
 (one process-wide level, tangents owned by the dual tensor).
 
-Every test starts with ``adapter.require("forward_ad")``: a framework without forward AD
+Every test needs forward AD (checked once, by the autouse fixture): a framework without it
 is UNSUPPORTED, not an error. No test leaves a level open (an autouse fixture closes any
 level a failing test left behind, so that one failure does not cascade).
 """
@@ -17,6 +17,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from conformance.api import diverges_if_raises, rule
+from conformance.suites._helpers import expect_error, require_forward_ad
 
 
 def _forward_ad(adapter, fw):
@@ -25,6 +26,7 @@ def _forward_ad(adapter, fw):
 
 @pytest.fixture(autouse=True)
 def _close_levels_left_open(adapter, fw):
+    require_forward_ad(adapter)
     yield
     if "forward_ad" in adapter.unsupported:
         return
@@ -38,17 +40,6 @@ def _close_levels_left_open(adapter, fw):
             break
 
 
-def _expect_error(fn, exc_type, pattern, what):
-    """Run ``fn``; it must raise ``exc_type`` with a message matching ``pattern``."""
-    try:
-        fn()
-    except Exception as exc:  # noqa: BLE001 - any other exception is a divergence here
-        assert isinstance(exc, exc_type) and re.search(pattern, str(exc)), (
-            f"{what}: expected {exc_type.__name__} matching {pattern!r}, "
-            f"got {type(exc).__name__}: {exc}"
-        )
-        return exc
-    raise AssertionError(f"{what}: no error (expected {exc_type.__name__} matching {pattern!r})")
 
 
 def _level_is_open(fw, fwad, device):
@@ -69,7 +60,6 @@ def _tangent_list(adapter, fwad, t):
 
 @rule("forward_levels.dual-level-yields-zero")
 def test_dual_level_yields_zero(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     with fwad.dual_level() as lvl:
         assert lvl == 0, f"dual_level() yielded {lvl!r}, expected 0"
@@ -82,7 +72,6 @@ def test_dual_level_yields_zero(fw, adapter, device):
 
 @rule("forward_levels.enter-exit-api")
 def test_enter_and_exit_dual_level(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     assert not _level_is_open(fw, fwad, device), "a level is open before the test entered one"
     lvl = fwad.enter_dual_level()
@@ -100,7 +89,6 @@ def test_enter_and_exit_dual_level(fw, adapter, device):
 
 @rule("forward_levels.level-index-reused")
 def test_level_index_is_reused_after_exit(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     seen = []
     for _ in range(3):
@@ -114,30 +102,28 @@ def test_level_index_is_reused_after_exit(fw, adapter, device):
 
 @rule("forward_levels.make-dual-needs-level")
 def test_make_dual_without_level_raises(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     primal, tangent = fw.ones(2, device=device), fw.ones(2, device=device)
-    _expect_error(lambda: fwad.make_dual(primal, tangent), RuntimeError, r"no level exists",
+    expect_error(lambda: fwad.make_dual(primal, tangent), RuntimeError, r"no level exists",
                   "make_dual with no level ever opened in this test")
     with fwad.dual_level():
         pass
-    _expect_error(lambda: fwad.make_dual(primal, tangent), RuntimeError, r"no level exists",
+    expect_error(lambda: fwad.make_dual(primal, tangent), RuntimeError, r"no level exists",
                   "make_dual after the level exited")
 
 
 @rule("forward_levels.nesting-is-error")
 def test_nested_level_raises_and_outer_level_survives(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     nested = r"Nested forward mode AD is not supported"
     with fwad.dual_level():
-        _expect_error(fwad.enter_dual_level, RuntimeError, nested, "enter_dual_level() inside dual_level()")
+        expect_error(fwad.enter_dual_level, RuntimeError, nested, "enter_dual_level() inside dual_level()")
 
         def nested_with():
             with fwad.dual_level():
                 pass
 
-        _expect_error(nested_with, RuntimeError, nested, "dual_level() inside dual_level()")
+        expect_error(nested_with, RuntimeError, nested, "dual_level() inside dual_level()")
         d = fwad.make_dual(fw.ones(2, device=device), fw.full((2,), 2.0, device=device))
         assert _tangent_list(adapter, fwad, d * 3) == [6.0, 6.0], (
             "the open level no longer works after the failed nested enter")
@@ -147,11 +133,10 @@ def test_nested_level_raises_and_outer_level_survives(fw, adapter, device):
 
 @rule("forward_levels.exit-not-current-errors")
 def test_exit_of_other_level_raises(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     with fwad.dual_level() as lvl:
         d = fwad.make_dual(fw.ones(2, device=device), fw.ones(2, device=device))
-        _expect_error(lambda: fwad.exit_dual_level(level=lvl + 1), RuntimeError,
+        expect_error(lambda: fwad.exit_dual_level(level=lvl + 1), RuntimeError,
                       r"not the last one that was created", f"exit_dual_level(level={lvl + 1}) inside level {lvl}")
         assert _level_is_open(fw, fwad, device), "the failed exit closed the current level"
         assert _tangent_list(adapter, fwad, d) == [1.0, 1.0], "the failed exit cleared the current level's tangents"
@@ -159,12 +144,11 @@ def test_exit_of_other_level_raises(fw, adapter, device):
 
 @rule("forward_levels.exit-none-open-errors")
 def test_exit_with_no_open_level_raises(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     with fwad.dual_level():
         pass
-    _expect_error(fwad.exit_dual_level, RuntimeError, "", "exit_dual_level() with no level open")
-    _expect_error(lambda: fwad.exit_dual_level(level=0), RuntimeError, "",
+    expect_error(fwad.exit_dual_level, RuntimeError, "", "exit_dual_level() with no level open")
+    expect_error(lambda: fwad.exit_dual_level(level=0), RuntimeError, "",
                   "exit_dual_level(level=0) with no level open")
     with fwad.dual_level() as lvl:
         assert lvl == 0, f"after the failed exits the next level is {lvl!r}, expected 0"
@@ -174,7 +158,6 @@ def test_exit_with_no_open_level_raises(fw, adapter, device):
 
 @rule("forward_levels.unpack-dual-namedtuple")
 def test_unpack_dual_returns_named_tuple_with_same_tangent(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     foo = fw.tensor([1.0, 2.0], device=device)
     bar = fw.tensor([0.5, -1.0], device=device)
@@ -190,7 +173,6 @@ def test_unpack_dual_returns_named_tuple_with_same_tangent(fw, adapter, device):
 
 @rule("forward_levels.unpack-primal-fresh-view")
 def test_unpack_dual_primal_identity(fw, adapter, device, observe):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     with fwad.dual_level():
         d = fwad.make_dual(fw.ones(2, device=device), fw.ones(2, device=device))
@@ -200,7 +182,6 @@ def test_unpack_dual_primal_identity(fw, adapter, device, observe):
 
 @rule("forward_levels.unpack-non-dual-tangent-none")
 def test_unpack_of_plain_tensor_in_level_has_no_tangent(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     foo = fw.tensor([1.0, 2.0], device=device)
     plain = fw.tensor([3.0, 4.0], device=device)
@@ -214,7 +195,6 @@ def test_unpack_of_plain_tensor_in_level_has_no_tangent(fw, adapter, device):
 
 @rule("forward_levels.unpack-outside-level")
 def test_unpack_outside_any_level(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     t = fw.tensor([1.5, 2.5], device=device)
     u = fwad.unpack_dual(t)
@@ -227,7 +207,6 @@ def test_unpack_outside_any_level(fw, adapter, device):
 
 @rule("forward_levels.tangents-cleared-at-exit")
 def test_tangent_cleared_when_level_exits(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     with fwad.dual_level():
         dual = fwad.make_dual(fw.tensor([1.0, 2.0], device=device), fw.ones(2, device=device))
@@ -241,7 +220,6 @@ def test_tangent_cleared_when_level_exits(fw, adapter, device):
 
 @rule("forward_levels.new-level-starts-clean")
 def test_new_level_does_not_resurrect_old_tangents(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     foo = fw.ones(2, device=device)
     with fwad.dual_level():
@@ -256,7 +234,6 @@ def test_new_level_does_not_resurrect_old_tangents(fw, adapter, device):
 
 @rule("forward_levels.tangent-owned-by-dual")
 def test_tangent_lives_and_dies_with_its_dual(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     foo = fw.ones(2, device=device)
     with fwad.dual_level():
@@ -281,35 +258,32 @@ def test_tangent_lives_and_dies_with_its_dual(fw, adapter, device):
 
 @rule("forward_levels.make-dual-size-check")
 def test_make_dual_rejects_other_shapes(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     size = r"different size than that of the original Tensor"
     with fwad.dual_level():
         p = fw.ones(2, device=device)
-        _expect_error(lambda: fwad.make_dual(p, fw.ones(3, device=device)), RuntimeError, size,
+        expect_error(lambda: fwad.make_dual(p, fw.ones(3, device=device)), RuntimeError, size,
                       "make_dual of a (2,) primal with a (3,) tangent")
-        _expect_error(lambda: fwad.make_dual(p, fw.ones(1, 2, device=device)), RuntimeError, size,
+        expect_error(lambda: fwad.make_dual(p, fw.ones(1, 2, device=device)), RuntimeError, size,
                       "make_dual of a (2,) primal with a (1, 2) tangent (no broadcasting)")
-        _expect_error(lambda: fwad.make_dual(fw.ones(2, 3, device=device), fw.ones(3, 2, device=device)),
+        expect_error(lambda: fwad.make_dual(fw.ones(2, 3, device=device), fw.ones(3, 2, device=device)),
                       RuntimeError, size, "make_dual of a (2, 3) primal with a (3, 2) tangent")
 
 
 @rule("forward_levels.make-dual-floating-only")
 def test_make_dual_rejects_integral_tensors(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     with fwad.dual_level():
-        _expect_error(lambda: fwad.make_dual(fw.ones(2, device=device), fw.ones(2, dtype=fw.int64, device=device)),
+        expect_error(lambda: fwad.make_dual(fw.ones(2, device=device), fw.ones(2, dtype=fw.int64, device=device)),
                       ValueError, r"Expected tangent to be floating point or complex", "int64 tangent")
-        _expect_error(lambda: fwad.make_dual(fw.ones(2, dtype=fw.int64, device=device), fw.ones(2, device=device)),
+        expect_error(lambda: fwad.make_dual(fw.ones(2, dtype=fw.int64, device=device), fw.ones(2, device=device)),
                       ValueError, r"Expected primal to be floating point or complex", "int64 primal")
-        _expect_error(lambda: fwad.make_dual(fw.ones(2, dtype=fw.bool, device=device), fw.ones(2, device=device)),
+        expect_error(lambda: fwad.make_dual(fw.ones(2, dtype=fw.bool, device=device), fw.ones(2, device=device)),
                       ValueError, r"Expected primal to be floating point or complex", "bool primal")
 
 
 @rule("forward_levels.make-dual-dtype-may-differ")
 def test_make_dual_with_tangent_of_other_float_dtype(fw, adapter, device, observe):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     with fwad.dual_level():
         try:
@@ -323,7 +297,6 @@ def test_make_dual_with_tangent_of_other_float_dtype(fw, adapter, device, observ
 
 @rule("forward_levels.make-dual-aliases-primal")
 def test_dual_shares_data_and_version_with_primal(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     foo = fw.zeros(2, device=device)
     with fwad.dual_level():
@@ -344,7 +317,6 @@ def test_dual_shares_data_and_version_with_primal(fw, adapter, device):
 
 @rule("forward_levels.inplace-updates-tangent")
 def test_inplace_on_dual_updates_tangent(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     foo = fw.tensor([1.0, 2.0], dtype=fw.float64, device=device)
     bar = fw.ones(2, dtype=fw.float64, device=device)
@@ -364,7 +336,6 @@ def test_inplace_on_dual_updates_tangent(fw, adapter, device):
 
 @rule("forward_levels.inplace-keeps-tangent-object")
 def test_inplace_on_dual_updates_tangent_object_in_place(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     bar = fw.ones(2, device=device)
     with fwad.dual_level():
@@ -376,7 +347,6 @@ def test_inplace_on_dual_updates_tangent_object_in_place(fw, adapter, device):
 
 @rule("forward_levels.views-propagate-tangent")
 def test_views_of_dual_carry_and_update_tangent(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     with fwad.dual_level():
         d = fwad.make_dual(fw.tensor([1.0, 2.0, 3.0], device=device), fw.tensor([1.0, 2.0, 3.0], device=device))
@@ -393,7 +363,6 @@ def test_views_of_dual_carry_and_update_tangent(fw, adapter, device):
 
 @rule("forward_levels.inplace-write-makes-dual")
 def test_writing_a_dual_into_a_plain_tensor_gives_it_a_tangent(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     with fwad.dual_level():
         d = fwad.make_dual(fw.tensor([1.0, 2.0, 3.0], device=device), fw.tensor([1.0, 2.0, 3.0], device=device))
@@ -415,7 +384,6 @@ def test_writing_a_dual_into_a_plain_tensor_gives_it_a_tangent(fw, adapter, devi
 
 @rule("forward_levels.detach-drops-tangent")
 def test_detach_drops_tangent(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     with fwad.dual_level():
         d = fwad.make_dual(fw.tensor([1.0, 2.0], device=device), fw.ones(2, device=device))
@@ -428,7 +396,6 @@ def test_detach_drops_tangent(fw, adapter, device):
 
 @rule("forward_levels.no-grad-keeps-tangent")
 def test_no_grad_does_not_disable_forward_ad(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     with fwad.dual_level():
         d = fwad.make_dual(fw.tensor([1.0, 2.0], device=device), fw.ones(2, device=device))
@@ -453,7 +420,6 @@ def _run_threads(targets, timeout=60.0):
 
 @rule("forward_levels.levels-process-global")
 def test_level_opened_on_main_thread_is_visible_on_others(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     res = {}
     with fwad.dual_level():
@@ -484,7 +450,6 @@ def test_level_opened_on_main_thread_is_visible_on_others(fw, adapter, device):
 
 @rule("forward_levels.levels-process-global")
 def test_level_opened_on_worker_thread_is_level_zero_and_closes(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     res = {}
 
@@ -501,7 +466,6 @@ def test_level_opened_on_worker_thread_is_level_zero_and_closes(fw, adapter, dev
 
 @rule("forward_levels.concurrent-duals-one-level")
 def test_eight_threads_make_and_unpack_duals_concurrently(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     errors = []
     barrier = threading.Barrier(8)
@@ -536,7 +500,6 @@ def test_eight_threads_make_and_unpack_duals_concurrently(fw, adapter, device):
 
 @rule("forward_levels.custom-function-needs-jvp")
 def test_custom_function_without_jvp_refuses_duals(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
 
     class NoJvp(fw.autograd.Function):
@@ -550,7 +513,7 @@ def test_custom_function_without_jvp_refuses_duals(fw, adapter, device):
 
     with fwad.dual_level():
         d = fwad.make_dual(fw.ones(2, device=device), fw.ones(2, device=device))
-        _expect_error(lambda: NoJvp.apply(d), NotImplementedError, r"You must implement the jvp function",
+        expect_error(lambda: NoJvp.apply(d), NotImplementedError, r"You must implement the jvp function",
                       "custom Function without jvp applied to a dual")
         out = NoJvp.apply(fw.ones(2, device=device))
         assert_allclose(adapter.to_numpy(out), [2.0, 2.0], err_msg="the Function failed on a tensor without tangent")
@@ -559,7 +522,6 @@ def test_custom_function_without_jvp_refuses_duals(fw, adapter, device):
 
 @rule("forward_levels.custom-function-static-jvp")
 def test_custom_function_static_jvp_gives_output_tangent(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     calls = []
 
@@ -610,7 +572,6 @@ def test_custom_function_static_jvp_gives_output_tangent(fw, adapter, device):
 
 @rule("forward_levels.reverse-through-dual")
 def test_reverse_mode_flows_through_make_and_unpack_dual(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
     with fwad.dual_level():
@@ -625,7 +586,6 @@ def test_reverse_mode_flows_through_make_and_unpack_dual(fw, adapter, device):
 
 @rule("forward_levels.level-exit-with-graph-cycle")
 def test_level_exit_with_tangent_graph_referencing_dual(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     done = []
 
@@ -646,7 +606,6 @@ def test_level_exit_with_tangent_graph_referencing_dual(fw, adapter, device):
 
 @rule("forward_levels.threads-enter-exit-rounds")
 def test_eight_threads_enter_and_exit_levels_in_rounds(fw, adapter, device):
-    adapter.require("forward_ad")
     fwad = _forward_ad(adapter, fw)
     rounds = 30
     barrier = threading.Barrier(8)

@@ -17,23 +17,25 @@ import warnings
 import numpy as np
 import pytest
 
-from conformance.api import Diverges, Unsupported, diverges_if_raises, in_fresh_interpreter, raises, rule
+from conformance.api import (Diverges, Unsupported, diverges_if_raises, in_fresh_interpreter, prerequisite,
+                            raises, rule)
+from conformance.suites._helpers import TENSOR_WEAKREF, producer, set_attr
 from conformance.liveness import (
     assert_alive, assert_freed, collect, gc_disabled, sentinel_attr, sentinel_in_metadata,
     tensor_probe, weak,
 )
 
-FREED_MSG = "Trying to backward through the graph a second time"
 
 
 
 def watch(t, what, allow_hook=True):
-    """A probe on tensor ``t``; a framework that can watch it neither way diverges.
+    """A probe on tensor ``t``: a weakref, else a sentinel in a hook closure.
 
     ``allow_hook=False`` where the graph outlives the tensor at the check: a hook sentinel may
     be held by the graph node rather than by the tensor (OneFlow), so only a weakref will do.
+    A framework that can watch it neither way leaves the test BLOCKED by the weakref rule.
     """
-    with diverges_if_raises(TypeError, what=f"watching {what}"):
+    with prerequisite(TENSOR_WEAKREF, what=f"watching {what}"):
         return tensor_probe(t, what, allow_hook=allow_hook)
 
 
@@ -79,11 +81,7 @@ def test_plain_graph_nodes_freed_by_refcount_metadata_sentinel(fw, adapter, devi
 
         def scope():
             z = (x * x).exp()
-            try:
-                interior = adapter.next_functions(z.grad_fn)[0][0]
-            except (TypeError, IndexError, AttributeError) as exc:
-                raise Unsupported(f"{adapter.name}: next_functions is not a tuple of "
-                                  f"(node, index) pairs ({type(exc).__name__}: {exc})")
+            interior = producer(adapter, z.grad_fn)
             return metadata_probe(adapter, interior, "interior MulBackward node"), z
 
         pn, z = scope()
@@ -161,7 +159,7 @@ def test_saved_tensor_accessor_after_backward_raises(fw, adapter, device):
     if not hasattr(node, "_saved_self"):
         raise Unsupported(f"{adapter.name}: grad_fn has no _saved_self")
     b.sum().backward()
-    with raises(RuntimeError, match=re.escape(FREED_MSG), what="b.grad_fn._saved_self after backward"):
+    with raises(Exception, what="b.grad_fn._saved_self after backward"):
         node._saved_self
 
 
@@ -173,7 +171,8 @@ def test_retained_graph_keeps_saved_until_graph_dies(fw, adapter, device):
         def scope():
             a = x * 1.0
             b = a * a
-            return watch(a, "intermediate a (saved by a * a)"), b
+            # a weakref only: a hook sentinel lives with the retained graph's node, not with a
+            return watch(a, "intermediate a (saved by a * a)", allow_hook=False), b
 
         pa, b = scope()
         b.backward(retain_graph=True)
@@ -442,8 +441,7 @@ def test_stashed_ctx_after_backward_raises(adapter, fw, device):
     loss.backward()
     del loss
     ctx = box.pop()
-    with raises(RuntimeError, match=re.escape(FREED_MSG),
-                what="saved_tensors of a ctx stashed during a non-retaining backward"):
+    with raises(Exception, what="saved_tensors of a ctx stashed during a non-retaining backward"):
         adapter.saved_tensors(ctx)
 
 
@@ -472,11 +470,10 @@ def test_dict_cycle_kept_by_grad_then_collected(fw, device):
         t1, t2 = Tracker(), Tracker()
         x = fw.zeros(2, device=device)
         y = fw.zeros(2, device=device)
-        with diverges_if_raises(AttributeError, TypeError, what="Python attribute on a tensor"):
-            x._tracker = t1
-            y._tracker = t2
-            x._loop = y
-            y._loop = x
+        set_attr(x, "_tracker", t1)
+        set_attr(y, "_tracker", t2)
+        set_attr(x, "_loop", y)
+        set_attr(y, "_loop", x)
         z = fw.zeros(2, device=device)
         z.grad = x
         return weak(t1, "tracker in x.__dict__"), weak(t2, "tracker in y.__dict__"), z

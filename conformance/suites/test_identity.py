@@ -14,7 +14,8 @@ import weakref
 
 import numpy as np
 
-from conformance.api import Diverges, diverges_if_raises, raises, rule
+from conformance.api import Blocked, diverges_if_raises, raises, rule
+from conformance.suites._helpers import TENSOR_ATTRIBUTES, producer, set_attr, tensor_weakref
 
 MISSING = object()
 
@@ -44,16 +45,11 @@ def saved(adapter, node, name):
     return adapter.feature("saved_tensor_attributes", lambda: getattr(node, name))
 
 
-def set_attr(t, name, value):
-    with diverges_if_raises(AttributeError, TypeError, what="setting a Python attribute on a tensor"):
-        setattr(t, name, value)
-
-
 class Tag:
     """An attribute planted on a tensor, checked after the identity checks of a test.
 
     Used where the rule is mainly about identity: a framework that refuses attributes still gets
-    its identity checked first, then diverges with a message saying that only attributes failed.
+    its identity checked first, then ends BLOCKED by the attribute rule (only attributes failed).
     """
 
     def __init__(self, t, name="tag", value="kept"):
@@ -65,28 +61,21 @@ class Tag:
 
     def check(self, t, where):
         if self.refused is not None:
-            raise Diverges(f"identity holds, but the tensor refuses Python attributes ({self.refused})")
+            raise Blocked(TENSOR_ATTRIBUTES, f"identity holds, but the tensor refuses Python "
+                                             f"attributes ({self.refused})")
         got = getattr(t, self.name, MISSING)
         assert got == self.value, f"{where} lost its attribute {self.name!r} (got {got!r})"
 
 
 def weak(t, callback=None):
-    with diverges_if_raises(TypeError, what="weakref.ref to a tensor"):
-        return weakref.ref(t) if callback is None else weakref.ref(t, callback)
-
-
-def producer(adapter, node, i=0):
-    """``node.next_functions[i][0]``: the node feeding input ``i`` (entries are (node, nr) pairs)."""
-    with diverges_if_raises(TypeError, IndexError, what="next_functions entries as (node, input_nr) pairs"):
-        return adapter.next_functions(node)[i][0]
+    return tensor_weakref(t, callback)
 
 
 def as_subclass(adapter, fw, t):
     class Tagged(fw.Tensor):
         pass
 
-    make = adapter.feature("tensor_subclass", lambda: t.as_subclass)
-    return Tagged, make(Tagged)
+    return Tagged, adapter.subclass_instance(Tagged, t)
 
 
 # -- .grad identity ----------------------------------------------------------------------
@@ -440,6 +429,21 @@ def test_next_functions_accumulator_is_shared(adapter, fw, device):
     acc_b = producer(adapter, b.grad_fn)
     assert acc_a is acc_b, "two uses of one leaf point at different accumulator objects"
     assert acc_a is producer(adapter, a.grad_fn)
+
+
+@rule("identity.next-functions-pairs")
+def test_next_functions_are_node_index_pairs(adapter, fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    c = fw.ones(3, device=device)
+    y = x * 2
+    z = y * c
+    with diverges_if_raises(TypeError, ValueError, what="unpacking next_functions as (node, input_nr) pairs"):
+        entries = [(node, nr) for node, nr in adapter.next_functions(z.grad_fn)]
+    assert len(entries) == 2, f"z = y * c has {len(entries)} next_functions entries, expected 2"
+    (first, first_nr), (second, _) = entries
+    assert first is not None and isinstance(first_nr, int) and first_nr == 0, (
+        f"the entry for y is {entries[0]!r}, expected (y.grad_fn, 0)")
+    assert second is None, f"the entry for c (needs no gradient) is {entries[1]!r}, expected (None, 0)"
 
 
 @rule("identity.grad-fn-stable-id")

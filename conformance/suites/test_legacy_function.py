@@ -12,7 +12,8 @@ import warnings
 import numpy as np
 import pytest
 
-from conformance.api import Unsupported, diverges_if_raises, raises, rule
+from conformance.api import Diverges, Unsupported, diverges_if_raises, raises, rule
+from conformance.suites._helpers import key_words
 
 FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved "
              "tensors after they have already been freed).")
@@ -238,7 +239,7 @@ def test_second_backward_without_retain_graph(fw, adapter, device):
     y.backward()
     np.testing.assert_allclose(adapter.to_numpy(x.grad), [12.0],
                                err_msg="gradients of two retained backwards did not accumulate")
-    with raises(RuntimeError, match=re.escape(FREED_MSG), what="third backward (graph freed)"):
+    with raises(Exception, what="third backward (graph freed)"):
         y.backward()
 
 
@@ -624,10 +625,16 @@ def test_wrong_number_of_grads_raises(fw, device, returned):
     x = fw.ones(2, requires_grad=True, device=device)
     y = fw.ones(2, requires_grad=True, device=device)
     out = F.apply(x, y)
-    with raises(RuntimeError, match=re.escape(f"function FBackward returned an incorrect number of "
-                                              f"gradients (expected 2, got {returned})"),
-                what=f"backward returning {returned} gradients for 2 inputs"):
+    try:
         out.sum().backward()
+    except Exception as exc:  # noqa: BLE001 - any class; the message is the rule
+        message = str(exc)
+    else:
+        raise Diverges(f"backward returning {returned} gradients for 2 inputs raised nothing")
+    # the node (F or FBackward), the expected count and the count returned: key words, not torch's sentence
+    missing = key_words(message, r"\bF(Backward)?\b", r"\b2\b", rf"\b{returned}\b")
+    assert not missing, (f"the error for {returned} gradients returned for 2 inputs does not name "
+                         f"{missing}: {message[:200]!r}")
 
 
 @rule("legacy_function.grad-fn-name")

@@ -203,3 +203,35 @@ def test_shipped_expectations_are_valid(name):
     for version in ("2.13.0", "0.8.0", "0.9.0"):
         load_expectations(ROOT / "adapters" / "expectations" / f"{name}.toml", catalogue.rules,
                           version)
+
+
+# -- root causes -----------------------------------------------------------------------------
+
+def _write_rc(tmp_path, body):
+    path = tmp_path / "exp.toml"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def test_root_cause_is_loaded_and_shown(tmp_path):
+    from conformance.expectations import load_expectations
+
+    path = _write_rc(tmp_path, '["a.b"]\noutcome = "DIVERGES"\nroot_cause = "no-handle"\n'
+                               'reason = "register_hook returns None: no handle"\n')
+    exp = load_expectations(path, ["a.b"], "1.0")["a.b"]
+    assert exp.root_cause == "no-handle"
+    assert exp.as_json()["root_cause"] == "no-handle"
+
+
+@pytest.mark.parametrize("body, words", [
+    ('["a.b"]\noutcome = "DIVERGES"\nroot_cause = "No Handle"\nreason = "r"\n', "slug"),
+    ('["a.b"]\noutcome = "DIVERGES"\nreason = """one\ntwo"""\n', "one line"),
+    ('[["a.b"]]\noutcome = "DIVERGES"\nroot_cause = "x"\nreason = "r1"\ntests = ["t1"]\n'
+     '[["a.b"]]\noutcome = "DIVERGES"\nroot_cause = "x"\nreason = "r2"\ntests = ["t2"]\n', "one statement"),
+])
+def test_bad_root_cause_entries_are_refused(tmp_path, body, words):
+    from conformance.expectations import ExpectationsError, load_expectations
+
+    path = _write_rc(tmp_path, body)
+    with pytest.raises(ExpectationsError, match=words):
+        load_expectations(path, ["a.b"], "1.0")

@@ -1,0 +1,120 @@
+"""Helpers the suites share: the prerequisite steps (each names the rule it depends on) and the
+few checks more than one suite repeats.
+
+A prerequisite step is something a test needs from *another* rule before it can reach its own
+check (a hook handle, a weak reference, an attribute on a tensor, a ``(node, nr)`` pair of
+``next_functions``, a node hook). If it fails the test ends BLOCKED by that rule
+(``conformance.api.prerequisite``), so one root cause gives one DIVERGES (the rule's own test)
+and BLOCKED everywhere else, the same in every suite. A test of the prerequisite rule itself that
+uses the same helper is judged DIVERGES, not BLOCKED (the plugin compares ``blocked_by`` with the
+test's own rule).
+"""
+from __future__ import annotations
+
+import re
+import weakref
+
+from conformance.api import prerequisite
+
+#: ``t.register_hook(fn)`` returns a handle with ``remove()``.
+HOOK_HANDLE = "hooks.register-hook-returns-handle"
+#: ``handle.remove()`` works (and twice is harmless).
+HOOK_REMOVE = "hooks.handle-remove-idempotent"
+#: ``weakref.ref(t)`` is allowed on a tensor.
+TENSOR_WEAKREF = "identity.weakref-survives-framework-ownership"
+#: ``t.name = value`` is allowed on a tensor.
+TENSOR_ATTRIBUTES = "identity.attributes-survive-framework-ownership"
+#: ``node.next_functions`` holds ``(node, input_nr)`` pairs.
+NEXT_FUNCTIONS_PAIRS = "identity.next-functions-pairs"
+#: ``node.register_prehook`` / ``node.register_hook`` on a built-in node.
+NODE_HOOKS = "hooks.node-hooks-builtin"
+#: ``backward(inputs=...)`` restricts accumulation to those inputs.
+BACKWARD_INPUTS = "engine.backward-inputs-restricts"
+#: A leaf's tensor hooks run once per backward.
+LEAF_HOOK_ONCE = "hooks.leaf-hook-fires-once-per-backward"
+#: ``y.grad_fn is y.grad_fn`` (one Python object per node).
+NODE_IDENTITY = "identity.grad-fn-same-object"
+
+
+def hook_handle(t, fn, what: str = "t.register_hook(fn)"):
+    """``t.register_hook(fn)``, which must return a removable handle (else BLOCKED)."""
+    with prerequisite(HOOK_HANDLE, what=what):
+        handle = t.register_hook(fn)
+        if not callable(getattr(handle, "remove", None)):
+            raise TypeError(f"register_hook returned {handle!r}, not a handle with remove()")
+    return handle
+
+
+def remove_handle(handle, what: str = "handle.remove()"):
+    with prerequisite(HOOK_REMOVE, what=what):
+        handle.remove()
+
+
+def tensor_weakref(t, callback=None, what: str = "weakref.ref to a tensor"):
+    with prerequisite(TENSOR_WEAKREF, what=what):
+        return weakref.ref(t) if callback is None else weakref.ref(t, callback)
+
+
+def set_attr(t, name: str, value, what: str = "setting a Python attribute on a tensor"):
+    with prerequisite(TENSOR_ATTRIBUTES, what=what):
+        setattr(t, name, value)
+
+
+def next_pair(adapter, node, i: int = 0, what: str = "next_functions entries as (node, input_nr) pairs"):
+    """``node.next_functions[i]`` (through ``adapter.next_functions``) as a ``(node, input_nr)``
+    pair (else BLOCKED)."""
+    with prerequisite(NEXT_FUNCTIONS_PAIRS, what=what):
+        entry = adapter.next_functions(node)[i]
+        producer, nr = entry
+        if not isinstance(nr, int):
+            raise TypeError(f"next_functions[{i}] is {entry!r}, not a (node, input_nr) pair")
+    return producer, nr
+
+
+def producer(adapter, node, i: int = 0):
+    """``node.next_functions[i][0]``: the node feeding input ``i``."""
+    return next_pair(adapter, node, i)[0]
+
+
+def node_prehook(adapter, node, fn, what: str = "grad_fn.register_prehook"):
+    with prerequisite(NODE_HOOKS, what=what):
+        return adapter.register_node_prehook(node, fn)
+
+
+def node_hook(adapter, node, fn, what: str = "grad_fn.register_hook"):
+    with prerequisite(NODE_HOOKS, what=what):
+        return adapter.register_node_hook(node, fn)
+
+
+def leaf_hooks_fire_once(fw, device):
+    """Check, before a test counts what a leaf hook saw, that a leaf hook runs once per backward."""
+    with prerequisite(LEAF_HOOK_ONCE, what="a leaf hook in a plain backward"):
+        x = fw.ones(2, requires_grad=True, device=device)
+        calls = []
+        x.register_hook(lambda g: calls.append(1))
+        (x * 2).sum().backward()
+        if len(calls) != 1:
+            raise AssertionError(f"a leaf hook ran {len(calls)} times in one backward")
+
+
+def require_forward_ad(adapter):
+    """Forward-mode AD is the feature of every forward_levels rule: UNSUPPORTED without it."""
+    adapter.require("forward_ad")
+
+
+def expect_error(fn, exc_type, pattern, what):
+    """Run ``fn``; it must raise ``exc_type`` with a message matching ``pattern`` (else DIVERGES)."""
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - any other exception is a divergence here
+        assert isinstance(exc, exc_type) and re.search(pattern, str(exc)), (
+            f"{what}: expected {exc_type.__name__} matching {pattern!r}, "
+            f"got {type(exc).__name__}: {exc}"
+        )
+        return exc
+    raise AssertionError(f"{what}: no error (expected {exc_type.__name__} matching {pattern!r})")
+
+
+def key_words(message: str, *words: str) -> list[str]:
+    """The key words (case-insensitive regexes) that ``message`` lacks."""
+    return [w for w in words if not re.search(w, message, flags=re.IGNORECASE)]
