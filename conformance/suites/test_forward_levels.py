@@ -1,7 +1,7 @@
 """Suite `forward_levels`: forward-mode AD levels, dual tensors and tangent lifetimes.
 
-Rules: conformance/catalogue/forward_levels.toml. Observed torch behaviour: section 5 of
-shared/semantics/torch-2.13-observed.md; the level design follows torch's forward_grad.h
+Rules: conformance/catalogue/forward_levels.toml. Observed torch behaviour:
+conformance/evidence/forward_levels.toml; the level design follows torch's forward_grad.h
 (one process-wide level, tangents owned by the dual tensor).
 
 Every test needs forward AD (checked once, by the autouse fixture): a framework without it

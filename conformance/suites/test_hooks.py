@@ -1,7 +1,7 @@
 """Suite `hooks`: tensor hooks, node hooks, post-accumulate-grad hooks and their lifetimes.
 
-Rules: conformance/catalogue/hooks.toml. Observed torch behaviour: section 3 of
-shared/semantics/torch-2.13-observed.md.
+Rules: conformance/catalogue/hooks.toml. Observed torch behaviour:
+conformance/evidence/hooks.toml.
 """
 import gc
 import re

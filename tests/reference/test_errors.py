@@ -22,8 +22,8 @@ def version_error(what, now, expected):
     )
 
 
-# -- tensor attributes (1.13 - 1.17) ------------------------------------------------------
-def test_data_assignment_errors():  # 1.13
+# -- tensor attributes --------------------------------------------------------------------
+def test_data_assignment_errors():  # rule: identity.data-assign-keeps-object
     t = R.tensor(1.0, requires_grad=True)
     assert error_of(lambda: setattr(t, "data", R.tensor(3))) == (
         RuntimeError, "data set to a tensor that requires gradients must be floating point or complex dtype")
@@ -31,7 +31,7 @@ def test_data_assignment_errors():  # 1.13
         TypeError, "Variable data has to be a tensor, but got NoneType")
 
 
-def test_requires_grad_false_on_non_leaf():  # 1.14
+def test_requires_grad_false_on_non_leaf():  # rule: engine.requires-grad-flag-leaf-only
     z = R.randn(3).requires_grad_() * 2
     msg = ("you can only change requires_grad flags of leaf variables. If you want to use a computed "
            "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
@@ -45,12 +45,12 @@ def test_requires_grad_false_on_non_leaf():  # 1.14
     ("_grad_fn", "Deletion of _grad_fn not allowed. Detach tensor instead!"),
     ("_backward_hooks", "Deletion of _backwards_hooks not allowed!"),
 ])
-def test_attribute_deletions_refused(name, message):  # 1.15
+def test_attribute_deletions_refused(name, message):  # rule: identity.del-grad-resets
     x = R.randn(5, 5, requires_grad=True)
     assert error_of(lambda: delattr(x, name)) == (RuntimeError, message)
 
 
-def test_non_leaf_grad_warning_text():  # 1.17
+def test_non_leaf_grad_warning_text():  # rule: engine.nonleaf-grad-warning
     nl = R.empty(1).requires_grad_().clone()
     (category, message), = caught_warnings(lambda: nl.grad)
     assert category is UserWarning
@@ -67,8 +67,8 @@ def test_retain_grad_requires_grad():
         RuntimeError, "can't retain_grad on Tensor that has requires_grad=False")
 
 
-# -- hooks (3.1, 3.9, 3.15, 3.16) ------------------------------------------------------------
-def test_register_hook_errors():  # 3.1
+# -- hooks ---------------------------------------------------------------------------------
+def test_register_hook_errors():  # rule: hooks.register-hook-needs-requires-grad
     assert error_of(lambda: R.randn(3).register_hook(lambda g: g)) == (
         RuntimeError, "cannot register a hook on a tensor that doesn't require gradient")
     lf = R.rand(3, requires_grad=True)
@@ -76,7 +76,7 @@ def test_register_hook_errors():  # 3.1
         RuntimeError, "post accumulate grad hooks cannot be registered on non-leaf tensors")
 
 
-def test_hook_replacing_none_gradient():  # 3.9
+def test_hook_replacing_none_gradient():  # torch 2.13 behaviour; no rule of its own yet
     class Two(Function):
         @staticmethod
         def forward(ctx, x):
@@ -104,7 +104,7 @@ def hook_named(g):
     return R.ones(2, 2)
 
 
-def test_tensor_hook_result_validation():  # 3.15
+def test_tensor_hook_result_validation():  # rules: hooks.return-type-validated, hooks.return-metadata-validated
     assert _hook_error(lambda g: 1) == (TypeError, "expected Variable, but hook returned 'int'")
     assert _hook_error(lambda g: R.ones(4)) == (RuntimeError, "hook '<lambda>' has changed the size of value")
     assert _hook_error(lambda g: R.ones(3, dtype=R.float64)) == (
@@ -130,7 +130,7 @@ def _post_accumulate_error(hook):
     return error_of(lambda: u.sum().backward())
 
 
-def test_post_accumulate_hook_must_return_none():  # 3.16
+def test_post_accumulate_hook_must_return_none():  # rule: hooks.post-accumulate-must-return-none
     msg = "Tensor post accumulate grad hooks should return None."
     assert _post_accumulate_error(lambda p: p.grad) == (RuntimeError, msg)
     assert _post_accumulate_error(lambda p: p.detach()) == (RuntimeError, msg)
@@ -172,7 +172,7 @@ def test_backward_gradient_of_another_float_dtype_is_accepted():
     np.testing.assert_allclose(arr(x.grad), [2.0, 2.0, 2.0])
 
 
-def test_second_backward_errors_only_if_something_was_saved():  # 6.1
+def test_second_backward_errors_only_if_something_was_saved():  # rules: engine.second-backward-error, legacy_function.second-backward-without-retain-graph
     b = R.randn(3, requires_grad=True)
     c = b * b
     c.sum().backward()
@@ -187,7 +187,7 @@ def test_second_backward_errors_only_if_something_was_saved():  # 6.1
     assert error_of(lambda: e.backward(R.ones(3))) == (RuntimeError, FREED)
 
 
-def test_version_counter_errors():  # 6.2
+def test_version_counter_errors():  # rules: engine.version-counter-error, engine.version-counter-error-detail
     x = R.ones(3, requires_grad=True)
     a = x.clone()
     y = a * a
@@ -206,7 +206,7 @@ def test_version_counter_errors():  # 6.2
     assert error_of(lambda: y3.backward()) == (RuntimeError, version_error("[reference.FloatTensor []]", 1, 0))
 
 
-def test_version_error_for_saved_output():  # 1.5
+def test_version_error_for_saved_output():  # rule: identity.saved-unpack-version-checked
     x = R.randn(3, requires_grad=True)
     z = R.exp(x)
     with R.no_grad():
@@ -215,7 +215,7 @@ def test_version_error_for_saved_output():  # 1.5
         RuntimeError, version_error("[reference.FloatTensor [3]], which is output 0 of Exp,", 1, 0))
 
 
-def test_autograd_grad_unused_input():  # 6.6
+def test_autograd_grad_unused_input():  # rule: engine.grad-unused-inputs
     x = R.ones(2, requires_grad=True)
     y = R.ones(2, requires_grad=True)
     assert error_of(lambda: R.autograd.grad((x * 2).sum(), [x, y])) == (
@@ -229,7 +229,7 @@ def test_autograd_grad_unused_input():  # 6.6
     np.testing.assert_allclose(arr(gy), [0.0, 0.0])
 
 
-def test_inplace_on_leaf_errors():  # 6.9
+def test_inplace_on_leaf_errors():  # rule: engine.leaf-inplace-error
     x = R.zeros(3, requires_grad=True)
     assert error_of(lambda: x.add_(1)) == (
         RuntimeError, "a leaf Variable that requires grad is being used in an in-place operation.")
@@ -248,7 +248,7 @@ def test_inplace_on_leaf_errors():  # 6.9
         RuntimeError, "a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 
-def test_grad_assignment_validation():  # 6.11
+def test_grad_assignment_validation():  # rule: engine.grad-assignment-validated
     x = R.randn(5, 5)
     assert error_of(lambda: setattr(x, "grad", 0)) == (
         TypeError, "assigned grad expected to be a Tensor or None but got grad of type int")
@@ -259,7 +259,7 @@ def test_grad_assignment_validation():  # 6.11
     assert error_of(lambda: setattr(x, "grad", x)) == (RuntimeError, "can't assign Variable as its own grad")
 
 
-def test_grad_assignment_dtype_message():  # 6.11
+def test_grad_assignment_dtype_message():  # rule: engine.grad-assignment-validated
     x = R.randn(5, 5)
     assert error_of(lambda: setattr(x, "grad", R.ones(5, 5, dtype=R.long))) == (
         RuntimeError,
@@ -275,7 +275,7 @@ LEGACY = ("Legacy autograd function with non-static forward method is deprecated
           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
 
 
-def test_legacy_call_and_instantiation_warning():  # 4.1 / 4.2
+def test_legacy_call_and_instantiation_warning():  # rules: legacy_function.instance-call-raises, legacy_function.instantiation-warns
     class Legacy(Function):
         def forward(self, x):
             return x
@@ -293,7 +293,7 @@ def test_legacy_call_and_instantiation_warning():  # 4.1 / 4.2
     assert error_of(lambda: box[0](R.randn(3, 4))) == (RuntimeError, LEGACY)
 
 
-def test_missing_forward_backward_and_both():  # 4.5
+def test_missing_forward_backward_and_both():  # rules: legacy_function.missing-forward-raises, legacy_function.missing-backward-raises-at-backward
     class BadFw(Function):
         @staticmethod
         def backward(ctx, foo):
@@ -332,7 +332,7 @@ def test_missing_forward_backward_and_both():  # 4.5
         "one of them.")
 
 
-def test_saved_tensors_after_free():  # 4.6 / 4.7
+def test_saved_tensors_after_free():  # rule: legacy_function.saved-tensors-after-free-message
     class MyFn(Function):
         @staticmethod
         def forward(ctx, x):
@@ -370,7 +370,7 @@ def test_saved_tensors_after_free():  # 4.6 / 4.7
     assert error_of(lambda: y.backward()) == (RuntimeError, FREED)
 
 
-def test_custom_function_saved_tensor_version_check():  # 4.9
+def test_custom_function_saved_tensor_version_check():  # rule: legacy_function.saved-tensors-version-check
     class Sq(Function):
         @staticmethod
         def forward(ctx, x):
@@ -402,7 +402,7 @@ class Dirty(Function):
         return g
 
 
-def test_mark_dirty_errors():  # 4.12
+def test_mark_dirty_errors():  # rules: legacy_function.mark-dirty-leaf-raises, legacy_function.mark-dirty-not-returned-raises, legacy_function.mark-dirty-non-input-reported
     lf = R.tensor([1.0, 2.0], requires_grad=True)
     assert error_of(lambda: Dirty.apply(lf)) == (
         RuntimeError, "a leaf Variable that requires grad has been used in an in-place operation.")
@@ -444,7 +444,7 @@ def test_mark_dirty_errors():  # 4.12
         "should be passed to ctx.mark_dirty().")
 
 
-def test_mark_dirty_non_input_that_is_not_a_view_only_warns():  # 4.12
+def test_mark_dirty_non_input_that_is_not_a_view_only_warns():  # rule: legacy_function.mark-dirty-non-input-reported
     class NonInput(Function):
         @staticmethod
         def forward(ctx, a, b):
@@ -504,7 +504,7 @@ def test_custom_function_gradient_count_and_shape_errors():
                       "corresponding forward input was not a Variable")
 
 
-def test_once_differentiable_double_backward_error():  # 4.15
+def test_once_differentiable_double_backward_error():  # rule: legacy_function.once-differentiable-double-backward-raises
     class F(Function):
         @staticmethod
         def forward(ctx, x):
@@ -525,7 +525,7 @@ def test_once_differentiable_double_backward_error():  # 4.15
         RuntimeError, "trying to differentiate twice a function that was marked with @once_differentiable")
 
 
-def test_saved_variables_is_deprecated():  # 4.20
+def test_saved_variables_is_deprecated():  # torch 2.13 behaviour (ctx.saved_variables); no rule of its own
     class F(Function):
         @staticmethod
         def forward(ctx, a, b):
@@ -543,7 +543,7 @@ def test_saved_variables_is_deprecated():  # 4.20
     assert got == [(DeprecationWarning, "'saved_variables' is deprecated; use 'saved_tensors'")]
 
 
-def test_create_graph_warning_text():  # 2.16
+def test_create_graph_warning_text():  # rule: gc_cycles.create-graph-backward-warns-cycle
     b = R.randn(3, requires_grad=True, dtype=R.float64)
     c = b * b
     (category, message), = caught_warnings(lambda: c.backward(R.ones_like(c), create_graph=True))

@@ -4,7 +4,7 @@ Every op's jvp is compared with central finite differences along the tangent
 direction, ``(f(x + eps*t) - f(x - eps*t)) / (2*eps)``, evaluated outside any level
 on plain tensors (float64, hypothesis-drawn shapes and values). The rest checks the
 level API, tangent lifetimes and the interplay with reverse mode, following what
-torch 2.13 does (shared/semantics/torch-2.13-observed.md, section 5).
+torch 2.13 does (conformance/evidence/forward_levels.toml).
 """
 from __future__ import annotations
 
@@ -280,7 +280,7 @@ def test_indexing_jvp(a, data):
         check_jvp(lambda x: x[i, 1:], a)
 
 
-# -- in-place ops (torch 5.11 / 5.12) -------------------------------------------------
+# -- in-place ops (evidence: forward_levels.inplace-updates-tangent, views-propagate-tangent) -------------------------------------------------
 INPLACE = {
     "add_": (lambda x, y: x.add_(y), lambda b: b),
     "add_alpha": (lambda x, y: x.add_(y, alpha=-2.5), lambda b: b),
@@ -414,7 +414,7 @@ def test_write_through_detach_does_not_reach_the_original():
 
 
 def test_inplace_on_dual_leaves_the_original_primal_tangent_free():
-    # torch 5.11
+    # evidence: forward_levels.inplace-updates-tangent
     foo = t64([0.25, 0.75])
     bar = t64([1.0, 1.0])
     with fwAD.dual_level():
@@ -431,7 +431,7 @@ def test_inplace_on_dual_leaves_the_original_primal_tangent_free():
 
 
 def test_inplace_on_view_of_dual_updates_the_base_tangent():
-    # torch 5.12: view *= 2 on dual[0:1] doubles the first element of dual's tangent
+    # evidence forward_levels.views-propagate-tangent: view *= 2 on dual[0:1] doubles the first element of dual's tangent
     with fwAD.dual_level():
         dual = fwAD.make_dual(t64([0.25, 0.75]), t64([1.0, 1.0]))
         view = dual[0:1]
@@ -482,7 +482,7 @@ def test_inplace_square_of_itself():
         assert got in ([2.0, 4.0], [2.0, 6.0]), f"x *= x gave tangent {got}"
 
 
-# -- levels (torch 5.1, 5.2) ------------------------------------------------------------
+# -- levels (evidence: forward_levels.enter-exit-api, nesting-is-error) ------------------------------------------------------------
 def test_dual_level_yields_zero_and_sets_current_level():
     assert fwAD._current_level == -1
     with fwAD.dual_level() as level:
@@ -541,7 +541,7 @@ def test_make_dual_without_a_level():
 
 
 def test_make_dual_checks_sizes_and_dtypes():
-    # torch 5.8: no broadcasting, integral tensors rejected, dtype need not match
+    # evidence forward_levels.make-dual-size-check / make-dual-floating-only: no broadcasting, integral tensors rejected, dtype need not match
     with fwAD.dual_level():
         p = t64([1.0, 2.0])
         kind, message = error_of(lambda: fwAD.make_dual(p, t64([1.0, 2.0, 3.0])))
@@ -600,7 +600,7 @@ def test_primal_of_make_dual_aliases_the_input():
 
 
 def test_tangents_are_cleared_on_exit_and_not_resurrected():
-    # torch 5.6
+    # evidence: forward_levels.tangents-cleared-at-exit
     foo, bar, baz = t64([1.0, 2.0]), t64([3.0, 4.0]), t64([5.0, 6.0])
     with fwAD.dual_level():
         dual = fwAD.make_dual(foo, bar)
@@ -626,7 +626,7 @@ def test_printing_shows_the_tangent_only_on_duals():
     assert "tangent=" not in repr(b)
 
 
-# -- tangent lifetimes (torch 5.7) ---------------------------------------------------------
+# -- tangent lifetimes (evidence: forward_levels.tangent-owned-by-dual) ---------------------------------------------------------
 def test_level_exit_frees_a_tangent_only_the_dual_held():
     with gc_disabled():
         with fwAD.dual_level():
@@ -748,7 +748,7 @@ def test_reverse_over_forward(name, a):
 
 
 def test_dual_of_a_tangent_that_requires_grad_is_cleaned_up_at_exit():
-    # torch 5.18: the tangent's graph saves the dual; exiting must not hang or leak
+    # evidence forward_levels.level-exit-with-graph-cycle: the tangent's graph saves the dual; exiting must not hang or leak
     def make():
         a = leaf(np.linspace(0.1, 1.0, 10))
         da = fwAD.make_dual(t64(np.linspace(0.0, 0.5, 10)), a)
@@ -762,7 +762,7 @@ def test_dual_of_a_tangent_that_requires_grad_is_cleaned_up_at_exit():
     assert len(_registry.carriers) == 0
 
 
-# -- custom Functions (torch 5.16, 5.17) --------------------------------------------------
+# -- custom Functions (evidence: forward_levels.custom-function-needs-jvp, custom-function-static-jvp) --------------------------------------------------
 class Cube(R.autograd.Function):
     @staticmethod
     def forward(ctx, x, scale):

@@ -1,6 +1,6 @@
 """Forward-AD levels under threads: process-wide, one at a time, never corrupted.
 
-torch 2.13 (semantics 5.15, forward_grad.h): the level is shared by every thread; a
+torch 2.13 (evidence: forward_levels.levels-process-global; forward_grad.h): the level is shared by every thread; a
 thread may make duals under a level another thread opened; entering while a level is
 open raises the nesting error; the only synchronisation users need is around entering
 and exiting. The reference guards its registry with one lock; these tests hammer it.
@@ -151,7 +151,7 @@ def test_many_threads_entering_and_leaving_levels(frequent_switches):
 
 
 def test_level_opened_on_main_thread_is_visible_from_others():
-    # torch 5.15
+    # evidence: forward_levels.levels-process-global
     seen = {}
     with fwAD.dual_level():
         main_dual = fwAD.make_dual(t64([1.0, 2.0]), t64([1.0, 1.0]))
@@ -172,7 +172,7 @@ def test_level_opened_on_main_thread_is_visible_from_others():
 
 
 def test_level_opened_on_a_worker_thread():
-    # torch 5.15: the worker's level is level 0 and its tangents vanish when it exits
+    # evidence forward_levels.levels-process-global: the worker's level is level 0 and its tangents vanish when it exits
     seen = {}
     opened, release = threading.Event(), threading.Event()
 

@@ -128,7 +128,7 @@ def test_saved_output_is_a_new_object_with_the_function_as_grad_fn():
     np.testing.assert_allclose(arr(x.grad), np.exp([0.0, 1.0]))
 
 
-def test_mark_dirty_returns_same_object_and_rewires_graph():  # 4.11
+def test_mark_dirty_returns_same_object_and_rewires_graph():  # rule: legacy_function.mark-dirty-returns-same-object
     class Inplace(Function):
         @staticmethod
         def forward(ctx, a, b):
@@ -194,7 +194,7 @@ def test_mark_non_differentiable():
     np.testing.assert_allclose(arr(x.grad), [2.0, 2.0])
 
 
-def test_set_materialize_grads():  # 4.14
+def test_set_materialize_grads():  # rule: legacy_function.materialize-grads
     seen = []
 
     class Two(Function):
@@ -215,7 +215,7 @@ def test_set_materialize_grads():  # 4.14
     assert seen == [[0.0, 0.0], None]
 
 
-def test_needs_input_grad_and_non_tensor_io():  # 4.18
+def test_needs_input_grad_and_non_tensor_io():  # rules: legacy_function.needs-input-grad, legacy_function.non-tensor-outputs-pass-through
     seen = {}
 
     class F(Function):
@@ -266,7 +266,7 @@ def test_forward_runs_without_grad_mode():
     assert modes == [False, False]
 
 
-def test_once_differentiable():  # 4.15
+def test_once_differentiable():  # rules: legacy_function.once-differentiable-no-grad, legacy_function.once-differentiable-double-backward-raises
     modes = []
 
     class F(Function):
@@ -300,7 +300,7 @@ def test_double_backward_through_custom_function():
     np.testing.assert_allclose(arr(h), [2.0, 2.0])
 
 
-def test_setup_context_style_and_fresh_ctx_per_call():  # 4.22
+def test_setup_context_style_and_fresh_ctx_per_call():  # rules: legacy_function.setup-context-style, legacy_function.fresh-ctx-per-apply
     class MySquare(Function):
         @staticmethod
         def forward(x):
@@ -351,7 +351,7 @@ def test_two_applications_never_share_saved_state():
     assert ya.grad_fn.k == 2.0 and yb.grad_fn.k == 5.0
 
 
-def test_legacy_instance_call_raises_and_apply_on_plain_methods_works():  # 4.1 / 4.4
+def test_legacy_instance_call_raises_and_apply_on_plain_methods_works():  # rules: legacy_function.instance-call-raises, legacy_function.apply-with-plain-methods
     class Mul2(Function):
         def forward(self, x):
             self.k = 2
@@ -376,7 +376,7 @@ def test_legacy_instance_call_raises_and_apply_on_plain_methods_works():  # 4.1 
     assert y.grad_fn.k == 2 and type(y.grad_fn).__name__ == "Mul2Backward"
 
 
-def test_bare_function_instance_has_a_usable_node():  # 4.3
+def test_bare_function_instance_has_a_usable_node():  # rule: legacy_function.bare-instance-node-attributes
     class Id(Function):
         @staticmethod
         def forward(ctx, x):
@@ -394,7 +394,7 @@ def test_bare_function_instance_has_a_usable_node():  # 4.3
     assert isinstance(f._sequence_nr(), int)
 
 
-def test_keyword_arguments_and_output_containers():  # 4.23
+def test_keyword_arguments_and_output_containers():  # rules: legacy_function.kwargs-are-inputs, legacy_function.output-container-preserved
     needs = []
 
     class F(Function):

@@ -1,7 +1,7 @@
 """Hooks: tensor hooks, node pre/post hooks, post-accumulate hooks, their order and sets.
 
-Expected sequences are those torch 2.13 produces for the same programs (observed doc,
-sections 3.2-3.20).
+Expected sequences are those torch 2.13 produces for the same programs (each test names its
+rule; the torch 2.13 runs are in conformance/evidence/hooks.toml).
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_phases_on_a_leaf_tensor_hooks_accumulate_post_accumulate():
     ]
 
 
-def test_tensor_hooks_chain_in_registration_order():  # 3.2
+def test_tensor_hooks_chain_in_registration_order():  # rule: hooks.chain-in-registration-order
     x = R.ones(3, requires_grad=True)
     y = x * 1
     log = []
@@ -68,7 +68,7 @@ def test_tensor_hooks_chain_in_registration_order():  # 3.2
     np.testing.assert_allclose(arr(x.grad), [10.0, 10.0, 10.0])
 
 
-def test_removable_handles():  # 3.3
+def test_removable_handles():  # rules: hooks.handle-remove-idempotent, hooks.handle-remove-mid-backward, hooks.handle-remove-mid-backward-current-pass
     x = R.ones(5, 5, requires_grad=True)
     z = x * 2
     counter = [0]
@@ -107,7 +107,7 @@ def test_removable_handle_as_context_manager():
     assert calls == [1]
 
 
-def test_leaf_hook_sees_incoming_gradient_once():  # 3.4
+def test_leaf_hook_sees_incoming_gradient_once():  # rule: hooks.leaf-hook-fires-once-per-backward
     x = R.ones(2, requires_grad=True)
     x.grad = R.full((2,), 100.0)
     seen = []
@@ -138,7 +138,7 @@ def _prehook_ordering_setup(log):
     return a, b, acc
 
 
-def test_tensor_hooks_before_node_prehooks_backward():  # 3.6
+def test_tensor_hooks_before_node_prehooks_backward():  # rule: hooks.tensor-prehooks-before-node-prehooks
     log = []
     a, b, acc = _prehook_ordering_setup(log)
     b.sum().backward(retain_graph=True)
@@ -146,7 +146,7 @@ def test_tensor_hooks_before_node_prehooks_backward():  # 3.6
     assert a.grad.item() == 3 * 2 * 2 * 3 * 3 * 2
 
 
-def test_tensor_hooks_before_node_prehooks_autograd_grad():  # 3.6
+def test_tensor_hooks_before_node_prehooks_autograd_grad():  # rule: hooks.tensor-prehooks-before-node-prehooks
     log = []
     a, b, acc = _prehook_ordering_setup(log)
     (g,) = R.autograd.grad(b.sum(), inputs=(a,), retain_graph=True)
@@ -154,7 +154,7 @@ def test_tensor_hooks_before_node_prehooks_autograd_grad():  # 3.6
     assert g.item() == 3 * 2 * 2 * 3 * 3
 
 
-def test_tensor_hooks_before_node_prehooks_backward_inputs():  # 3.6
+def test_tensor_hooks_before_node_prehooks_backward_inputs():  # rule: hooks.tensor-prehooks-before-node-prehooks
     log = []
     a, b, acc = _prehook_ordering_setup(log)
     b.sum().backward(inputs=(b,))
@@ -163,7 +163,7 @@ def test_tensor_hooks_before_node_prehooks_backward_inputs():  # 3.6
     assert a.grad is None
 
 
-def test_node_hooks_signatures_and_return_values():  # 3.8
+def test_node_hooks_signatures_and_return_values():  # rules: hooks.node-hooks-builtin, hooks.node-hooks-custom-function
     for custom in (False, True):
         class Mul2(Function):
             @staticmethod
@@ -209,7 +209,7 @@ def test_posthook_replacing_grad_inputs():
     np.testing.assert_allclose(arr(a.grad), [4.0, 4.0])
 
 
-def test_hooks_off_the_backward_path_never_fire():  # 3.10
+def test_hooks_off_the_backward_path_never_fire():  # rule: hooks.off-path-never-fire
     x = R.randn(5, requires_grad=True)
     xs = [x[i] for i in range(5)]
     res = [None]
@@ -223,7 +223,7 @@ def test_hooks_off_the_backward_path_never_fire():  # 3.10
     np.testing.assert_allclose(arr(x.grad), np.ones(5))
 
 
-def test_grad_vs_backward_hook_sets():  # 3.11
+def test_grad_vs_backward_hook_sets():  # rule: hooks.grad-runs-input-tensor-hooks-only
     a = R.tensor(1.0, requires_grad=True)
     b = a * 2
     c = b * 2
@@ -258,7 +258,7 @@ def test_grad_vs_backward_hook_sets():  # 3.11
     assert run(lambda: c.backward(inputs=(a, b), retain_graph=True)) == {"t": 2, "pre": 2, "post": 2}
 
 
-def test_retain_grad_follows_latest_version_after_inplace():  # 3.13
+def test_retain_grad_follows_latest_version_after_inplace():  # rule: hooks.retain-grad-latest-version
     a = R.tensor([1.0], requires_grad=True).clone()
     a.retain_grad()
     a.mul_(2)
@@ -267,7 +267,7 @@ def test_retain_grad_follows_latest_version_after_inplace():  # 3.13
     np.testing.assert_allclose(arr(a.grad), [1.0])
 
 
-def test_hooks_stay_with_the_version_they_were_registered_on():  # 3.13
+def test_hooks_stay_with_the_version_they_were_registered_on():  # rules: hooks.hook-bound-to-version, hooks.retain-grad-latest-version
     seen = []
     a = R.tensor([1.0], requires_grad=True)
     b = a.clone()
@@ -290,7 +290,7 @@ def test_retain_grad_sees_all_tensor_hooks():
     np.testing.assert_allclose(arr(x.grad), [6.0])
 
 
-def test_hook_called_with_none_for_output_without_gradient():  # 3.9
+def test_hook_called_with_none_for_output_without_gradient():  # torch 2.13 behaviour; no rule of its own yet
     class Two(Function):
         @staticmethod
         def forward(ctx, x):
@@ -309,7 +309,7 @@ def test_hook_called_with_none_for_output_without_gradient():  # 3.9
     np.testing.assert_allclose(arr(x.grad), [2.0])
 
 
-def test_post_accumulate_hooks_run_in_order_after_grad_is_set():  # 3.16
+def test_post_accumulate_hooks_run_in_order_after_grad_is_set():  # rule: hooks.post-accumulate-after-grad-in-order
     # the hooks return the tensor itself (what sub_/mul_ return): torch 2.13 accepts that
     t = R.rand(3, requires_grad=True)
     ref = arr(t)
@@ -319,7 +319,7 @@ def test_post_accumulate_hooks_run_in_order_after_grad_is_set():  # 3.16
     np.testing.assert_allclose(arr(t), 4.0 * (ref - 1.0), rtol=1e-6)
 
 
-def test_leaf_hooks_persist_node_hooks_die_with_the_accumulator():  # 3.20
+def test_leaf_hooks_persist_node_hooks_die_with_the_accumulator():  # rules: hooks.leaf-hooks-persist-across-graphs, hooks.accumulate-grad-node-hooks-die-with-node
     was = gc.isenabled()
     gc.disable()
     try:
@@ -354,7 +354,7 @@ def test_same_accumulator_while_a_graph_holds_it():
     assert y.grad_fn.next_functions[0][0].variable is x
 
 
-def test_hook_returning_the_leaf_stores_a_copy():  # 2.8
+def test_hook_returning_the_leaf_stores_a_copy():  # rule: gc_cycles.hook-returning-own-tensor
     x = R.tensor([1.0, 2.0], requires_grad=True)
     x.register_hook(lambda g: x)
     (x * 10).sum().backward()

@@ -24,7 +24,7 @@ class Tagged(R.Tensor):
         return f"tagged {tuple(self.shape)}"
 
 
-def test_grad_is_the_same_object_every_time():  # 1.1
+def test_grad_is_the_same_object_every_time():  # rule: identity.grad-same-object
     a = R.randn(3, requires_grad=True)
     (a * 2).sum().backward()
     assert a.grad is a.grad
@@ -34,7 +34,7 @@ def test_grad_is_the_same_object_every_time():  # 1.1
     del junk
 
 
-def test_attributes_survive_while_only_the_engine_holds_the_tensor():  # 1.2
+def test_attributes_survive_while_only_the_engine_holds_the_tensor():  # rule: identity.attributes-survive-framework-ownership
     x = R.empty(2)
     x.foo = 2
     y = R.empty(2)
@@ -47,7 +47,7 @@ def test_attributes_survive_while_only_the_engine_holds_the_tensor():  # 1.2
     assert y.grad.foo == 2
 
 
-def test_saved_inputs_are_the_original_objects():  # 1.4
+def test_saved_inputs_are_the_original_objects():  # rule: identity.saved-input-same-object
     x = R.randn(3, requires_grad=True)
     y = x * x
     assert y.grad_fn._saved_self is x and y.grad_fn._saved_other is x
@@ -60,7 +60,7 @@ def test_saved_inputs_are_the_original_objects():  # 1.4
     assert s.foo == "bar" and id(s) == tid and s.grad_fn.name() == "MulBackward0"
 
 
-def test_saved_output_is_a_new_object_sharing_data_version_and_grad_fn():  # 1.5
+def test_saved_output_is_a_new_object_sharing_data_version_and_grad_fn():  # rule: identity.saved-output-distinct-object
     x = R.randn(3, requires_grad=True)
     z = R.exp(x)
     r = z.grad_fn._saved_result
@@ -75,7 +75,7 @@ def test_saved_output_is_a_new_object_sharing_data_version_and_grad_fn():  # 1.5
         z.grad_fn._saved_result
 
 
-def test_custom_function_saved_tensors_are_the_inputs():  # 1.6
+def test_custom_function_saved_tensors_are_the_inputs():  # rule: identity.ctx-saved-tensors-same-objects
     got = {}
 
     class Test(Function):
@@ -96,7 +96,7 @@ def test_custom_function_saved_tensors_are_the_inputs():  # 1.6
     assert got["x"] is a and got["y"] is b and got["y"].tag == "kept"
 
 
-def test_grad_fn_identity_is_stable():  # 1.8
+def test_grad_fn_identity_is_stable():  # rule: identity.grad-fn-stable-id
     x = R.randn(3, requires_grad=True)
     y = x * x
     z = y * 2
@@ -108,7 +108,7 @@ def test_grad_fn_identity_is_stable():  # 1.8
     del others
 
 
-def test_builtin_nodes_refuse_attributes_but_have_metadata():  # 1.9
+def test_builtin_nodes_refuse_attributes_but_have_metadata():  # rule: identity.node-metadata-persistent
     x = R.randn(3, requires_grad=True)
     y = x * x
     with pytest.raises(AttributeError):
@@ -121,7 +121,7 @@ def test_builtin_nodes_refuse_attributes_but_have_metadata():  # 1.9
     assert weakref.ref(y.grad_fn)() is y.grad_fn
 
 
-def test_custom_function_grad_fn_is_ctx():  # 1.10
+def test_custom_function_grad_fn_is_ctx():  # rule: identity.custom-function-grad-fn-is-ctx
     saved = {}
 
     class F(Function):
@@ -147,7 +147,7 @@ def test_custom_function_grad_fn_is_ctx():  # 1.10
     assert out2.grad_fn is not out.grad_fn
 
 
-def test_data_and_detach_are_new_objects_sharing_memory():  # 1.12
+def test_data_and_detach_are_new_objects_sharing_memory():  # rule: identity.data-detach-new-objects
     x = R.randn(3, requires_grad=True)
     assert x.data is not x.data
     assert x.detach() is not x
@@ -155,7 +155,7 @@ def test_data_and_detach_are_new_objects_sharing_memory():  # 1.12
     assert not x.data.requires_grad and x.detach().grad_fn is None
 
 
-def test_assigning_data_keeps_object_and_version_counter():  # 1.13
+def test_assigning_data_keeps_object_and_version_counter():  # rule: identity.data-assign-keeps-object
     a = R.randn(1, 2)
     b = R.randn(1, 2)
     bid = id(b)
@@ -171,7 +171,7 @@ def test_assigning_data_keeps_object_and_version_counter():  # 1.13
     assert x._version == xz._version
 
 
-def test_inplace_and_requires_grad_return_self():  # 1.14
+def test_inplace_and_requires_grad_return_self():  # rules: identity.inplace-returns-self, engine.requires-grad-flag-leaf-only
     x = R.randn(3)
     assert x.add_(1) is x
     assert x.requires_grad_() is x
@@ -179,14 +179,14 @@ def test_inplace_and_requires_grad_return_self():  # 1.14
     assert z.requires_grad_() is z
 
 
-def test_del_grad_resets_to_none():  # 1.15
+def test_del_grad_resets_to_none():  # rule: identity.del-grad-resets
     x = R.randn(5, 5, requires_grad=True)
     x.sum().backward()
     del x.grad
     assert x.grad is None
 
 
-def test_non_leaf_grad_warns_unless_retained():  # 1.17
+def test_non_leaf_grad_warns_unless_retained():  # rule: engine.nonleaf-grad-warning
     lf = R.empty(1).requires_grad_()
     assert caught_warnings(lambda: lf.grad) == []
     nl = lf.clone()
@@ -197,7 +197,7 @@ def test_non_leaf_grad_warns_unless_retained():  # 1.17
     assert caught_warnings(lambda: nl.grad) == []
 
 
-def test_weakref_to_tensor_alive_while_engine_holds_it():  # 1.20
+def test_weakref_to_tensor_alive_while_engine_holds_it():  # rules: identity.weakref-survives-framework-ownership, identity.weakref-released-with-last-owner
     x = R.empty(2)
     wx = weakref.ref(x)
     fired = [False]
@@ -214,7 +214,7 @@ def test_weakref_to_tensor_alive_while_engine_holds_it():  # 1.20
     del wr2
 
 
-def test_accumulate_grad_variable_is_the_leaf():  # 1.23
+def test_accumulate_grad_variable_is_the_leaf():  # rule: identity.accumulate-grad-variable-is-leaf
     x = R.randn(2, requires_grad=True)
     x.tag = "leaf"
     xid = id(x)
@@ -293,7 +293,7 @@ def test_subclass_weakref_and_dict_survive_gc_collect():
     assert ref() is None
 
 
-def test_ctx_keeps_node_and_saved_tensors_alive():  # 2.10
+def test_ctx_keeps_node_and_saved_tensors_alive():  # rules: gc_cycles.stashed-ctx-ownership, gc_cycles.stashed-ctx-no-crash, gc_cycles.stashed-ctx-released-with-last-reference
     keep = []
 
     class F(Function):
@@ -330,7 +330,7 @@ def test_ctx_keeps_node_and_saved_tensors_alive():  # 2.10
             gc.enable()
 
 
-def test_stashed_ctx_after_backward():  # 2.11
+def test_stashed_ctx_after_backward():  # rules: gc_cycles.stashed-ctx-after-backward-raises, gc_cycles.stashed-ctx-after-retained-backward
     saved_ctx = []
 
     class Id(Function):
@@ -357,7 +357,7 @@ def test_stashed_ctx_after_backward():  # 2.11
     assert t is p
 
 
-def test_data_setter_is_invisible_to_autograd():  # 6.4
+def test_data_setter_is_invisible_to_autograd():  # rule: engine.data-bypasses-autograd
     x = R.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x ** 2
     y.data = R.tensor([100.0, 100.0, 100.0])
@@ -375,7 +375,7 @@ def test_data_setter_is_invisible_to_autograd():  # 6.4
     np.testing.assert_allclose(arr(a.grad), [20.0, 40.0])
 
 
-def test_create_graph_backward_warns_and_grad_has_history():  # 2.16 / 6.7
+def test_create_graph_backward_warns_and_grad_has_history():  # rule: gc_cycles.create-graph-backward-warns-cycle
     b = R.randn(3, requires_grad=True, dtype=R.float64)
     c = b * b
     got = caught_warnings(lambda: c.backward(R.ones_like(c), create_graph=True))
@@ -386,7 +386,7 @@ def test_create_graph_backward_warns_and_grad_has_history():  # 2.16 / 6.7
     b.grad = None
 
 
-def test_double_backward_accumulates_into_grad():  # 6.7
+def test_double_backward_accumulates_into_grad():  # rule: engine.create-graph-double-backward
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         x = R.randn(2, 2, requires_grad=True, dtype=R.float64)

@@ -25,7 +25,7 @@ def _array_ref(t):
     return weakref.ref(t.detach().numpy())
 
 
-def test_plain_graph_freed_by_refcount():  # 2.1
+def test_plain_graph_freed_by_refcount():  # rule: gc_cycles.plain-graph-freed-by-refcount
     with gc_disabled():
         x = leaf([1.0, 2.0, 3.0])
         z = (x * x).exp()
@@ -38,7 +38,7 @@ def test_plain_graph_freed_by_refcount():  # 2.1
         assert x.grad is None
 
 
-def test_metadata_sentinel_dies_with_graph():  # 2.1, as in torch's check_graph_dies
+def test_metadata_sentinel_dies_with_graph():  # rule: gc_cycles.saved-tensors-freed-with-graph (as in torch's check_graph_dies)
     class H:
         pass
 
@@ -55,7 +55,7 @@ def test_metadata_sentinel_dies_with_graph():  # 2.1, as in torch's check_graph_
 
 
 @pytest.mark.parametrize("op", ["exp", "tanh", "sigmoid", "sqrt", "relu"])
-def test_node_saving_its_own_output_is_not_a_cycle(op):  # 1.5 / 2.4
+def test_node_saving_its_own_output_is_not_a_cycle(op):  # rule: gc_cycles.save-for-backward-output-cycle-free
     with gc_disabled():
         x = leaf([0.5, 1.5])
         y = getattr(x, op)()
@@ -67,7 +67,7 @@ def test_node_saving_its_own_output_is_not_a_cycle(op):  # 1.5 / 2.4
         assert [p() for p in probes] == [None, None, None]
 
 
-def test_custom_function_saving_its_output_is_not_a_cycle():  # 2.4
+def test_custom_function_saving_its_output_is_not_a_cycle():  # rule: gc_cycles.save-for-backward-output-cycle-free
     class SaveOut(Function):
         @staticmethod
         def forward(ctx, x):
@@ -91,7 +91,7 @@ def test_custom_function_saving_its_output_is_not_a_cycle():  # 2.4
         np.testing.assert_allclose(arr(x.grad), np.exp([1.0, 2.0]))
 
 
-def test_custom_function_dirty_saved_view_is_not_a_cycle():  # 2.4
+def test_custom_function_dirty_saved_view_is_not_a_cycle():  # rule: gc_cycles.save-for-backward-output-cycle-free
     class Test(Function):
         @staticmethod
         def forward(ctx, x):
@@ -126,7 +126,7 @@ def test_intermediates_and_saved_arrays_freed_with_the_output():
         assert [p() for p in probes] == [None] * len(probes)
 
 
-def test_backward_releases_saved_tensors():  # 2.3
+def test_backward_releases_saved_tensors():  # rule: gc_cycles.backward-releases-saved-tensors
     with gc_disabled():
         x = leaf([1.0, 2.0, 3.0])
         a = x * 2
@@ -229,7 +229,7 @@ def _collected(make):
     return before, ref() is not None
 
 
-def test_leaf_hook_closing_over_its_tensor_is_collected():  # 2.7
+def test_leaf_hook_closing_over_its_tensor_is_collected():  # rule: gc_cycles.hook-self-closure-leaf-collectable
     def make():
         lx = R.randn(3, requires_grad=True)
         lx.register_hook(lambda g: lx)
@@ -238,7 +238,7 @@ def test_leaf_hook_closing_over_its_tensor_is_collected():  # 2.7
     assert _collected(make) == (True, False)
 
 
-def test_non_leaf_hook_closing_over_its_tensor_is_collected():  # 2.7 (reference collects it)
+def test_non_leaf_hook_closing_over_its_tensor_is_collected():  # rule: gc_cycles.hook-self-closure-nonleaf-collectable (reference collects it)
     x = R.randn(3, requires_grad=True)
 
     def make():
@@ -249,7 +249,7 @@ def test_non_leaf_hook_closing_over_its_tensor_is_collected():  # 2.7 (reference
     assert _collected(make) == (True, False)
 
 
-def test_ctx_attribute_holding_output_is_collected():  # 2.5
+def test_ctx_attribute_holding_output_is_collected():  # rule: gc_cycles.ctx-attribute-cycle-collected
     class MyFn(Function):
         @staticmethod
         def forward(ctx, x, metadata):
@@ -296,7 +296,7 @@ def test_ctx_attribute_cycle_frees_saved_arrays():
     assert _collected(make) == (True, False)
 
 
-def test_cycle_through_tensor_dict_is_collected():  # 2.13
+def test_cycle_through_tensor_dict_is_collected():  # rule: gc_cycles.dict-cycle-collected-unless-grad-holds-it
     class T:
         pass
 
@@ -319,7 +319,7 @@ def test_cycle_through_tensor_dict_is_collected():  # 2.13
     assert r1() is None and r2() is None
 
 
-def test_unreferenced_cycle_does_not_break_live_graph():  # 2.18
+def test_unreferenced_cycle_does_not_break_live_graph():  # rule: gc_cycles.garbage-cycle-does-not-free-live-graph
     def get_out():
         inp = R.randn(10, requires_grad=True)
         tmp = inp.view(10, 1)
@@ -334,7 +334,7 @@ def test_unreferenced_cycle_does_not_break_live_graph():  # 2.18
     np.testing.assert_allclose(arr(inp.grad), np.ones(10))
 
 
-def test_finalizer_running_gc_during_teardown_is_safe():  # 2.14
+def test_finalizer_running_gc_during_teardown_is_safe():  # rule: gc_cycles.finalizer-collect-during-teardown-safe
     class Holder:
         def __del__(self):
             gc.collect()
