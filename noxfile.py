@@ -204,6 +204,14 @@ def _complete(results) -> bool:
 
 
 @nox.session(python=PYTHON)
+def spec(session: nox.Session) -> None:
+    """The specification as one page, reports/spec.html: every rule with its evidence, tests,
+    reference lines and (after `nox -s report`) each framework's status."""
+    session.install("-e", ".")
+    session.run("python", "-m", "conformance.spec", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def report(session: nox.Session) -> None:
     """Run the suites against every framework (reusing unchanged results) and write
     reports/index.html, reports/results.json and reports/junit/. `-- --force` reruns all."""

@@ -1,0 +1,186 @@
+"""``python -m conformance.spec`` (``nox -s spec``): the specification as one page, reports/spec.html.
+
+Per suite, every rule with its level, statement, rationale, source and evidence (snippet and
+recorded torch 2.13 output), its tests (from the suite modules' ``@rule`` marks), the lines of
+``reference/`` that implement it (``# rule: <id>`` comments) and each framework's status from
+the latest ``reports/results.json`` when there is one. Each rule is an anchor (``#<rule id>``),
+so a rule id leads to all of it in one click.
+
+Why generated: the catalogue, the evidence, the suites and the engine are the sources of truth;
+a hand-written page would drift from them the first week.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import html
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from conformance import evidence as _evidence
+from conformance.rules import CatalogueError, load_catalogue
+
+PACKAGE = Path(__file__).resolve().parent
+ROOT = PACKAGE.parent
+RULE_COMMENT = re.compile(r"#\s*rules?:\s*(?P<ids>[a-z_]+\.[a-z0-9-]+(?:\s*,\s*[a-z_]+\.[a-z0-9-]+)*)")
+
+
+def rule_tests(suites_dir: Path) -> dict[str, list[tuple[str, Path, int]]]:
+    """rule id -> [(test name, file, line)] from the ``@rule("<id>")`` decorators."""
+    found: dict[str, list] = defaultdict(list)
+    for path in sorted(Path(suites_dir).glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for deco in node.decorator_list:
+                if (isinstance(deco, ast.Call) and getattr(deco.func, "id", getattr(deco.func, "attr", None)) == "rule"
+                        and deco.args and isinstance(deco.args[0], ast.Constant)):
+                    found[deco.args[0].value].append((node.name, path, node.lineno))
+    return found
+
+
+def reference_lines(reference_dir: Path) -> dict[str, list[tuple[Path, int, str]]]:
+    """rule id -> [(file, line, the line's code)] for every ``# rule: <id>`` in reference/."""
+    found: dict[str, list] = defaultdict(list)
+    for path in sorted(Path(reference_dir).rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, 1):
+            match = RULE_COMMENT.search(line)
+            if not match:
+                continue
+            code = line[:match.start()].strip() or (lines[number].strip() if number < len(lines) else "")
+            for rule_id in re.split(r"\s*,\s*", match["ids"]):
+                found[rule_id].append((path, number, code))
+    return found
+
+
+def framework_status(results: Path) -> tuple[list[str], dict[tuple[str, str], str]]:
+    """(column titles, (rule id, title) -> outcome) from results.json; empty when absent."""
+    if not results.is_file():
+        return [], {}
+    from conformance.report import aggregate, schema
+    data = schema.load(results)
+    titles = {run["label"]: aggregate.column_title(run) for run in data["runs"]}
+    cells = aggregate.cells(data)
+    return list(titles.values()), {(rid, titles[label]): cell["outcome"]
+                                   for (rid, label), cell in cells.items()}
+
+
+def _link(target: Path, out_dir: Path, text: str) -> str:
+    rel = Path(__import__("os").path.relpath(target, out_dir)).as_posix()
+    return f'<a href="{html.escape(rel)}">{html.escape(text)}</a>'
+
+
+def _source(source: str) -> str:
+    parts = []
+    for part in (p.strip() for p in source.split(";")):
+        match = _evidence.SOURCE_PART.match(part)
+        if match and match["rule"]:
+            parts.append(f'<a href="#{html.escape(match["rule"])}--evidence">evidence</a>')
+        elif part.startswith("https://"):
+            url, _, rest = part.partition(" ")
+            parts.append(f'<a href="{html.escape(url)}">{html.escape(url.split("/blob/")[-1] if "/blob/" in url else url)}</a>'
+                         + (f" {html.escape(rest)}" if rest else ""))
+        else:
+            parts.append(html.escape(part))
+    return "; ".join(parts)
+
+
+CSS = """
+body{font:15px/1.45 system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#222}
+h2{border-bottom:2px solid #ccc;margin-top:2.5rem} .rule{border:1px solid #ddd;border-radius:6px;padding:.6rem 1rem;margin:1rem 0}
+.rule:target{border-color:#2a6;box-shadow:0 0 0 3px #cfe} .id{font-family:monospace;font-weight:bold}
+.level{font-size:.8rem;padding:.1rem .4rem;border-radius:4px;background:#eee;margin-left:.5rem}
+.MUST{background:#fdd} .SHOULD{background:#ffd} pre{background:#f6f6f6;padding:.5rem;overflow-x:auto;font-size:.85rem}
+dt{font-weight:bold;margin-top:.4rem} dd{margin-left:1rem} table.status td,table.status th{padding:.1rem .6rem;border:1px solid #ddd}
+nav a{margin-right:1rem} .muted{color:#777}
+"""
+
+
+def render(out: Path, root: Path = ROOT) -> str:
+    catalogue = load_catalogue(root / "conformance" / "catalogue")
+    evidence = _evidence.load(root / "conformance" / "evidence")
+    tests = rule_tests(root / "conformance" / "suites")
+    impl = reference_lines(root / "reference")
+    columns, status = framework_status(out.parent / "results.json")
+    out_dir = out.parent
+    body = [f"<h1>autograd-conformance: the specification</h1>",
+            f"<p>{len(catalogue.rules)} rules in {len(catalogue.suites)} suites. Generated by "
+            f"<code>python -m conformance.spec</code> from the catalogue, the evidence, the suites and "
+            f"the reference; statuses from <code>results.json</code>"
+            f"{'' if columns else ' (none found: run <code>nox -s report</code> first)'}. "
+            f"Back to the <a href=\"index.html\">comparison report</a>.</p>",
+            "<nav>" + "".join(f'<a href="#suite-{s}">{s}</a>' for s in catalogue.suites) + "</nav>"]
+    for suite in catalogue.suites:
+        rules = catalogue.of_suite(suite)
+        body.append(f'<h2 id="suite-{suite}">{suite} <span class="muted">({len(rules)} rules, '
+                    f'{_link(root / "conformance" / "catalogue" / f"{suite}.toml", out_dir, "catalogue")})</span></h2>')
+        for r in rules:
+            rid = html.escape(r.id)
+            parts = [f'<div class="rule" id="{rid}"><a class="id" href="#{rid}">{rid}</a>'
+                     f'<span class="level {r.level}">{r.level}</span>',
+                     f"<p>{html.escape(r.statement)}</p><dl>",
+                     f"<dt>Why</dt><dd>{html.escape(r.rationale)}</dd>",
+                     f"<dt>Source</dt><dd>{_source(r.source)}</dd>"]
+            e = evidence.get(r.id)
+            if e:
+                parts.append(f'<dt id="{rid}--evidence">Evidence (torch 2.13, '
+                             f'{_link(e.file, out_dir, e.file.name)})</dt><dd>'
+                             f"<pre>{html.escape(e.snippet.strip())}</pre>"
+                             f"<pre>{html.escape(e.output.strip())}</pre>"
+                             + (f"<p>{html.escape(e.notes)}</p>" if e.notes else "") + "</dd>")
+            names = tests.get(r.id, [])
+            parts.append("<dt>Tests</dt><dd>" + (", ".join(
+                f"{_link(path, out_dir, f'{path.name}:{line}')} <code>{html.escape(name)}</code>"
+                for name, path, line in names) or '<span class="muted">none</span>') + "</dd>")
+            lines = impl.get(r.id, [])
+            parts.append("<dt>Reference</dt><dd>" + ("<br>".join(
+                f"{_link(path, out_dir, f'{path.relative_to(root).as_posix()}:{line}')} <code>{html.escape(code)}</code>"
+                for path, line, code in lines) or '<span class="muted">not named in reference/</span>') + "</dd>")
+            if columns:
+                parts.append('<dt>Status</dt><dd><table class="status"><tr>'
+                             + "".join(f"<th>{html.escape(c)}</th>" for c in columns) + "</tr><tr>"
+                             + "".join(f"<td>{html.escape(status.get((r.id, c), '—'))}</td>" for c in columns)
+                             + "</tr></table></dd>")
+            parts.append("</dl></div>")
+            body.append("\n".join(parts))
+    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<title>autograd-conformance specification</title>"
+            f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.spec",
+                                     description="Write the specification page (every rule, its evidence, tests, "
+                                                 "reference lines and statuses).")
+    parser.add_argument("--out", type=Path, default=Path("reports/spec.html"), help="default: reports/spec.html")
+    args = parser.parse_args(argv)
+    if args.out.exists() and args.out.is_dir():
+        print(f"conformance.spec: --out {args.out} is a directory; give a file name", file=sys.stderr)
+        return 4
+    try:
+        page = render(args.out)
+    except (CatalogueError, _evidence.EvidenceError) as exc:
+        print(f"conformance.spec: {exc}", file=sys.stderr)
+        return 4
+    except Exception as exc:  # a results.json the report cannot read
+        from conformance.report.schema import SchemaError
+        if isinstance(exc, SchemaError):
+            print(f"conformance.spec: {exc}", file=sys.stderr)
+            return 4
+        raise
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        print(f"conformance.spec: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 4
+    print(f"spec: {args.out.resolve()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
