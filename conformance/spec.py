@@ -24,7 +24,7 @@ from conformance.rules import CatalogueError, load_catalogue
 
 PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent
-RULE_COMMENT = re.compile(r"#\s*rules?:\s*(?P<ids>[a-z_]+\.[a-z0-9-]+(?:\s*,\s*[a-z_]+\.[a-z0-9-]+)*)")
+RULE_ID = re.compile(r"\b[a-z][a-z0-9_]*\.[a-z0-9]+(?:-[a-z0-9]+)+\b")
 
 
 def rule_tests(suites_dir: Path) -> dict[str, list[tuple[str, Path, int]]]:
@@ -43,16 +43,25 @@ def rule_tests(suites_dir: Path) -> dict[str, list[tuple[str, Path, int]]]:
 
 
 def reference_lines(reference_dir: Path) -> dict[str, list[tuple[Path, int, str]]]:
-    """rule id -> [(file, line, the line's code)] for every ``# rule: <id>`` in reference/."""
+    """id -> [(file, line, the code it annotates)] for every rule id named in a comment of
+    reference/ (``# rule: <id>``, or an id mentioned in a longer comment); the code is the line's
+    own, or the next code line for a comment on a line of its own. Callers keep catalogue ids."""
     found: dict[str, list] = defaultdict(list)
     for path in sorted(Path(reference_dir).rglob("*.py")):
         lines = path.read_text(encoding="utf-8").splitlines()
         for number, line in enumerate(lines, 1):
-            match = RULE_COMMENT.search(line)
-            if not match:
+            hash_at = line.find("#")
+            if hash_at < 0:
                 continue
-            code = line[:match.start()].strip() or (lines[number].strip() if number < len(lines) else "")
-            for rule_id in re.split(r"\s*,\s*", match["ids"]):
+            ids = RULE_ID.findall(line[hash_at:])
+            if not ids:
+                continue
+            code = line[:hash_at].strip()
+            following = number
+            while not code and following < len(lines):
+                code = lines[following].split("#", 1)[0].strip()
+                following += 1
+            for rule_id in dict.fromkeys(ids):
                 found[rule_id].append((path, number, code))
     return found
 

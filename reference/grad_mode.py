@@ -9,6 +9,7 @@ import functools
 import threading
 
 
+# rules: engine.grad-mode-thread-local, engine.no-grad-records-nothing
 class _State(threading.local):
     enabled = True
 

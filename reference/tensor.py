@@ -158,8 +158,10 @@ class Tensor:
             raise RuntimeError("requires_grad must be a bool")
         if self._node is not None:
             if not value:
+                # rule: engine.requires-grad-flag-leaf-only
                 raise RuntimeError(NON_LEAF_REQUIRES_GRAD)
             return
+        # rule: engine.requires-grad-float-only
         if value and not self.dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = value
@@ -172,6 +174,7 @@ class Tensor:
         if not isinstance(requires_grad, bool):
             raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be bool, "
                             f"not {type(requires_grad).__name__}")
+        # rule: identity.inplace-returns-self
         self.requires_grad = requires_grad
         return self
 
@@ -206,11 +209,13 @@ class Tensor:
     @property
     def grad(self):
         if self._node is not None and not self._retains_grad and self._grad is None:
+            # rule: engine.nonleaf-grad-warning
             warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
     def grad(self, value):
+        # rule: engine.grad-assignment-validated
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(
@@ -238,6 +243,7 @@ class Tensor:
                 )
         self._grad = value
 
+    # rule: identity.del-grad-resets
     @grad.deleter
     def grad(self):
         self._grad = None
@@ -245,6 +251,7 @@ class Tensor:
     @property
     def data(self) -> "Tensor":
         """A new tensor sharing this one's array, outside autograd (own version counter)."""
+        # rule: identity.data-detach-new-objects
         return Tensor._wrap(self._data)
 
     @data.setter
@@ -255,6 +262,7 @@ class Tensor:
             raise RuntimeError(
                 "data set to a tensor that requires gradients must be floating point or complex dtype"
             )
+        # rules: identity.data-assign-keeps-object, engine.data-bypasses-autograd
         self._data = value._data
 
     @data.deleter
@@ -273,6 +281,7 @@ class Tensor:
         extras = self._node._get_extras()
         if extras.retains_grad is None:
             extras.retains_grad = {}
+        # rule: engine.retain-grad
         extras.retains_grad[self._output_nr] = weakref.ref(self)
         self._retains_grad = True
 
@@ -280,11 +289,13 @@ class Tensor:
         """Run ``hook(grad)`` when the gradient w.r.t. this tensor is computed."""
         from reference.autograd.graph import HookDict, add_hook
 
+        # rule: hooks.register-hook-needs-requires-grad
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._node is None:
             if self._leaf_hooks is None:
                 self._leaf_hooks = HookDict()
+            # rules: hooks.register-hook-returns-handle, hooks.leaf-hooks-persist-across-graphs
             return add_hook(self._leaf_hooks, hook)
         return add_hook(self._node._tensor_hooks_for(self._output_nr), hook)
 
@@ -295,6 +306,7 @@ class Tensor:
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._node is not None:
+            # rule: hooks.post-accumulate-hook-leaf-only
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_accumulate_hooks is None:
             self._post_accumulate_hooks = HookDict()
@@ -309,6 +321,8 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """A new tensor sharing data and version counter, with no history."""
+        # rule: identity.data-detach-new-objects
+        # rule: forward_levels.detach-drops-tangent
         out = Tensor._wrap(self._data)
         out._version_counter = self._version_counter
         return out

@@ -39,6 +39,7 @@ def _root_edges(outputs):
     for index, out in enumerate(outputs):
         node, nr = edge(out)
         if node is None:
+            # rule: engine.backward-requires-grad-error
             raise RuntimeError(f"element {index} of tensors does not require grad and does not have a grad_fn")
         edges.append((node, nr))
     return edges
@@ -57,6 +58,7 @@ def _root_grads(outputs, grad_outputs, create_graph):
     for index, (out, grad) in enumerate(zip(outputs, grad_outputs)):
         if grad is None:
             if out.numel() != 1:
+                # rule: engine.gradient-argument-validation
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             grad = creation.ones_like(out)
         elif not isinstance(grad, Tensor):
@@ -77,6 +79,7 @@ def _root_grads(outputs, grad_outputs, create_graph):
     return grads
 
 
+# rule: engine.autograd-backward-equivalent
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of the graph's leaves."""
     from reference.autograd import engine
@@ -89,6 +92,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if retain_graph is None:
         retain_graph = create_graph
     if create_graph:
+        # rule: gc_cycles.create-graph-backward-warns-cycle
         warnings.warn(CREATE_GRAPH_WARNING, UserWarning, stacklevel=3)
     root_edges = _root_edges(outputs)
     root_grads = _root_grads(outputs, grad_outputs, create_graph)
@@ -120,6 +124,7 @@ def _storing_capture(tensor, ops, store_grad, previous):
     return capture
 
 
+# rules: engine.grad-returns-without-accumulating, engine.grad-unused-inputs, hooks.grad-runs-input-tensor-hooks-only
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` w.r.t. ``inputs``, returned, with ``.grad`` untouched."""

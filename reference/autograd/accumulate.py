@@ -24,13 +24,16 @@ def store_grad(variable, grad, ops) -> None:
 
 def _store_grad_locked(variable, grad, ops) -> None:
     current = variable._grad
+    # rules: engine.accumulate-across-calls, gc_cycles.hook-returning-own-tensor
     if current is None:
         variable._grad = ops.fresh_grad(grad)
+    # rule: identity.create-graph-accumulates-out-of-place
     elif ops.differentiable:
         variable._grad = current + grad
     elif current._requires_grad:  # a grad with history (from create_graph): never mutate it
         variable._grad = ops.as_tensor(current._data + grad)
     else:
+        # rules: identity.grad-accumulates-in-place, identity.grad-assignment-keeps-object
         current._data += ops.raw(grad)
         current._version_counter[0] += 1
 
@@ -40,6 +43,7 @@ def accumulate_into_leaf(variable, grad, ops) -> None:
     if grad is None:
         return
     store_grad(variable, grad, ops)
+    # rule: hooks.post-accumulate-after-grad-in-order
     hooks = variable._post_accumulate_hooks
     if hooks:
         for hook in tuple(hooks.values()):
@@ -50,4 +54,5 @@ def accumulate_into_leaf(variable, grad, ops) -> None:
 
             if not isinstance(result, Tensor):
                 raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+            # rule: hooks.post-accumulate-must-return-none
             raise RuntimeError(POST_ACCUMULATE_RETURN)

@@ -52,18 +52,21 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
         if remaining == 0:
             push(ready, (_priority(node), next(order), node))
 
+    # rules: engine.create-graph-double-backward, engine.grads-detached-without-create-graph
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
             node = pop(ready)[2]
             grads = buffers.pop(node)
             extras = node._extras
             if extras is not None or type(node) is AccumulateGrad:
+                # rules: engine.backward-call-chain, hooks.tensor-prehooks-before-node-prehooks
                 _run_tensor_hooks(node, extras, grads, ops)
             if captures is not None:
                 for nr, grad in enumerate(grads):
                     callback = captures.get((node, nr))
                     if callback is not None:
                         callback(grad)
+                # rules: engine.backward-inputs-restricts, hooks.off-path-never-fire, hooks.inputs-nonleaf-grad-excludes-node-prehooks
                 if node not in executable:
                     continue
             if extras is None:
@@ -71,6 +74,7 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
             else:
                 grad_inputs = _run_node_with_hooks(node, extras, grads, ops,
                                                    dependencies if captures is not None else None)
+            # rules: engine.backward-frees-saved-tensors, gc_cycles.backward-releases-saved-tensors, engine.retain-graph-keeps-saved, gc_cycles.retained-graph-keeps-saved-until-graph-dies
             if not retain_graph and node._saved:
                 # rule: saved_tensors.packed-released-after-backward -- with the SavedTensors
                 # goes what pack returned (retain_graph keeps both: saved_tensors.packed-kept-after-retain-graph)
@@ -86,9 +90,11 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
                     buffer = buffers[child] = [None] * child.num_outputs
                 if grad is not None:
                     previous = buffer[nr]
+                    # rules: engine.node-runs-once-with-summed-grads, engine.duplicate-roots
                     buffer[nr] = grad if previous is None else previous + grad
                 remaining -= 1
                 dependencies[child] = remaining
+                # rule: engine.node-runs-after-consumers
                 if remaining == 0:
                     push(ready, (_priority(child), next(order), child))
 
@@ -97,6 +103,7 @@ def _priority(node) -> float:
     """Heap key: newest node first; a leaf's AccumulateGrad as soon as it is ready (as in
     PyTorch, whose accumulators carry the largest sequence number), so gradients land and
     their buffers are freed early."""
+    # rule: engine.ready-newest-first
     return _ACCUMULATE_FIRST if type(node) is AccumulateGrad else -node._seq
 
 
@@ -107,6 +114,7 @@ def _plan(root_edges, captures, targets):
     """The nodes to execute and, for every node that receives gradients, its in-degree."""
     reachable = []
     seen = set()
+    # rule: engine.deep-graph-backward
     stack = [node for node, _ in root_edges]
     while stack:
         node = stack.pop()
@@ -153,6 +161,7 @@ def _deliver(buffers, node, nr, grad):
 def _run_tensor_hooks(node, extras, grads, ops):
     """Hooks registered through tensors (before any node hook), then retain_grad."""
     if type(node) is AccumulateGrad:
+        # rules: hooks.leaf-hook-before-accumulation, hooks.leaf-hook-fires-once-per-backward, hooks.leaf-hooks-persist-across-graphs
         hooks = node.variable._leaf_hooks
         if hooks:
             grads[0] = _call_tensor_hooks(hooks, grads[0], ops)
@@ -164,6 +173,7 @@ def _run_tensor_hooks(node, extras, grads, ops):
     if extras.retains_grad:
         from reference.autograd.accumulate import store_grad
 
+        # rules: engine.retain-grad, hooks.retain-grad-sees-all-tensor-hooks, hooks.retain-grad-latest-version
         for nr, tensor_ref in extras.retains_grad.items():
             tensor = tensor_ref()
             if tensor is not None and grads[nr] is not None:
@@ -172,8 +182,10 @@ def _run_tensor_hooks(node, extras, grads, ops):
 
 def _call_tensor_hooks(hooks, grad, ops):
     value = None if grad is None else ops.as_tensor(grad)
+    # rules: hooks.chain-in-registration-order, hooks.handle-remove-mid-backward, hooks.retain-graph-hooks-fire-each-backward
     for hook in tuple(hooks.values()):
         result = hook(value)
+        # rule: hooks.return-none-keeps-tensor-replaces
         if result is None:
             continue
         if value is None:
@@ -188,9 +200,11 @@ def _call_tensor_hooks(hooks, grad, ops):
 def _check_hook_result(hook, before, after):
     from reference.tensor import Tensor
 
+    # rule: hooks.return-type-validated
     if not isinstance(after, Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type(after).__name__}'")
     name = getattr(hook, "__name__", type(hook).__name__)
+    # rule: hooks.return-metadata-validated
     if after.shape != before.shape:
         raise RuntimeError(f"hook '{name}' has changed the size of value")
     if after.dtype is not before.dtype:
@@ -210,6 +224,7 @@ def _run_node_with_hooks(node, extras, grads, ops, task_nodes=None):
     """
     if extras.pre_hooks:
         outputs = tuple(None if g is None else ops.as_tensor(g) for g in grads)
+        # rules: hooks.node-hooks-builtin, hooks.node-hooks-custom-function
         for hook in tuple(extras.pre_hooks.values()):
             result = hook(outputs)
             if result is not None:

@@ -64,6 +64,7 @@ class _LevelRegistry:
     """The process-wide level state; every mutation holds ``lock``."""
 
     def __init__(self):
+        # rules: forward_levels.levels-process-global, forward_levels.concurrent-duals-one-level
         self.lock = threading.RLock()
         self.current = None  # index of the open level, or None
         self.carriers = _WeakIdentitySet()  # tensors holding a tangent of the open level
@@ -71,6 +72,7 @@ class _LevelRegistry:
     def enter(self) -> int:
         with self.lock:
             if self.current is not None:
+                # rules: forward_levels.nesting-is-error, forward_levels.dual-level-yields-zero, forward_levels.level-index-reused
                 raise RuntimeError(NESTED)
             self.current = 0
             return 0
@@ -82,7 +84,9 @@ class _LevelRegistry:
             if level < 0:
                 raise RuntimeError(NOT_POSITIVE)
             if self.current is None or level != self.current:
+                # rules: forward_levels.exit-not-current-errors, forward_levels.exit-none-open-errors
                 raise RuntimeError(EXIT_NOT_LAST)
+            # rules: forward_levels.tangents-cleared-at-exit, forward_levels.new-level-starts-clean, forward_levels.enter-exit-api, forward_levels.threads-enter-exit-rounds
             dropped = []
             for tensor in self.carriers:
                 grads = tensor._fw_grads
@@ -100,6 +104,7 @@ class _LevelRegistry:
             self.carriers.add(tensor)
             if tensor._fw_grads is None:
                 tensor._fw_grads = {}
+            # rule: forward_levels.tangent-owned-by-dual
             tensor._fw_grads[level] = tangent
 
 
@@ -162,13 +167,16 @@ def make_dual(tensor, tangent, *, level=None):
     if level is None:
         level = _registry.current
     if level is None or level != _registry.current:
+        # rule: forward_levels.make-dual-needs-level
         raise RuntimeError(NO_LEVEL)
     if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
         raise TypeError("make_dual expects Tensors for both the primal and the tangent")
     if not tensor.dtype.is_floating_point:
+        # rule: forward_levels.make-dual-floating-only
         raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
     if not tangent.dtype.is_floating_point:
         raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
+    # rule: forward_levels.make-dual-size-check
     if tangent.shape != tensor.shape:
         raise RuntimeError(
             "Trying to set a forward gradient that has a different size than that of the original Tensor, "
@@ -184,11 +192,13 @@ def make_dual(tensor, tangent, *, level=None):
             "Making a dual Tensor based on a Tensor that already has a forward gradient at the same level "
             f"{level} is not supported."
         )
+    # rules: forward_levels.make-dual-aliases-primal, forward_levels.reverse-through-dual
     dual = make_dual_view(tensor)
     set_tangent(dual, tangent, level)
     return dual
 
 
+# rules: forward_levels.unpack-dual-namedtuple, forward_levels.unpack-non-dual-tangent-none, forward_levels.unpack-outside-level
 def unpack_dual(tensor, *, level=None):
     """``UnpackedDualTensor(primal, tangent)``: a new tangent-free view, and the tangent."""
     from reference.ops.views import unpack_primal_view
@@ -222,6 +232,7 @@ def set_tangent(tensor, tangent, level=None) -> None:
 
 def propagating() -> bool:
     """Whether tangents propagate now: a level is open and no jvp rule is running."""
+    # rule: forward_levels.no-grad-keeps-tangent
     return _suppressed.depth == 0 and _registry.current is not None
 
 

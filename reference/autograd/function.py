@@ -72,6 +72,7 @@ class FunctionCtx(Node):
         self._materialize_grads = bool(value)
 
     @property
+    # rules: legacy_function.saved-tensors-after-free-message, gc_cycles.stashed-ctx-after-backward-raises
     def saved_tensors(self):
         saved = self._saved
         if saved is None:
@@ -95,6 +96,7 @@ class FunctionMeta(type):
     """Gives every Function subclass its node class, ``<Name>Backward``."""
 
     def __init__(cls, name, bases, attrs):
+        # rules: legacy_function.grad-fn-name, identity.custom-function-node-name
         backward_cls = type(f"{name}Backward", (BackwardCFunction,), {"_forward_cls": cls, "__slots__": ()})
         cls._backward_cls = backward_cls
         super().__init__(name, bases, attrs)
@@ -117,6 +119,7 @@ class BackwardCFunction(FunctionCtx):
             if grad is None and self._materialize_grads:
                 info = self._output_info[index]
                 if info is not None:
+                    # rule: legacy_function.materialize-grads
                     grads[index] = _zeros(info)
         tensors = [None if g is None else ops.as_tensor(g) for g in grads]
         backward_fn = _backward_of(fn_cls)
@@ -126,6 +129,7 @@ class BackwardCFunction(FunctionCtx):
                 results = backward_fn(self, *tensors)
         else:
             results = backward_fn(self, *tensors)
+        # rules: legacy_function.wrong-number-of-grads-raises, legacy_function.none-grads-leave-grad-unset
         results = self._validate(results)
         if once and ops.differentiable:
             results = _guard_once_differentiable(results, tensors, self._next_functions)
@@ -186,6 +190,7 @@ def _backward_of(fn_cls):
         raise RuntimeError(
             "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should only implement one of them."
         )
+    # rules: legacy_function.missing-backward-raises-at-backward, legacy_function.apply-with-plain-methods
     return fn_cls.vjp if has_vjp else fn_cls.backward
 
 
@@ -205,6 +210,7 @@ def _guard_once_differentiable(results, grad_outputs, next_functions):
     if not any(g is not None and g.requires_grad for g in grad_outputs):
         return results
     guarded = []
+    # rule: legacy_function.once-differentiable-double-backward-raises
     error = Error(ONCE_DIFFERENTIABLE, tuple(edge(g) for g in grad_outputs if g is not None))
     for result in results:
         if result is None:
@@ -222,6 +228,7 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
     __slots__ = ()
 
     def __init__(self, *args, **kwargs):
+        # rule: legacy_function.instantiation-warns
         warnings.warn(
             f"{type(self)} should not be instantiated. Methods on autograd functions are all static, so you "
             "should invoke them on the class itself. Instantiating an autograd function will raise an error "
@@ -232,6 +239,7 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         super().__init__()
 
     def __call__(self, *args, **kwargs):
+        # rule: legacy_function.instance-call-raises
         raise RuntimeError(LEGACY_CALL)
 
     def name(self) -> str:
@@ -282,14 +290,19 @@ def _apply(fn_cls, args, kwargs):
     from reference.ops.recording import edge
 
     uses_setup_context = _overrides(fn_cls, "setup_context")
+    # rule: legacy_function.missing-forward-raises
     if not _overrides(fn_cls, "forward"):
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+    # rule: legacy_function.kwargs-are-inputs
     inputs = _bind_arguments(fn_cls, args, kwargs, uses_setup_context)
+    # rules: identity.custom-function-grad-fn-is-ctx, legacy_function.fresh-ctx-per-apply
     ctx = fn_cls._backward_cls()
     is_tensor = [isinstance(value, Tensor) for value in inputs]
+    # rule: legacy_function.needs-input-grad
     ctx.needs_input_grad = tuple(t and value._requires_grad for t, value in zip(is_tensor, inputs))
     record = grad_mode._state.enabled and any(ctx.needs_input_grad)
     forward = forward_ad.active(*inputs)
+    # rule: forward_levels.custom-function-needs-jvp
     if forward and not _overrides(fn_cls, "jvp"):
         raise NotImplementedError(
             "You must implement the jvp function for custom autograd.Function to use it with forward mode AD."
@@ -301,12 +314,15 @@ def _apply(fn_cls, args, kwargs):
         else:
             output = fn_cls.forward(ctx, *inputs)
     if uses_setup_context:
+        # rule: legacy_function.setup-context-style
         fn_cls.setup_context(ctx, inputs, output)
 
+    # rules: legacy_function.output-container-preserved, legacy_function.non-tensor-outputs-pass-through
     container = type(output) if isinstance(output, (tuple, list)) else None
     outputs = list(output) if container is not None else [output]
     input_ids = {id(value) for value, t in zip(inputs, is_tensor) if t}
     dirty_ids = {id(t) for t in ctx._dirty}
+    # rules: legacy_function.mark-dirty-returns-same-object, legacy_function.mark-dirty-leaf-raises, legacy_function.mark-dirty-not-returned-raises, legacy_function.mark-dirty-non-input-reported
     _check_dirty(ctx, inputs, outputs, input_ids)
     non_diff_ids = {id(t) for t in ctx._non_differentiable}
 
@@ -353,6 +369,7 @@ def _apply(fn_cls, args, kwargs):
         results.append(result)
 
     if record or forward:
+        # rules: identity.ctx-saved-tensors-same-objects, legacy_function.save-none-roundtrip, gc_cycles.save-for-backward-output-cycle-free
         _save(ctx, results, outputs, input_ids)
     else:
         ctx._to_save, ctx._saved = None, ()  # outside any graph, nothing is kept for backward
@@ -364,6 +381,7 @@ def _apply(fn_cls, args, kwargs):
     return container(results)
 
 
+# rule: forward_levels.custom-function-static-jvp
 def _forward_tangents(fn_cls, ctx, inputs, outputs, results, dirty_ids):
     """Forward AD through a custom Function: its static ``jvp`` gives the output tangents."""
     tangents = forward_ad.tangents_of(*inputs)
@@ -435,6 +453,7 @@ def once_differentiable(fn):
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):
+        # rule: legacy_function.once-differentiable-no-grad
         with grad_mode.no_grad():
             return fn(ctx, *args)
 

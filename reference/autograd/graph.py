@@ -81,6 +81,7 @@ class RemovableHandle:
     def remove(self) -> None:
         hooks = self._dict_ref()
         if hooks is not None:
+            # rule: hooks.handle-remove-idempotent
             hooks.pop(self.id, None)
 
     def __enter__(self):
@@ -138,6 +139,7 @@ class Node:
     @property
     def metadata(self) -> dict:
         extras = self._get_extras()
+        # rule: identity.node-metadata-persistent
         if extras.metadata is None:
             extras.metadata = {}
         return extras.metadata
@@ -186,6 +188,7 @@ class Node:
         """
         raise NotImplementedError
 
+    # rules: engine.second-backward-error, legacy_function.second-backward-without-retain-graph
     def _unpack(self, index: int, as_tensor: bool):
         saved = self._saved
         if saved is None:  # rule: saved_tensors.access-after-release-raises (unpack never runs)
@@ -357,6 +360,7 @@ class SavedTensor:
             # rule: saved_tensors.hooks-skip-version-check -- unpack's result is used as it is, so
             # a packed copy is unaffected by later in-place ops (saved_tensors.pack-copy-survives-inplace)
             return hooks.unpack(node, as_tensor)
+        # rules: identity.saved-unpack-version-checked, engine.version-counter-error, engine.version-counter-error-detail, legacy_function.saved-tensors-version-check
         if self._counter[0] != self._version:
             raise RuntimeError(self._version_error(node))
         tensor = self._tensor
@@ -411,6 +415,7 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable):
         super().__init__(())
+        # rule: identity.accumulate-grad-variable-is-leaf
         self.variable = variable
 
     def apply(self, ops, grads):

@@ -35,6 +35,7 @@ def check_inplace(tensor: Tensor) -> None:
     if not grad_mode._state.enabled:
         return
     if tensor._node is None and tensor._requires_grad and tensor._base is None:
+        # rule: engine.leaf-inplace-error
         raise RuntimeError(LEAF_INPLACE)
     base = tensor._base
     if base is not None and base._node is None and base._requires_grad:
@@ -270,6 +271,7 @@ def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=N
         node._shapes = (shape_of(self), shape_of(other))
         if configure is not None:
             configure(node)
+    # rules: forward_levels.inplace-updates-tangent, forward_levels.inplace-write-makes-dual, forward_levels.views-propagate-tangent
     if tangent_rule is not None and has_tangent(self, other):
         _update_tangent(self, other, tangent_rule)
     watch = _graph._mutation_watch

@@ -37,7 +37,9 @@ def grad_accumulator(leaf: Tensor) -> AccumulateGrad:
     ref = leaf._grad_accumulator
     node = ref() if ref is not None else None
     if node is None:
+        # rule: engine.backward-keeps-leaves-leaves -- the accumulator is reached through edges; the leaf's grad_fn stays None
         node = AccumulateGrad(leaf)
+        # rules: hooks.accumulate-grad-node-shared-while-alive, hooks.accumulate-grad-node-hooks-die-with-node, gc_cycles.grad-does-not-retain-graph
         leaf._grad_accumulator = weakref.ref(node)
     return node
 
@@ -65,12 +67,14 @@ def edges(a, b=_NO_EDGE) -> tuple:
 def save_input(value):
     """Save an op input for backward: tensors as themselves (version-checked), else as is."""
     if value.__class__ is Tensor or isinstance(value, Tensor):
+        # rule: identity.saved-input-same-object
         return SavedTensor(value, False)
     return value
 
 
 def save_output(tensor: Tensor) -> SavedTensor:
     """Save an op's own output without owning it (see SavedTensor)."""
+    # rules: identity.saved-output-aliases-output, identity.saved-output-distinct-object, gc_cycles.save-for-backward-output-cycle-free
     return SavedTensor(tensor, True)
 
 

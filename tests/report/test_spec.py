@@ -23,10 +23,11 @@ def test_every_rule_is_an_anchor_with_its_evidence_and_tests(tmp_path):
 
 def test_reference_lines_come_from_rule_comments(tmp_path):
     (tmp_path / "m.py").write_text("x = 1\nif x:  # rule: engine.retain-grad\n    pass\n"
-                                   "# rules: hooks.a-b, hooks.c\ny = 2\n")
+                                   "# rules: hooks.a-b, hooks.c-d\n# more words\ny = 2  # see grad_mode.set\n")
     found = spec.reference_lines(tmp_path)
     assert [(line, code) for _, line, code in found["engine.retain-grad"]] == [(2, "if x:")]
-    assert [(line, code) for _, line, code in found["hooks.c"]] == [(4, "y = 2")]
+    assert [(line, code) for _, line, code in found["hooks.c-d"]] == [(4, "y = 2")]
+    assert "grad_mode.set" not in found
 
 
 def test_statuses_come_from_results_json(tmp_path):
