@@ -257,3 +257,4 @@ def report(session: nox.Session) -> None:
         session.warn(f"{label}: {detail}")
     session.install("-e", ".[report]")
     session.run("python", "-m", "conformance.report")
+    session.run("python", "-m", "conformance.spec")  # reports/spec.html, linked from the page
