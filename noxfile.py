@@ -47,7 +47,8 @@ def tests(session: nox.Session) -> None:
     worker per core; they write only under temporary directories)."""
     chromium = _chromium(session)
     session.install("-e", ".[test,torch,fuzz]")
-    session.run("pytest", "tests", "-p", "no:cacheprovider", "-n", "auto", *session.posargs,
+    session.run("pytest", "tests", "-p", "no:cacheprovider", "-n", "auto", "--dist", "loadgroup",
+                *session.posargs,
                 env={"AUTOGRAD_CONFORMANCE_CHROMIUM": chromium})
 
 
