@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import shutil
 import tempfile
 import textwrap
@@ -14,6 +15,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 # database and caches too (not .hypothesis/ in the checkout).
 _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="autograd-conformance-hypothesis-")
 set_hypothesis_home_dir(_HYPOTHESIS_HOME)
+os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = _HYPOTHESIS_HOME  # and in the processes they start
 atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
 
 pytest_plugins = ["pytester"]
