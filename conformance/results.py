@@ -174,8 +174,10 @@ COMBINED_VERSION = 2
 
 
 def _combined_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
-    """results.json 2: tests carry ``blocked_by``, runs may carry ``root_causes``."""
+    """results.json 2: tests carry ``blocked_by``, runs ``root_causes`` (empty here: version
+    1 recorded too little to find them; rebuild the report from the .jsonl files for them)."""
     for run in data.get("runs", []):
+        run.setdefault("root_causes", [])
         for test in run.get("tests", []):
             test.setdefault("blocked_by", None)
     return {**data, "version": 2}

@@ -7,6 +7,7 @@ instead of looking green.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -26,13 +27,13 @@ STYLE = {  # outcome -> (symbol, css class, meaning)
     "PASS": ("✓", "pass", "the rule holds"),
     "OBSERVED": ("◉", "observed", "implementation-defined: recorded what the framework does"),
     "DIVERGES": ("✗", "diverges", "the framework breaks the rule"),
-    "XFAIL": ("≈", "xfail", "breaks the rule, as its expectations file says"),
+    "XFAIL": ("≈", "xfail", "final outcome: broke the rule as its expectations file says (a cell shows the real outcome with an \"expected\" badge)"),
     "XPASS": ("★", "xpass", "expected to break the rule but it held: remove the expectation"),
     "UNSUPPORTED": ("∅", "unsupported", "the framework lacks a feature the rule needs"),
     "ERROR": ("!", "error", "the test broke (not a verdict on the rule)"),
     "CRASH": ("☠", "crash", "the process died running the test"),
     "BLOCKED": ("⊘", "blocked", "a prerequisite rule failed first (blocked_by names it)"),
-    "TIMEOUT": ("⌛", "timeout", "the test ran out of time"),
+    "TIMEOUT": ("◷", "timeout", "the test ran out of time"),
     "LEAK": ("♒", "leak", "held, but left objects or memory behind on every run"),
     NOT_RUN: ("·", "notrun", "no result: the test did not run in this run"),
     NOT_INSTALLED: ("—", "notinstalled", "the framework could not be installed"),
@@ -103,10 +104,12 @@ def suite_counts(data, table) -> dict[tuple[str, str], dict[str, Any]]:
         for suite in suites:
             rules = [e["id"] for e in data["catalogue"] if e["suite"] == suite]
             counts = Counter(table[(r, run["label"])]["outcome"] for r in rules)
+            actual = Counter(table[(r, run["label"])]["actual"] for r in rules)
             held = sum(table[(r, run["label"])]["actual"] in HELD for r in rules)
             n_tests = sum(max(len(expected.get(r, ())), 1) for r in rules)
             recorded = sum(1 for t in run["tests"] if t.get("suite") == suite)
-            out[(suite, run["label"])] = {"counts": dict(counts), "held": held,
+            out[(suite, run["label"])] = {"counts": dict(counts), "actual": dict(actual),
+                                          "held": held,
                                           "rules": len(rules), "tests": recorded,
                                           "tests_expected": n_tests}
     return out
@@ -128,3 +131,87 @@ def only_one(data, table) -> list[dict[str, Any]]:
                         + ", ".join(column_title(r) for r in who) + ")",
                         "label": who[0]["label"]})
     return out
+
+
+def _version_key(version: str | None) -> tuple:
+    parts = []
+    for piece in re.split(r"[.+-]", version or ""):
+        parts.append((0, int(piece), "") if piece.isdigit() else (1, 0, piece))
+    return tuple(parts)
+
+
+def _first_message(cell: dict[str, Any]) -> str:
+    for t in cell["tests"]:
+        if (t.get("actual") or t.get("outcome")) not in HELD and t.get("message"):
+            return t["message"].strip().splitlines()[0][:300]
+    return ""
+
+
+def version_changes(data, table) -> list[dict[str, Any]]:
+    """For each framework with two or more runs (oldest version first), what changed between
+    consecutive versions: rules fixed (broke, now hold), regressed (held, now break) and
+    changed (broke both times, differently), each with the messages of both runs."""
+    by_framework: dict[str, list] = defaultdict(list)
+    for run in data["runs"]:
+        if run["status"] in ("complete", "interrupted"):
+            by_framework[run["framework"]].append(run)
+    out = []
+    for framework, runs in by_framework.items():
+        runs = sorted(runs, key=lambda r: _version_key(r.get("framework_version")))
+        for old, new in zip(runs, runs[1:]):
+            diff = {"framework": framework, "old": old["label"], "new": new["label"],
+                    "old_title": column_title(old), "new_title": column_title(new),
+                    "fixed": [], "regressed": [], "changed": []}
+            for entry in data["catalogue"]:
+                a, b = table[(entry["id"], old["label"])], table[(entry["id"], new["label"])]
+                if NOT_RUN in (a["actual"], b["actual"]):
+                    continue
+                kind = None
+                if a["actual"] not in HELD and b["actual"] in HELD:
+                    kind = "fixed"
+                elif a["actual"] in HELD and b["actual"] not in HELD:
+                    kind = "regressed"
+                elif a["actual"] not in HELD and a["actual"] != b["actual"]:
+                    kind = "changed"
+                if kind:
+                    diff[kind].append({"rule": entry["id"], "suite": entry["suite"],
+                                       "level": entry["level"], "old": a["actual"],
+                                       "new": b["actual"], "old_message": _first_message(a),
+                                       "new_message": _first_message(b)})
+            out.append(diff)
+    return out
+
+
+def mixed(cell: dict[str, Any]) -> list[str]:
+    """The other outcomes of a rule whose tests differ (most severe first), else []."""
+    seen = {t.get("actual") or t.get("outcome") for t in cell["tests"]}
+    return [o for o in ACTUAL_SEVERITY if o in seen and o != cell["actual"]]
+
+
+#: Fill colour of each outcome in the per-suite bars (the cell colours' stronger shade).
+BAR_COLOURS = {
+    "PASS": "#3aa55a", "OBSERVED": "#3c9fc0", "DIVERGES": "#d63b3b", "UNSUPPORTED": "#9a9a9a",
+    "BLOCKED": "#b38ad6", "ERROR": "#f08a24", "CRASH": "#3d2352", "TIMEOUT": "#a67c52",
+    "LEAK": "#2f6fb0", "XFAIL": "#d68ab5", "XPASS": "#e3b400", NOT_RUN: "#ffffff",
+    NOT_INSTALLED: "#dddddd",
+}
+
+
+def bar_svg(counts: dict[str, int], width: int = 140, height: int = 12) -> str:
+    """Counts of rules per actual outcome as one stacked bar (plain SVG, a title per part)."""
+    total = sum(counts.values()) or 1
+    x = 0.0
+    parts = [f'<svg class="bar" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+             f'height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="'
+             + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + '">']
+    for outcome in ACTUAL_SEVERITY[::-1]:
+        n = counts.get(outcome, 0)
+        if not n:
+            continue
+        w = width * n / total
+        parts.append(f'<rect x="{x:.2f}" y="0" width="{w:.2f}" height="{height}" '
+                     f'fill="{BAR_COLOURS.get(outcome, "#000")}" stroke="#fff" stroke-width="0.5">'
+                     f'<title>{outcome}: {n}</title></rect>')
+        x += w
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,8 +1,12 @@
 """Gather the runs in reports/results/ and write results.json, junit/ and index.html.
 
-``python -m conformance.report [--results-dir DIR] [--out DIR] [--column LABEL=FRAMEWORK[:VERSION]]``
+``python -m conformance.report [--results-dir DIR] [--out DIR] [--column LABEL=FRAMEWORK[:VERSION]]
+[--exclude LABEL]``
 
-A column whose results file is absent gets a placeholder: ``not-installed`` when
+Columns: the README's four (reference, torch, OneFlow 0.9.0 and 0.8.0), then every other
+complete results file ``<label>.jsonl`` in the results directory (framework and version from
+its header), minus ``--exclude``; ``--column`` adds a column or relabels one. A default column
+whose results file is absent gets a placeholder: ``not-installed`` when
 ``<label>.status.json`` says the framework could not be installed, else ``missing``; no
 framework ever silently disappears from the page.
 """
@@ -13,8 +17,9 @@ import json
 import sys
 from pathlib import Path
 
+from conformance import results as _results
 from conformance.rules import load_catalogue
-from conformance.report import html, junit, schema
+from conformance.report import html, junit, rootcause, schema
 
 ROOT = Path(__file__).resolve().parents[2]
 #: label -> (framework, version): the columns of the README's report, in page order.
@@ -58,10 +63,33 @@ def collect_runs(results_dir: Path, columns: dict[str, tuple[str, str | None]]) 
     return runs
 
 
+def discover_columns(results_dir: Path, extra=None, exclude=()) -> dict:
+    """The default columns, then every other complete conformance results file in
+    ``results_dir`` (differential findings and interrupted runs are not columns unless named),
+    then ``extra`` (``--column``: adds, or relabels a column already there), minus ``exclude``."""
+    columns = dict(DEFAULT_COLUMNS)
+    for path in sorted(Path(results_dir).glob("*.jsonl")):
+        if path.stem in columns:
+            continue
+        try:
+            run = _results.read_run(path)
+        except (OSError, _results.ResultsSchemaError):
+            continue
+        if run.complete and "rules" in run.header and run.header.get("adapter"):
+            columns[path.stem] = (run.header["adapter"], run.header.get("framework_version"))
+    for label, spec in (extra or {}).items():
+        columns[label] = spec
+    return {k: v for k, v in columns.items() if k not in set(exclude)}
+
+
 def build(results_dir: Path, out_dir: Path, columns=None, catalogue_dir: Path | None = None):
-    columns = columns or DEFAULT_COLUMNS
+    columns = columns or discover_columns(results_dir)
     catalogue = load_catalogue(catalogue_dir or ROOT / "conformance" / "catalogue")
-    data = schema.build(collect_runs(results_dir, columns), catalogue)
+    runs = collect_runs(results_dir, columns)
+    entries = schema.catalogue_entries(catalogue)
+    for run in runs:
+        run["root_causes"] = rootcause.root_causes(run, entries)
+    data = schema.build(runs, catalogue)
     out_dir = Path(out_dir)
     schema.write(data, out_dir / "results.json")
     junit.write_all(data, out_dir / "junit")
@@ -80,12 +108,16 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results-dir", type=Path, default=ROOT / "reports" / "results")
     parser.add_argument("--out", type=Path, default=ROOT / "reports")
-    parser.add_argument("--column", action="append", type=_column,
-                        help="LABEL=FRAMEWORK[:VERSION] (repeat; default: reference, torch, "
-                             "oneflow-0.9.0, oneflow-0.8.0)")
+    parser.add_argument("--column", action="append", type=_column, default=[],
+                        help="LABEL=FRAMEWORK[:VERSION]: add the column of LABEL.jsonl, or "
+                             "relabel it (repeat). Default columns: reference, torch, "
+                             "oneflow-0.9.0, oneflow-0.8.0 and every other complete results "
+                             "file in the results directory")
+    parser.add_argument("--exclude", action="append", default=[], metavar="LABEL",
+                        help="leave the column LABEL out (repeat)")
     args = parser.parse_args(argv)
-    columns = dict(args.column) if args.column else None
     try:
+        columns = discover_columns(args.results_dir, dict(args.column), args.exclude)
         data, page = build(args.results_dir, args.out, columns)
     except schema.SchemaError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,12 +1,21 @@
 """reports/index.html: one self-contained page (inline CSS and JS, no network), from jinja2.
 
-The matrix is rendered by the template (autoescaped); the details of a cell are filled in by
-the page's script from a JSON block (``<script type="application/json">`` with ``<``, ``>``
-and ``&`` escaped as ``\\u003c`` etc., so no message can end the block) and always through
+The page opens on each run's ranked root causes, then what changed between versions of a
+framework, counts per suite (a stacked bar per outcome), and the matrix whose cells show what
+the framework really did (an "expected" badge where its expectations file says so). All of it
+is rendered by the template (autoescaped); the details of a cell are filled in by the page's
+script from a JSON block (``<script type="application/json">`` with ``<``, ``>`` and ``&``
+escaped as ``\\u003c`` etc., so no message can end the block) and always through
 ``textContent``, so a message containing ``<script>`` shows as text.
+
+Weight: the details (tests, messages, leak chains, reproduction scripts) are gzip-compressed
+and base64-encoded in the block's ``details`` key and inflated in the page with the browser's
+own ``DecompressionStream``; nothing is fetched.
 """
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -68,7 +77,9 @@ def context(data: dict[str, Any]) -> dict[str, Any]:
         row_cells = [table[(e["id"], c["label"])] for c in columns]
         rules_by_suite[e["suite"]].append(_Rule(
             e, diverges=any(aggregate.broken(c) for c in row_cells),
-            outcomes=sorted({c["outcome"] for c in row_cells})))
+            outcomes=sorted({c["outcome"] for c in row_cells}
+                            | {t.get("actual") or t["outcome"] for c in row_cells
+                               for t in c["tests"]})))
     totals = {}
     for c in columns:
         parts = [counts[(s, c["label"])] for s in suites]
@@ -81,25 +92,64 @@ def context(data: dict[str, Any]) -> dict[str, Any]:
         for t in cell["tests"]:
             tests.append({"name": t["nodeid"].split("::", 1)[-1], "outcome": t["outcome"],
                           "actual": t.get("actual"), "message": t.get("message") or "",
+                          "blocked_by": t.get("blocked_by"),
                           "duration": t.get("duration"), "observed": t.get("observed"),
                           "chain": t.get("chain"),
                           "chain_svg": chain_svg(t["chain"]) if t.get("chain") else None})
         js_cells.setdefault(rid, {})[label] = {"outcome": cell["outcome"],
                                                "actual": cell["actual"], "tests": tests,
                                                "expectation": cell["expectation"]}
+    chunks, script_refs = _share_paragraphs(scripts)
+    details = {"cells": js_cells, "chunks": chunks, "scripts": script_refs,
+               "script_errors": script_errors, "rules": {e["id"]: e for e in data["catalogue"]}}
     js = {"schema": data["schema"], "version": data["version"],
-          "rules": {e["id"]: e for e in data["catalogue"]},
           "columns": {c["label"]: c for c in columns},
           "column_order": [c["label"] for c in columns],
-          "cells": js_cells, "scripts": scripts, "script_errors": script_errors,
+          "details": _pack(details),
           "styles": {k: list(v) for k, v in aggregate.STYLE.items()}}
+    causes = []
+    for run in data["runs"]:
+        if run.get("root_causes"):
+            causes.append({"label": run["label"], "title": aggregate.column_title(run),
+                           "adapter": run["framework"], "causes": run["root_causes"],
+                           "tests": sum(len(c["tests"]) for c in run["root_causes"])})
+    causes.sort(key=lambda r: -len(r["causes"]))
+    bars = {key: aggregate.bar_svg(k["actual"]) for key, k in counts.items()}
     return {"columns": columns, "suites": suites, "rules_by_suite": rules_by_suite,
-            "cells": table, "counts": counts, "totals": totals,
-            "only_one": aggregate.only_one(data, table),
+            "cells": table, "counts": counts, "totals": totals, "bars": bars,
+            "only_one": aggregate.only_one(data, table), "causes": causes,
+            "versions": aggregate.version_changes(data, table),
+            "mixed": aggregate.mixed, "bar_colours": aggregate.BAR_COLOURS,
             "styles": list(aggregate.STYLE.items()),
             "style_of": lambda o: aggregate.STYLE.get(o, aggregate.STYLE["ERROR"]),
             "generated": data.get("generated"), "schema_version": data["version"],
             "catalogue_size": len(data["catalogue"]), "data_json": _json_for_script(js)}
+
+
+def _share_paragraphs(scripts: dict[str, dict[str, str]]):
+    """Scripts as lists of paragraph numbers into one list of distinct paragraphs: the
+    helpers copied into every script of a suite are stored once (the page joins them)."""
+    chunks: list[str] = []
+    number: dict[str, int] = {}
+    refs: dict[str, dict[str, list[int]]] = {}
+    for adapter, by_rule in scripts.items():
+        refs[adapter] = {}
+        for rule, script in by_rule.items():
+            refs[adapter][rule] = [number.setdefault(p, len(number)) for p in script.split("\n\n")]
+    chunks = [None] * len(number)
+    for p, i in number.items():
+        chunks[i] = p
+    return chunks, refs
+
+
+def _pack(obj: Any) -> str:
+    """gzip + base64 of the JSON of ``obj`` (the page inflates it with DecompressionStream)."""
+    raw = json.dumps(obj, default=repr, separators=(",", ":")).encode("utf-8")
+    return base64.b64encode(gzip.compress(raw, 9, mtime=0)).decode("ascii")
+
+
+def _unpack(text: str) -> Any:
+    return json.loads(gzip.decompress(base64.b64decode(text)).decode("utf-8"))
 
 
 def render(data: dict[str, Any]) -> str:
@@ -121,4 +171,10 @@ def embedded_data(page: str) -> dict[str, Any]:
     start = page.index('<script type="application/json" id="report-data">')
     start = page.index(">", start) + 1
     end = page.index("</script>", start)
-    return json.loads(page[start:end])
+    data = json.loads(page[start:end])
+    if isinstance(data.get("details"), str):
+        data.update(_unpack(data.pop("details")))
+        chunks = data.pop("chunks")
+        data["scripts"] = {a: {r: "\n\n".join(chunks[i] for i in refs) for r, refs in by.items()}
+                           for a, by in data["scripts"].items()}
+    return data

@@ -14,9 +14,15 @@ Layout (version 2)::
                "device", "platform", "started", "finished", "exitstatus", "counts", "not_run",
                "tests": [{"nodeid", "rule", "suite", "level", "outcome", "actual", "message",
                           "observed", "expectation", "blocked_by", "duration", "chain"?}],
-               "root_causes"?: [...]}]}
+               "root_causes": [{"id", "summary", "rules", "tests", "blocks", "rank",
+                                "source", "outcomes", "level", "message"}]}]}
 
-Version 2 added ``blocked_by`` (the prerequisite rule of a BLOCKED test, else null); a version-1
+``root_causes`` (conformance.report.rootcause): per run, ranked; ``id`` is the expectations'
+``root_cause`` slug or ``auto-<hash>`` for a cluster; ``blocks`` the rules whose tests are
+BLOCKED by it.
+
+Version 2 added ``blocked_by`` (the prerequisite rule of a BLOCKED test, else null) and
+``root_causes``; a version-1
 file is migrated through :data:`conformance.results.MIGRATIONS` (the one migration table, for
 both the JSON-lines files and this one). Reading the JSON-lines files is
 :func:`conformance.results.read_run`'s job; this module only shapes its runs.
@@ -40,6 +46,8 @@ VERSION = _results.COMBINED_VERSION
 STATUSES = ("complete", "interrupted", "not-installed", "missing")
 TEST_KEYS = ("nodeid", "rule", "suite", "level", "outcome", "actual", "message", "observed",
              "expectation", "blocked_by", "duration")
+#: Keys of each entry of a run's ``root_causes`` (conformance.report.rootcause), ranked.
+ROOT_CAUSE_KEYS = ("id", "summary", "rules", "tests", "blocks", "rank")
 RUN_KEYS = ("suite_revision", "suite_dirty", "adapter", "framework_version", "python", "device",
             "platform", "started")
 
@@ -83,6 +91,7 @@ def placeholder_run(label: str, framework: str, version: str | None, status: str
         raise ValueError(f"placeholder status {status!r}")
     return {"label": label, "framework": framework, "status": status, "detail": detail,
             **{k: None for k in RUN_KEYS}, "adapter": framework, "framework_version": version,
+            "root_causes": [],
             "finished": None, "exitstatus": None, "counts": None, "not_run": [], "tests": []}
 
 
@@ -140,6 +149,11 @@ def validate(data: dict[str, Any], where: str = "results.json") -> None:
         labels.add(run["label"])
         need(run.get("status") in STATUSES, f"run {run['label']}: status {run.get('status')!r}")
         need(isinstance(run.get("tests"), list), f"run {run['label']}: tests must be a list")
+        need(isinstance(run.get("root_causes", []), list),
+             f"run {run['label']}: root_causes must be a list")
+        for cause in run.get("root_causes", []):
+            need(isinstance(cause, dict) and all(k in cause for k in ROOT_CAUSE_KEYS),
+                 f"run {run['label']}: a root cause lacks one of {ROOT_CAUSE_KEYS}")
         for t in run["tests"]:
             missing = [k for k in TEST_KEYS if k not in t]
             need(not missing, f"run {run['label']}: a test lacks {missing}")

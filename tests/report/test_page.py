@@ -103,6 +103,7 @@ def test_page_in_a_browser(report, tmp_path):
             errors = []
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(page_path.as_uri())
+            page.wait_for_selector("html[data-ready=yes]")  # the details are inflated
             # every framework column is there, even one without results
             headers = page.locator("#matrix thead th.col").all_inner_texts()
             titles = [h.splitlines()[0] for h in headers]

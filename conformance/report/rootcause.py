@@ -1,0 +1,132 @@
+"""Root causes of one run, ranked: what a framework author fixes first.
+
+A root cause gathers the tests that fail for one reason:
+
+* the expectations' ``root_cause`` slug, where the test's expectation entry has one (its
+  ``reason`` is the one-line statement, shared by every entry of that slug);
+* otherwise a cluster: tests whose framework outcome and normalised message agree (numbers,
+  addresses and quoted values blanked out; a message too short to tell causes apart is
+  clustered per rule).
+
+A BLOCKED test belongs to the root cause of the rule named in its ``blocked_by``: that cause
+*blocks* the test's rule. Rank: the number of rules a cause breaks plus those it blocks (most
+first), then MUST before SHOULD, then suite order of its first rule.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Iterable
+
+from conformance.outcomes import HELD, Outcome
+
+LEVELS = ("MUST", "SHOULD", "IMPLEMENTATION-DEFINED")
+#: Actual outcomes that start a root cause (held and BLOCKED tests never do).
+CAUSES = tuple(o.value for o in Outcome if o not in HELD and o is not Outcome.BLOCKED
+               and o not in (Outcome.XFAIL, Outcome.XPASS))
+
+_NOISE = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x…"),
+    (re.compile(r"'[^']{0,80}'|\"[^\"]{0,80}\""), "'…'"),
+    (re.compile(r"(?<![A-Za-z_])[-+]?\d+(\.\d+)?(e[-+]?\d+)?"), "N"),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def normalise(message: str) -> str:
+    """The first line of a message with what varies from test to test blanked out."""
+    line = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    for pattern, repl in _NOISE:
+        line = pattern.sub(repl, line)
+    return line.strip()[:200]
+
+
+def _informative(text: str) -> bool:
+    """Whether a normalised message says enough to join tests of different rules."""
+    body = text.split(":", 1)[1] if ":" in text else text
+    return len(re.findall(r"[A-Za-z_]{3,}", body)) >= 3
+
+
+def _level_rank(level: str | None) -> int:
+    return LEVELS.index(level) if level in LEVELS else len(LEVELS)
+
+
+def root_causes(run: dict[str, Any], catalogue: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ranked root causes of ``run`` (the layout of results.json's runs)."""
+    entries = list(catalogue)
+    order = {e["id"]: i for i, e in enumerate(entries)}
+    level_of = {e["id"]: e.get("level") for e in entries}
+    groups: dict[tuple, dict[str, Any]] = {}
+    cause_of_rule: dict[str, tuple] = {}
+    blocked = []
+    for t in run.get("tests", []):
+        actual = t.get("actual") or t.get("outcome")
+        rule = t.get("rule") or "?"
+        if actual == Outcome.BLOCKED.value:
+            blocked.append(t)
+            continue
+        if actual not in CAUSES:
+            continue
+        exp = t.get("expectation") or {}
+        if exp.get("root_cause"):
+            key = ("expectation", exp["root_cause"])
+            summary, source, slug = exp.get("reason") or exp["root_cause"], "expectation", \
+                exp["root_cause"]
+        else:
+            text = normalise(t.get("message") or "")
+            key = ("cluster", actual, text) if _informative(text) else ("cluster", actual, text,
+                                                                          rule)
+            summary = exp.get("reason") or _summary(actual, t.get("message") or "", rule)
+            source, slug = "cluster", None
+        group = groups.setdefault(key, {"slug": slug, "summary": summary, "source": source,
+                                        "outcomes": set(), "rules": [], "tests": [],
+                                        "blocks": [], "messages": []})
+        group["outcomes"].add(actual)
+        if rule not in group["rules"]:
+            group["rules"].append(rule)
+        group["tests"].append(t["nodeid"])
+        if t.get("message") and len(group["messages"]) < 1:
+            group["messages"].append((t.get("message") or "").strip().splitlines()[0][:300])
+        cause_of_rule.setdefault(rule, key)
+    for t in blocked:
+        by = t.get("blocked_by") or "?"
+        key = cause_of_rule.get(by)
+        if key is None:  # the prerequisite did not fail here with a cause of its own
+            key = ("blocked", by)
+            groups.setdefault(key, {"slug": None, "source": "cluster", "outcomes": set(),
+                                    "summary": f"prerequisite {by} fails (no result of its own "
+                                               f"in this run)", "rules": [], "tests": [],
+                                    "blocks": [], "messages": []})
+        group = groups[key]
+        rule = t.get("rule") or "?"
+        if rule not in group["blocks"] and rule not in group["rules"]:
+            group["blocks"].append(rule)
+        group["tests"].append(t["nodeid"])
+    out = []
+    for key, g in groups.items():
+        rules = sorted(g["rules"], key=lambda r: order.get(r, len(order)))
+        blocks = sorted(g["blocks"], key=lambda r: order.get(r, len(order)))
+        level = min((_level_rank(level_of.get(r)) for r in rules + blocks), default=len(LEVELS))
+        first = min((order.get(r, len(order)) for r in rules + blocks), default=len(order))
+        ident = g["slug"] or "auto-" + hashlib.sha1(repr(key).encode()).hexdigest()[:8]
+        out.append({"id": ident, "summary": g["summary"], "source": g["source"],
+                    "outcomes": sorted(g["outcomes"]), "rules": rules, "tests": g["tests"],
+                    "blocks": blocks, "level": LEVELS[level] if level < len(LEVELS) else None,
+                    "message": g["messages"][0] if g["messages"] else "",
+                    "_sort": (-(len(rules) + len(blocks)), level, first)})
+    out.sort(key=lambda c: c["_sort"])
+    for rank, cause in enumerate(out, 1):
+        del cause["_sort"]
+        cause["rank"] = rank
+    return out
+
+
+def _summary(actual: str, message: str, rule: str) -> str:
+    first = message.strip().splitlines()[0] if message.strip() else ""
+    if actual == Outcome.CRASH.value:
+        return f"the process dies running {rule}" + (f": {first}" if first else "")
+    if actual == Outcome.TIMEOUT.value:
+        return f"{rule} does not finish (deadlock or hang)"
+    if actual == Outcome.LEAK.value:
+        return f"{rule} leaves objects or memory behind on every run"
+    return first[:200] or f"{rule}: {actual}"

@@ -1,0 +1,141 @@
+"""The page's first sections on hand-made runs: root causes (from expectations and by
+clustering, with no expectation entry at all), what changed between two versions, the real
+outcome in every cell, LEAK and BLOCKED end to end, columns found in the results directory,
+and the page's weight with five columns."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+from conformance.report import aggregate, html, rootcause, schema
+from conformance.report.build import build, discover_columns
+from tests.report.test_unit import CATALOGUE, write_run
+
+A, B, C, D = ("identity.grad-stable-id", "identity.grad-same-object", "hooks.chain-in-registration-order",
+              "engine.second-backward-error")
+ENTRIES = schema.catalogue_entries(CATALOGUE)
+TWICE = "AssertionError: the hook ran 2 times in one backward, expected once ({})"
+
+
+def run_of(*tests):
+    return {"tests": [{"nodeid": f"s.py::{name}", "rule": rule, "actual": actual,
+                       "outcome": actual, "message": message, "blocked_by": blocked,
+                       "expectation": expectation}
+                      for rule, name, actual, message, blocked, expectation in tests]}
+
+
+def test_clustering_without_expectations_joins_one_message_and_attaches_blocked_rules():
+    run = run_of((C, "test_c", "DIVERGES", TWICE.format("leaf 0x7f3a"), None, None),
+                 (D, "test_d", "DIVERGES", TWICE.format("leaf 0x11"), None, None),
+                 (B, "test_b", "BLOCKED", f"blocked by {C}: ...", C, None),
+                 (A, "test_a", "DIVERGES", "AssertionError: assert 1 == 2", None, None))
+    causes = rootcause.root_causes(run, ENTRIES)
+    first = causes[0]
+    assert first["rank"] == 1 and set(first["rules"]) == {C, D} and first["blocks"] == [B]
+    assert "hook ran" in first["summary"] and first["id"].startswith("auto-")
+    assert len(first["tests"]) == 3
+    # a message too short to tell causes apart stays with its own rule
+    assert [c["rules"] for c in causes[1:]] == [[A]]
+
+
+def test_expectation_root_causes_group_across_messages_and_rank_by_rules_then_level():
+    exp = {"outcome": "DIVERGES", "reason": "OneFlow wraps .grad anew on every read",
+           "root_cause": "grad-wrapper-per-read"}
+    run = run_of((A, "test_a", "DIVERGES", "AssertionError: ids differ", None, exp),
+                 (B, "test_b", "UNSUPPORTED", "no feature x", None, exp),
+                 (C, "test_c", "CRASH", "signal 11", None, None),
+                 (D, "test_d", "PASS", "", None, None))
+    causes = rootcause.root_causes(run, ENTRIES)
+    assert causes[0]["id"] == "grad-wrapper-per-read" and set(causes[0]["rules"]) == {A, B}
+    assert causes[0]["summary"] == exp["reason"] and causes[0]["source"] == "expectation"
+    assert [c["rank"] for c in causes] == [1, 2] and causes[1]["rules"] == [C]
+
+
+def make_dir(tmp_path, extra=True):
+    d = tmp_path / "results"
+    d.mkdir()
+    write_run(d / "reference.jsonl", "reference", "0.1", [(A, "test_a", "PASS", "PASS", "")])
+    write_run(d / "torch.jsonl", "torch", "2.13.0", [(A, "test_a", "PASS", "PASS", "")])
+    write_run(d / "oneflow-0.8.0.jsonl", "oneflow", "0.8.0", [
+        (A, "test_a", "XFAIL", "DIVERGES", "AssertionError: ids alternate 1 2 1 2",
+         {"outcome": "DIVERGES", "reason": "seed bug"}),
+        (C, "test_c", "PASS", "PASS", "")])
+    write_run(d / "oneflow-0.9.0.jsonl", "oneflow", "0.9.0", [
+        (A, "test_a", "PASS", "PASS", ""),
+        (C, "test_c", "LEAK", "LEAK", "left 3 objects behind on every run"),
+        (B, "test_b", "BLOCKED", "BLOCKED", f"blocked by {C}: the hook ran twice")])
+    lines = (d / "oneflow-0.9.0.jsonl").read_text().splitlines()
+    rec = json.loads(lines[3])
+    rec["blocked_by"] = C
+    lines[3] = json.dumps(rec)
+    (d / "oneflow-0.9.0.jsonl").write_text("\n".join(lines) + "\n")
+    if extra:
+        write_run(d / "paddle.jsonl", "paddle", "3.3.1", [(A, "test_a", "PASS", "PASS", "")])
+        write_run(d / "broken-run.jsonl", "paddle", "3.3.0", [], end=False)  # interrupted
+        (d / "explore-torch.jsonl").write_text(json.dumps({"type": "run", "schema": 1,
+                                                           "adapter": "torch"}) + "\n")
+    return d
+
+
+def test_every_complete_results_file_is_a_column_and_column_adds_or_relabels(tmp_path):
+    d = make_dir(tmp_path)
+    cols = discover_columns(d)
+    assert list(cols) == ["reference", "torch", "oneflow-0.9.0", "oneflow-0.8.0", "paddle"]
+    assert cols["paddle"] == ("paddle", "3.3.1")
+    cols = discover_columns(d, {"paddle": ("paddle", "3.3.1-dev"),
+                                "broken-run": ("paddle", "3.3.0")}, exclude=["torch"])
+    assert cols["paddle"] == ("paddle", "3.3.1-dev") and "broken-run" in cols
+    assert "torch" not in cols
+
+
+def test_versions_leak_and_blocked_reach_results_json_page_and_junit(tmp_path):
+    d = make_dir(tmp_path)
+    data, page = build(d, tmp_path / "out")
+    loaded = schema.load(tmp_path / "out" / "results.json")
+    of9 = next(r for r in loaded["runs"] if r["label"] == "oneflow-0.9.0")
+    blocked = next(t for t in of9["tests"] if t["outcome"] == "BLOCKED")
+    assert blocked["blocked_by"] == C
+    cause = of9["root_causes"][0]
+    assert cause["rules"] == [C] and cause["blocks"] == [B] and cause["outcomes"] == ["LEAK"]
+    assert {"id", "summary", "rules", "tests", "blocks"} <= set(cause)
+
+    table = aggregate.cells(data)
+    (change,) = [v for v in aggregate.version_changes(data, table) if v["framework"] == "oneflow"]
+    assert (change["old"], change["new"]) == ("oneflow-0.8.0", "oneflow-0.9.0")
+    assert [f["rule"] for f in change["fixed"]] == [A]
+    assert [(r["rule"], r["new"]) for r in change["regressed"]] == [(C, "LEAK")]
+    assert "ids alternate" in change["fixed"][0]["old_message"]
+
+    text = page.read_text()
+    assert 'id="root-causes"' in text and 'data-kind="regressed"' in text
+    for outcome in ("LEAK", "BLOCKED"):
+        assert f'data-actual="{outcome}"' in text
+    assert text.count('<span class="exp">expected</span>') == 1  # the 0.8.0 seed bug cell
+    assert "<svg class=\"bar\"" in text
+    details = html.embedded_data(text)
+    assert details["cells"][B]["oneflow-0.9.0"]["tests"][0]["blocked_by"] == C
+
+    root = ET.parse(tmp_path / "out" / "junit" / "oneflow-0.9.0.xml").getroot()
+    assert root.find(".//failure[@type='LEAK']") is not None
+    skipped = [s.get("message") for s in root.iter("skipped")]
+    assert any(C in m and m.startswith("BLOCKED") for m in skipped)
+
+
+def test_the_page_stays_under_a_megabyte_with_five_full_columns(tmp_path):
+    d = tmp_path / "results"
+    d.mkdir()
+    labels = {"reference": ("reference", "0.1"), "torch": ("torch", "2.13.0"),
+              "oneflow-0.9.0": ("oneflow", "0.9.0"), "oneflow-0.8.0": ("oneflow", "0.8.0"),
+              "paddle": ("paddle", "3.3.1")}
+    for n, (label, (adapter, version)) in enumerate(labels.items()):
+        tests = []
+        for i, rule in enumerate(CATALOGUE.rules.values()):
+            for k in range(2):
+                broken = (i + n) % 3 == 0 and label != "reference"
+                tests.append((rule.id, f"test_{rule.id.replace('.', '_')}_{k}",
+                              "XFAIL" if broken else "PASS", "DIVERGES" if broken else "PASS",
+                              f"AssertionError: {rule.id} broke in case {k}" if broken else ""))
+        write_run(d / f"{label}.jsonl", adapter, version, tests)
+    _, page = build(d, tmp_path / "out")
+    size = page.stat().st_size
+    assert size < 1_000_000, size
