@@ -99,8 +99,8 @@ def context(data: dict[str, Any]) -> dict[str, Any]:
         js_cells.setdefault(rid, {})[label] = {"outcome": cell["outcome"],
                                                "actual": cell["actual"], "tests": tests,
                                                "expectation": cell["expectation"]}
-    chunks, script_refs = _share_paragraphs(scripts)
-    details = {"cells": js_cells, "chunks": chunks, "scripts": script_refs,
+    chunks, script_refs, modules = _share_paragraphs(scripts)
+    details = {"cells": js_cells, "chunks": chunks, "scripts": script_refs, "modules": modules,
                "script_errors": script_errors, "rules": {e["id"]: e for e in data["catalogue"]}}
     js = {"schema": data["schema"], "version": data["version"],
           "columns": {c["label"]: c for c in columns},
@@ -126,20 +126,38 @@ def context(data: dict[str, Any]) -> dict[str, Any]:
             "catalogue_size": len(data["catalogue"]), "data_json": _json_for_script(js)}
 
 
+#: Stands for a script's framework module name in the shared paragraphs (never in a script).
+MODULE_MARK = "\u0001"
+
+
 def _share_paragraphs(scripts: dict[str, dict[str, str]]):
-    """Scripts as lists of paragraph numbers into one list of distinct paragraphs: the
-    helpers copied into every script of a suite are stored once (the page joins them)."""
-    chunks: list[str] = []
+    """Scripts as lists of paragraph numbers into one list of distinct paragraphs, with the
+    framework's module name (``torch``, ``oneflow``...) replaced by :data:`MODULE_MARK`: the
+    test bodies and helpers every framework's script of a rule shares are stored once (the
+    page joins the paragraphs and puts the name back). Lossless: returns the chunks, the
+    references per adapter and rule, and the module name per adapter."""
     number: dict[str, int] = {}
     refs: dict[str, dict[str, list[int]]] = {}
+    modules: dict[str, str] = {}
     for adapter, by_rule in scripts.items():
+        module = repro.FRAMEWORK_MODULES.get(adapter, adapter)
+        if any(MODULE_MARK in script for script in by_rule.values()) or not module:
+            module = ""
+        modules[adapter] = module
         refs[adapter] = {}
         for rule, script in by_rule.items():
+            if module:
+                script = script.replace(module, MODULE_MARK)
             refs[adapter][rule] = [number.setdefault(p, len(number)) for p in script.split("\n\n")]
-    chunks = [None] * len(number)
+    chunks = [""] * len(number)
     for p, i in number.items():
         chunks[i] = p
-    return chunks, refs
+    return chunks, refs, modules
+
+
+def _join_paragraphs(chunks, refs, module) -> str:
+    text = "\n\n".join(chunks[i] for i in refs)
+    return text.replace(MODULE_MARK, module) if module else text
 
 
 def _pack(obj: Any) -> str:
@@ -154,7 +172,8 @@ def _unpack(text: str) -> Any:
 
 def render(data: dict[str, Any]) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
     return env.get_template("index.html.j2").render(**context(data))
 
 
@@ -174,7 +193,8 @@ def embedded_data(page: str) -> dict[str, Any]:
     data = json.loads(page[start:end])
     if isinstance(data.get("details"), str):
         data.update(_unpack(data.pop("details")))
-        chunks = data.pop("chunks")
-        data["scripts"] = {a: {r: "\n\n".join(chunks[i] for i in refs) for r, refs in by.items()}
+        chunks, modules = data.pop("chunks"), data.pop("modules")
+        data["scripts"] = {a: {r: _join_paragraphs(chunks, refs, modules[a])
+                               for r, refs in by.items()}
                            for a, by in data["scripts"].items()}
     return data

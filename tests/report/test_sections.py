@@ -139,3 +139,12 @@ def test_the_page_stays_under_a_megabyte_with_five_full_columns(tmp_path):
     _, page = build(d, tmp_path / "out")
     size = page.stat().st_size
     assert size < 1_000_000, size
+
+
+def test_scripts_stored_as_shared_paragraphs_come_back_exactly():
+    scripts = {"torch": {"r": "import torch\n\nx = torch.ones(2)\n\nprint('done')"},
+               "oneflow": {"r": "import oneflow\n\nx = oneflow.ones(2)\n\nprint('done')"}}
+    chunks, refs, modules = html._share_paragraphs(scripts)
+    assert len(chunks) == 3  # the same three paragraphs, the module name taken out
+    for adapter, by_rule in scripts.items():
+        assert html._join_paragraphs(chunks, refs[adapter]["r"], modules[adapter]) == by_rule["r"]
