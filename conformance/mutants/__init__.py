@@ -132,7 +132,7 @@ def original(target: str):
 # -- activation ------------------------------------------------------------------------------
 def load() -> dict[str, Mutant]:
     """Every registered mutant (importing the area modules registers them)."""
-    from conformance.mutants import catalogue  # noqa: F401
+    from conformance.mutants import catalogue, tests_can_fail  # noqa: F401
 
     return REGISTRY
 

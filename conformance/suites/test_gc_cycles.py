@@ -488,21 +488,37 @@ def test_dict_cycle_kept_by_grad_then_collected(fw, device):
 
 
 @rule("gc_cycles.finalizer-collect-during-teardown-safe")
-def test_finalizer_collect_in_legacy_function(fw, device):
-    class CollectOnDelete(fw.autograd.Function):
-        def forward(self, x):
-            return x
+def test_finalizer_collect_in_legacy_function(fw, adapter, device):
+    finalized = []
 
-        def backward(self, g):
-            return g
+    class CollectOnDelete(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
 
         def __del__(self):
             gc.collect()
+            finalized.append(1)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for _ in range(10):
-            CollectOnDelete().forward(fw.randn(1, requires_grad=True, device=device)).backward()
+        for i in range(10):
+            x = fw.randn(1, requires_grad=True, device=device)
+            owner = CollectOnDelete()       # a Function instance the graph owns (in a hook)
+            y = CollectOnDelete.apply(x * 1.0)
+            assert y.grad_fn is not None, "the custom Function recorded no node: no graph to tear down"
+            y.register_hook(lambda g, owner=owner: g)
+            del owner
+            if i % 2:
+                y.backward()
+                np.testing.assert_allclose(adapter.to_numpy(x.grad), [2.0])
+            del y                           # teardown of the graph finalizes the instance
+    collect()
+    assert len(finalized) == 10, f"{len(finalized)} of 10 Function instances were finalized after their graphs died"
 
 
 @rule("gc_cycles.finalizer-collect-during-teardown-safe")

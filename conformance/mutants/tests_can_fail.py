@@ -1,0 +1,157 @@
+"""Planted bugs that show a fixed suite test can fail (issue 12, "every test can fail").
+
+Each bug is one that an earlier version of its test could not see: a sentinel that outlived
+what it watched, a weak reference to a transient wrapper, a test that never ran the engine, a
+hook whose failed ``remove()`` was recorded as an observation, a rule judged in a process whose
+history hid the bug. ``tests/harness/test_tests_can_fail.py`` runs each test on its bug. They are
+not scored (``scored=False``): they exist for those tests, not for the mutation score.
+"""
+from __future__ import annotations
+
+import gc
+import weakref
+
+from conformance.mutants import edit, mutant, original, replace
+
+
+def _fw():
+    import reference
+
+    return reference
+
+
+def _probe_retained_saved_object():
+    fw = _fw()
+    x = fw.ones(3, requires_grad=True)
+    a = x * 2
+    b = a * a
+    ref = weakref.ref(a)
+    del a
+    b.sum().backward(retain_graph=True)
+    gc.collect()
+    return ref() is not None
+
+
+def _drop_saved_objects(node):
+    """Keep only a fresh wrapper of each saved input's values: gradients stay right, the
+    saved Python object itself is let go."""
+    from reference.tensor import Tensor
+
+    for saved in node._saved:
+        if getattr(saved, "_tensor", None) is not None:
+            saved._tensor = Tensor._wrap(saved._tensor._data)
+    return False
+
+
+@mutant("engine.retain-graph-drops-saved-objects", scored=False,
+        models="an engine that, asked to retain the graph, keeps copies of the saved values and "
+               "releases the saved tensors themselves (a sentinel held by the graph node cannot see it)",
+        rules=("engine.retain-graph-keeps-saved", "gc_cycles.retained-graph-keeps-saved-until-graph-dies"),
+        probe=_probe_retained_saved_object)
+def _():
+    """backward(retain_graph=True) replaces each saved input by a fresh tensor with its values."""
+    replace("reference.autograd.engine:_drop_saved_objects", _drop_saved_objects)
+    edit("reference.autograd.engine:execute", "if not retain_graph and node._saved:",
+         "if node._saved and (not retain_graph or _drop_saved_objects(node)):")
+
+
+_KEPT: list = []
+
+
+def _probe_nodes_kept():
+    fw = _fw()
+    x = fw.ones(2, requires_grad=True)
+    ref = weakref.ref((x * 2).grad_fn)
+    gc.collect()
+    return ref() is not None
+
+
+@mutant("engine.graph-nodes-never-freed", scored=False,
+        models="a framework whose node registry keeps every graph node (and what it saved) alive",
+        rules=("engine.deep-graph-freed",), probe=_probe_nodes_kept)
+def _():
+    """Every graph node is appended to a module-level list when it is made."""
+    init = original("reference.autograd.graph:Node.__init__")
+
+    def keeping_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        _KEPT.append(self)
+
+    replace("reference.autograd.graph:Node.__init__", keeping_init)
+
+
+def _probe_hooks_kept():
+    fw = _fw()
+    x = fw.ones(2, requires_grad=True)
+
+    class Owner:
+        pass
+
+    owner = Owner()
+    ref = weakref.ref(owner)
+    (x * 2).register_hook(lambda g, owner=owner: g)
+    del owner
+    gc.collect()
+    return ref() is not None
+
+
+@mutant("gc_cycles.tensor-hooks-never-freed", scored=False,
+        models="a framework that keeps every registered tensor hook (and its closure) for good",
+        rules=("gc_cycles.finalizer-collect-during-teardown-safe",), probe=_probe_hooks_kept)
+def _():
+    """Tensor.register_hook also appends each hook to a module-level list."""
+    register = original("reference.tensor:Tensor.register_hook")
+
+    def keeping_register(self, hook):
+        _KEPT.append(hook)
+        return register(self, hook)
+
+    replace("reference.tensor:Tensor.register_hook", keeping_register)
+
+
+def _probe_remove_refused():
+    fw = _fw()
+    x = fw.ones(2, requires_grad=True)
+    handle = x.register_hook(lambda g: g)
+    try:
+        handle.remove()
+    except RuntimeError:
+        return "refused"
+    return "removed"
+
+
+@mutant("hooks.handle-remove-refused", scored=False,
+        models="a framework whose hook handles cannot remove their hook (remove() raises)",
+        rules=("hooks.handle-remove-idempotent",), probe=_probe_remove_refused)
+def _():
+    """RemovableHandle.remove raises instead of removing the hook."""
+    def refuse(self):
+        raise RuntimeError("remove() refused (planted bug)")
+
+    replace("reference.autograd.graph:RemovableHandle.remove", refuse)
+
+
+class _SharedGradMode:
+    enabled = True
+
+
+def _probe_grad_mode_shared():
+    import threading
+
+    from reference import grad_mode
+
+    seen = []
+    with grad_mode.no_grad():
+        t = threading.Thread(target=lambda: seen.append(grad_mode.is_grad_enabled()))
+        t.start()
+        t.join()
+    return seen[0]
+
+
+@mutant("engine.grad-mode-process-global", scored=False,
+        models="a framework whose grad mode is one process-wide flag, not per thread",
+        rules=("engine.threads-independent-graphs", "engine.grad-mode-thread-local"),
+        probe=_probe_grad_mode_shared)
+def _():
+    """The grad-mode state is one object shared by every thread."""
+    replace("reference.grad_mode:_state", _SharedGradMode())
