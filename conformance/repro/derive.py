@@ -44,6 +44,7 @@ INLINED_MODULES = {
     "conformance.api": ROOT / "conformance" / "api.py",
     "conformance.liveness": ROOT / "conformance" / "liveness.py",
     "conformance.outcomes": ROOT / "conformance" / "outcomes.py",
+    "conformance.suites._helpers": ROOT / "conformance" / "suites" / "_helpers.py",
     "adapters.base": ROOT / "adapters" / "base.py",
 }
 #: Fixture parameters a suite test may take besides its own parametrize arguments.
@@ -496,7 +497,30 @@ def adapter_shim(adapter_name: str) -> str:
             @staticmethod
             def to_numpy(tensor):
                 return {to_numpy}
-        ''').replace("TABLE", table)
+        ''').replace("TABLE", table) + _contract_methods(adapter)
+
+
+#: The adapter methods the suites call for what frameworks spell differently (adapters/base.py).
+CONTRACT_METHODS = ("saved_tensors", "needs_input_grad", "retain_grad", "version", "inplace",
+                    "backward", "register_node_hook", "register_node_prehook", "next_functions",
+                    "subclass_instance")
+
+
+def _contract_methods(adapter) -> str:
+    """The adapter's own contract methods (its override or the torch-shaped default), copied
+    from its source and attached to the shim class, so a script calls what the harness does."""
+    import inspect
+
+    out = ["\n# the adapter's methods for what frameworks spell differently (copied from its "
+           "source)\n"]
+    for name in CONTRACT_METHODS:
+        method = getattr(type(adapter), name, None)
+        if method is None:
+            continue
+        source = textwrap.dedent(inspect.getsource(method))
+        out.append(source.replace(f"def {name}(self", f"def _adapter_{name}(self", 1))
+        out.append(f"adapter.{name} = classmethod(_adapter_{name})\n\n")
+    return "\n".join(out)
 
 
 RUNNER = '''\
