@@ -58,8 +58,9 @@ def run_to_junit(run: dict[str, Any]) -> ET.ElementTree:
             elif t["outcome"] in ERRORED:
                 ET.SubElement(case, "error", message=first, type=t["outcome"]).text = message
             elif t["outcome"] == str(Outcome.BLOCKED):
-                ET.SubElement(case, "skipped", message=_clean(
-                    f"BLOCKED by {t.get('blocked_by') or '?'}: {first}"))
+                by = t.get("blocked_by") or "?"
+                why = first.split(": ", 1)[1] if first.startswith(f"blocked by {by}: ") else first
+                ET.SubElement(case, "skipped", message=_clean(f"BLOCKED by {by}: {why}"))
             elif t["outcome"] in SKIPPED:
                 ET.SubElement(case, "skipped", message=f"{t['outcome']}: {first}")
             elif t["outcome"] not in (str(Outcome.PASS), str(Outcome.OBSERVED)):
