@@ -113,7 +113,14 @@ def context(data: dict[str, Any]) -> dict[str, Any]:
             causes.append({"label": run["label"], "title": aggregate.column_title(run),
                            "adapter": run["framework"], "causes": run["root_causes"],
                            "tests": sum(len(c["tests"]) for c in run["root_causes"])})
-    causes.sort(key=lambda r: -len(r["causes"]))
+    # the newest version of each framework first (most causes first), older versions after
+    newest = {}
+    for run in data["runs"]:
+        key = aggregate._version_key(run.get("framework_version"))
+        if run["framework"] not in newest or key > newest[run["framework"]][0]:
+            newest[run["framework"]] = (key, run["label"])
+    latest = {label for _, label in newest.values()}
+    causes.sort(key=lambda r: (r["label"] not in latest, -len(r["causes"])))
     bars = {key: aggregate.bar_svg(k["actual"]) for key, k in counts.items()}
     return {"columns": columns, "suites": suites, "rules_by_suite": rules_by_suite,
             "cells": table, "counts": counts, "totals": totals, "bars": bars,
