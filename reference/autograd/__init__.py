@@ -6,6 +6,13 @@ import warnings
 from reference.autograd import forward_ad, graph
 from reference.autograd.function import Function, FunctionCtx, once_differentiable
 from reference.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from reference import creation
+from reference.array_backend import namespace_of
+from reference.autograd import engine
+from reference.autograd.accumulate import store_grad
+from reference.ops.backward_ops import RAW_OPS, TENSOR_OPS
+from reference.ops.recording import edge
+from reference.tensor import Tensor
 
 __all__ = [
     "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
@@ -21,8 +28,6 @@ CREATE_GRAPH_WARNING = (
 
 
 def _as_tuple(value, what):
-    from reference.tensor import Tensor
-
     if value is None:
         return None
     if isinstance(value, Tensor):
@@ -33,8 +38,6 @@ def _as_tuple(value, what):
 
 
 def _root_edges(outputs):
-    from reference.ops.recording import edge
-
     edges = []
     for index, out in enumerate(outputs):
         node, nr = edge(out)
@@ -47,8 +50,6 @@ def _root_edges(outputs):
 
 def _root_grads(outputs, grad_outputs, create_graph):
     """The gradient to start from at each root, validated; arrays unless create_graph."""
-    from reference import creation
-    from reference.tensor import Tensor
 
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
@@ -82,10 +83,6 @@ def _root_grads(outputs, grad_outputs, create_graph):
 # rule: engine.autograd-backward-equivalent
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of the graph's leaves."""
-    from reference.autograd import engine
-    from reference.autograd.accumulate import store_grad
-    from reference.ops.backward_ops import RAW_OPS, TENSOR_OPS
-    from reference.ops.recording import edge
 
     outputs = _as_tuple(tensors, "tensors")
     grad_outputs = _as_tuple(grad_tensors, "grad_tensors")
@@ -128,9 +125,6 @@ def _storing_capture(tensor, ops, store_grad, previous):
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` w.r.t. ``inputs``, returned, with ``.grad`` untouched."""
-    from reference import creation
-    from reference.autograd import engine
-    from reference.ops.recording import edge
 
     outputs = _as_tuple(outputs, "outputs")
     inputs = _as_tuple(inputs, "inputs")
@@ -179,8 +173,6 @@ def _result_capture(results, index, previous):
 
 def _wrap_result(array):
     """A returned gradient the caller owns: never a read-only broadcast view of another array."""
-    from reference.array_backend import namespace_of
-    from reference.tensor import Tensor
 
     flags = getattr(array, "flags", None)
     if flags is not None and not flags.writeable:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 
+from reference.tensor import Tensor
+
 #: Backwards on different threads may reach the same leaf; each update of a ``.grad`` is
 #: made under this lock so that none is lost (PyTorch holds a per-leaf mutex there).
 _grad_lock = threading.Lock()
@@ -42,15 +44,14 @@ def accumulate_into_leaf(variable, grad, ops) -> None:
     """AccumulateGrad's body: store the gradient, then run post-accumulate-grad hooks."""
     if grad is None:
         return
+    # rule: hooks.post-accumulate-after-grad-in-order -- store first, then the hooks
     store_grad(variable, grad, ops)
-    # rule: hooks.post-accumulate-after-grad-in-order
     hooks = variable._post_accumulate_hooks
     if hooks:
         for hook in tuple(hooks.values()):
             result = hook(variable)
             if result is None or result is variable:  # torch tolerates returning the tensor itself
                 continue
-            from reference.tensor import Tensor
 
             if not isinstance(result, Tensor):
                 raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")

@@ -20,8 +20,10 @@ import heapq
 import itertools
 
 from reference import grad_mode
+from reference.autograd.accumulate import store_grad
 from reference.autograd.graph import AccumulateGrad
 from reference.ops.backward_ops import RAW_OPS, TENSOR_OPS
+from reference.tensor import Tensor
 
 NONE_REPLACED = "can't replace a None gradient with a non-None value"
 
@@ -171,8 +173,6 @@ def _run_tensor_hooks(node, extras, grads, ops):
             if hooks:
                 grads[nr] = _call_tensor_hooks(hooks, grads[nr], ops)
     if extras.retains_grad:
-        from reference.autograd.accumulate import store_grad
-
         # rules: engine.retain-grad, hooks.retain-grad-sees-all-tensor-hooks, hooks.retain-grad-latest-version
         for nr, tensor_ref in extras.retains_grad.items():
             tensor = tensor_ref()
@@ -198,8 +198,6 @@ def _call_tensor_hooks(hooks, grad, ops):
 
 
 def _check_hook_result(hook, before, after):
-    from reference.tensor import Tensor
-
     # rule: hooks.return-type-validated
     if not isinstance(after, Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type(after).__name__}'")

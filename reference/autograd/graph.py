@@ -17,6 +17,11 @@ import itertools
 import threading
 import weakref
 
+from reference import grad_mode
+from reference.array_backend import device_type_of, to_device, to_host
+from reference.autograd.accumulate import accumulate_into_leaf
+from reference.tensor import Tensor
+
 _sequence = itertools.count()
 _hook_ids = itertools.count()
 
@@ -269,8 +274,6 @@ class _Packed:
     __slots__ = ("packed", "unpack_hook", "is_output", "grad_fn", "output_nr", "requires_grad", "accumulator")
 
     def unpack(self, node, as_tensor):
-        from reference.tensor import Tensor
-
         value = self.unpack_hook(self.packed)  # rule: saved_tensors.unpack-on-every-access
         if not isinstance(value, Tensor):  # rule: saved_tensors.unpack-non-tensor-raises
             raise TypeError(
@@ -326,7 +329,6 @@ class SavedTensor:
 
     def _pack(self, tensor, pack_hook, unpack_hook, is_output):
         """Hand ``tensor`` to ``pack_hook`` (under no_grad, as in torch) and keep only its result."""
-        from reference import grad_mode
 
         version = tensor._version_counter[0]
         # pack sees the tensor itself, a tangent included; tangents are never saved here, so
@@ -368,7 +370,6 @@ class SavedTensor:
             return tensor if as_tensor else tensor._data
         if not as_tensor:
             return self._data
-        from reference.tensor import Tensor
 
         out = Tensor._wrap(self._data)
         out._version_counter = self._counter
@@ -419,8 +420,6 @@ class AccumulateGrad(Node):
         self.variable = variable
 
     def apply(self, ops, grads):
-        from reference.autograd.accumulate import accumulate_into_leaf
-
         accumulate_into_leaf(self.variable, grads[0], ops)
         return ()
 
@@ -503,8 +502,6 @@ class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - torch's name
 
 
 def _pack_to_cpu(tensor):
-    from reference.array_backend import device_type_of, to_host
-    from reference.tensor import Tensor
 
     # rule: saved_tensors.save-on-cpu-round-trip
     device = device_type_of(tensor._data)
@@ -513,8 +510,6 @@ def _pack_to_cpu(tensor):
 
 
 def _unpack_from_cpu(packed):
-    from reference.array_backend import to_device
-    from reference.tensor import Tensor
 
     device, host = packed
     if device == "cpu":
@@ -554,8 +549,6 @@ class _AllowMutationContext:
         return saved
 
     def unpack(self, saved):
-        from reference.tensor import Tensor
-
         if saved.context.closed:  # rule: saved_tensors.allow-mutation-outside-context-raises
             raise RuntimeError(MUTATION_OUTSIDE_CONTEXT)
         if saved.copy is None:
