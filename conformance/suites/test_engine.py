@@ -1058,3 +1058,44 @@ def test_eight_threads_backward_on_independent_graphs_with_their_own_grad_mode(f
     errors = result["errors"]
     assert errors == [], f"{len(errors)} problem(s), first: {errors[:3]}"
     assert result["main_grad_enabled"] is True, "the main thread's grad mode changed"
+
+
+# -- callbacks queued during backward, version bumps ---------------------------------------
+
+@rule("engine.queued-callbacks-run-at-end")
+def test_queued_callbacks_run_once_at_the_end_in_order(adapter, fw, device):
+    engine = getattr(getattr(fw.autograd, "Variable", None), "_execution_engine", None)
+    if engine is None or not hasattr(engine, "queue_callback"):
+        raise Unsupported("no autograd.Variable._execution_engine.queue_callback")
+    order = []
+    x = fw.ones(2, requires_grad=True, device=device)
+
+    def hook(g):
+        engine.queue_callback(lambda: order.append(("first", adapter.to_numpy(x.grad).tolist()
+                                                     if x.grad is not None else None)))
+        engine.queue_callback(lambda: order.append(("second", None)))
+        order.append(("hook", None))
+
+    y = x * 2
+    y.register_hook(hook)
+    (y * 3).sum().backward()
+    order.append(("returned", None))
+    (x * 2).sum().backward()
+    assert order == [("hook", None), ("first", [6.0, 6.0]), ("second", None), ("returned", None)], \
+        f"events (callback 'first' records x.grad): {order}"
+    with raises(RuntimeError, what="queue_callback outside any backward"):
+        engine.queue_callback(lambda: None)
+
+
+@rule("engine.increment-version-invalidates-saved")
+def test_increment_version_makes_saved_tensor_stale(adapter, fw, device):
+    increment = getattr(getattr(fw.autograd, "graph", None), "increment_version", None)
+    if increment is None:
+        raise Unsupported("no autograd.graph.increment_version")
+    a = fw.ones(2, requires_grad=True, device=device)
+    y = a * a
+    before = adapter.version(a)
+    increment(a)
+    assert adapter.version(a) == before + 1, f"_version {before} -> {adapter.version(a)}"
+    with raises(RuntimeError, match=INPLACE, what="backward needing a tensor whose version was bumped"):
+        y.sum().backward()

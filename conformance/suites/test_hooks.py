@@ -10,12 +10,10 @@ import weakref
 import numpy as np
 from numpy.testing import assert_allclose
 
-from conformance.api import Blocked, diverges_if_raises, prerequisite, rule
+from conformance.api import Blocked, Unsupported, diverges_if_raises, prerequisite, rule
 from conformance.suites._helpers import (BACKWARD_INPUTS, HOOK_REMOVE, expect_error, hook_handle, node_hook,
                                          leaf_hooks_fire_once, node_prehook, producer,
                                          remove_handle)
-
-
 
 
 def _remove(handle, what="handle.remove()"):
@@ -654,3 +652,43 @@ def test_node_hooks_fire_on_every_retained_backward(adapter, fw, device):
         y.sum().backward(retain_graph=True)
     one = ["tensor", "pre", "post"]
     assert log == one * 3, f"over three retained passes the hooks ran as {log}; expected {one} three times"
+
+
+# -- hooks over several tensors -------------------------------------------------------------
+
+def _multi_grad_hook(fw):
+    register = getattr(getattr(fw.autograd, "graph", None), "register_multi_grad_hook", None)
+    if register is None:
+        raise Unsupported("no autograd.graph.register_multi_grad_hook")
+    return register
+
+
+@rule("hooks.multi-grad-hook-all")
+def test_multi_grad_hook_all_fires_once_with_the_group(adapter, fw, device):
+    register = _multi_grad_hook(fw)
+    a = fw.ones(2, requires_grad=True, device=device)
+    b = fw.ones(2, requires_grad=True, device=device)
+    seen = []
+    handle = register((a, b), lambda grads: seen.append(
+        [None if g is None else adapter.to_numpy(g).tolist() for g in grads]))
+    (a * 2 + b * 3).sum().backward()
+    assert seen == [[[2.0, 2.0], [3.0, 3.0]]], f"one backward reaching a and b: hook calls {seen}"
+    (a * 2).sum().backward()
+    assert seen[1:] == [[[2.0, 2.0], None]], f"a backward reaching only a: hook calls {seen[1:]}"
+    handle.remove()
+    (a * 2 + b * 3).sum().backward()
+    assert len(seen) == 2, "the hook ran after handle.remove()"
+
+
+@rule("hooks.multi-grad-hook-any")
+def test_multi_grad_hook_any_fires_once_with_the_first(adapter, fw, device):
+    register = _multi_grad_hook(fw)
+    a = fw.ones(2, requires_grad=True, device=device)
+    b = fw.ones(2, requires_grad=True, device=device)
+    seen = []
+    register((a, b), lambda g: seen.append(adapter.to_numpy(g).tolist()), mode="any")
+    (a * 2 + b * 3).sum().backward()
+    assert len(seen) == 1 and seen[0] in ([2.0, 2.0], [3.0, 3.0]), \
+        f"one backward reaching a and b: hook calls {seen}"
+    (a * 2).sum().backward()
+    assert seen[1:] == [[2.0, 2.0]], f"a second backward reaching only a: hook calls {seen[1:]}"

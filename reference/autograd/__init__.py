@@ -15,9 +15,32 @@ from reference.ops.recording import edge
 from reference.tensor import Tensor
 
 __all__ = [
-    "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
+    "Variable", "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
     "set_grad_enabled", "is_grad_enabled", "forward_ad", "graph",
 ]
+
+class _ImperativeEngine:
+    """``Variable._execution_engine``: the engine's one user-facing entry, queue_callback."""
+
+    @staticmethod
+    def queue_callback(callback) -> None:
+        from reference.autograd.engine import queue_callback
+
+        queue_callback(callback)
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, instance):
+        from reference.tensor import Tensor
+
+        return isinstance(instance, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """torch's legacy name for a tensor; kept for ``Variable._execution_engine``."""
+
+    _execution_engine = _ImperativeEngine()
+
 
 CREATE_GRAPH_WARNING = (
     "Using backward() with create_graph=True will create a reference cycle between the parameter "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import threading
 
 from reference import grad_mode
 from reference.autograd.accumulate import store_grad
@@ -55,7 +56,8 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
             push(ready, (_priority(node), next(order), node))
 
     # rules: engine.create-graph-double-backward, engine.grads-detached-without-create-graph
-    with grad_mode.set_grad_enabled(create_graph):
+    task = GraphTask(dependencies)
+    with _running(task), grad_mode.set_grad_enabled(create_graph):
         while ready:
             node = pop(ready)[2]
             grads = buffers.pop(node)
@@ -99,6 +101,63 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
                 # rule: engine.node-runs-after-consumers
                 if remaining == 0:
                     push(ready, (_priority(child), next(order), child))
+        _run_callbacks(task)
+
+
+class GraphTask:
+    """What one running backward exposes to the code it calls (hooks, custom backwards):
+    the nodes it will run, and the callbacks queued to run once at its end."""
+
+    __slots__ = ("nodes", "callbacks", "multi_hooks", "__weakref__")
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+        self.callbacks = []
+        self.multi_hooks = None  # {handle id: state} for register_multi_grad_hook
+
+
+_tasks = threading.local()
+
+
+def current_task():
+    """The innermost backward running on this thread, or None."""
+    stack = getattr(_tasks, "stack", None)
+    return stack[-1] if stack else None
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` once, after the current backward's last node (rule:
+    engine.queued-callbacks-run-at-end)."""
+    task = current_task()
+    if task is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    task.callbacks.append(callback)
+
+
+class _running:
+    """Makes ``task`` the current graph task of this thread for the ``with`` block."""
+
+    __slots__ = ("_task",)
+
+    def __init__(self, task):
+        self._task = task
+
+    def __enter__(self):
+        stack = _tasks.__dict__.setdefault("stack", [])
+        stack.append(self._task)
+
+    def __exit__(self, *exc):
+        _tasks.stack.pop()
+        return False
+
+
+def _run_callbacks(task):
+    """The callbacks queued during the task, in order; one queued by a callback runs too."""
+    callbacks = task.callbacks
+    index = 0
+    while index < len(callbacks):
+        callbacks[index]()
+        index += 1
 
 
 def _priority(node) -> float:

@@ -591,3 +591,12 @@ def allow_mutation_on_saved_tensors():
     value is copied just before the first change, and backward uses that copy. A graph
     recorded in the block cannot be backpropagated through after the block ends."""
     return _AllowMutationContext()
+
+
+def __getattr__(name):
+    # torch.autograd.graph's functions that need the engine, loaded on first use
+    if name in ("register_multi_grad_hook", "increment_version"):
+        from reference.autograd import multi_hooks
+
+        return getattr(multi_hooks, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,136 @@
+"""The reference engine's views and in-place ops on them (suite `views`), multi-grad hooks
+and queued callbacks: gradients against hand-computed values, and no reference cycle."""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import pytest
+
+import reference as R
+from reference.autograd.graph import increment_version, register_multi_grad_hook
+from tests.reference.helpers import gc_disabled
+
+
+def grad_of(fn, values):
+    a = R.tensor(values, requires_grad=True)
+    fn(a).sum().backward()
+    return a.grad.numpy()
+
+
+def test_inplace_on_transposed_view():  # rule: views.inplace-on-view-rewrites-base
+    def fn(a):
+        b = a * 1
+        b.t()[0].mul_(3)  # column 0 of b
+        return b * R.tensor([[1.0, 2.0], [3.0, 4.0]])
+
+    np.testing.assert_allclose(grad_of(fn, [[1.0, 1.0], [1.0, 1.0]]), [[3, 2], [9, 4]])
+
+
+def test_setitem_on_view_of_view():  # rule: views.view-history-follows-base
+    w = R.ones(1, requires_grad=True)
+
+    def fn(a):
+        b = a * 1
+        b[1:][0:1] = w * 5
+        return b
+
+    np.testing.assert_allclose(grad_of(fn, [1.0, 1.0, 1.0]), [1, 0, 1])
+    np.testing.assert_allclose(w.grad.numpy(), [5])
+
+
+def test_view_retain_grad_follows_new_history():
+    a = R.ones(3, requires_grad=True)
+    b = a * 1
+    v = b[:2]
+    v.retain_grad()
+    v.mul_(2)
+    (v * 3).sum().backward()
+    np.testing.assert_allclose(v.grad.numpy(), [3, 3])
+    np.testing.assert_allclose(a.grad.numpy(), [6, 6, 0])
+
+
+def test_fill_and_zero_on_views():
+    def fn(a):
+        b = a * 2
+        b[0].fill_(7.0)
+        b[2:].zero_()
+        return b
+
+    np.testing.assert_allclose(grad_of(fn, [1.0, 1.0, 1.0, 1.0]), [0, 2, 0, 0])
+
+
+def test_no_cycle_after_inplace_on_view():  # rule: views.inplace-on-view-graph-freed
+    with gc_disabled():
+        a = R.ones(4, requires_grad=True)
+        b = a * 1
+        v = b[1:3]
+        v.mul_(a[1:3] * 1)
+        node = weakref.ref(b.grad_fn)
+        view_node = weakref.ref(v.grad_fn)
+        del b, v
+        assert node() is None and view_node() is None
+
+
+def test_views_registry_drops_dead_views():
+    b = R.ones(4) * 1
+    for i in range(100):
+        b[i % 4: i % 4 + 1]
+    assert len(b._views) <= 16
+
+
+def test_no_grad_view_is_not_registered_and_refuses():
+    b = R.ones(4, requires_grad=True) * 1
+    with R.no_grad():
+        v = b[:2]
+    assert not getattr(b, "_views", None)
+    with pytest.raises(RuntimeError, match="no_grad mode"):
+        v.add_(1)
+
+
+def test_multi_grad_hook_holds_no_cycle():
+    with gc_disabled():
+        a = R.ones(2, requires_grad=True)
+        y = a * 2
+        register_multi_grad_hook((a, y), lambda grads: None)
+        ref_a, ref_y = weakref.ref(a), weakref.ref(y)
+        del a, y
+        assert ref_a() is None and ref_y() is None
+
+
+def test_multi_grad_hook_with_autograd_grad_inputs():
+    a = R.ones(2, requires_grad=True)
+    b = R.ones(2, requires_grad=True)
+    seen = []
+    register_multi_grad_hook((a, b), lambda grads: seen.append([g is None for g in grads]))
+    R.autograd.grad((a * b).sum(), (a,))
+    assert seen == [[False, True]]
+
+
+def test_callbacks_of_nested_backward_stay_in_their_task():
+    order = []
+    x = R.ones(1, requires_grad=True)
+
+    def hook(g):
+        R.autograd.Variable._execution_engine.queue_callback(lambda: order.append("outer"))
+        inner = R.ones(1, requires_grad=True)
+
+        def inner_hook(g2):
+            R.autograd.Variable._execution_engine.queue_callback(lambda: order.append("inner"))
+
+        with R.enable_grad():
+            y2 = inner * 2
+            y2.register_hook(inner_hook)
+            y2.sum().backward()
+        order.append("inner returned")
+
+    y = x * 2
+    y.register_hook(hook)
+    y.sum().backward()
+    assert order == ["inner", "inner returned", "outer"]
+
+
+def test_increment_version_of_several():
+    a, b = R.ones(1), R.ones(1)
+    increment_version([a, b])
+    assert (a._version, b._version) == (1, 1)
