@@ -126,8 +126,8 @@ def current_task():
 
 
 def queue_callback(callback) -> None:
-    """Run ``callback()`` once, after the current backward's last node (rule:
-    engine.queued-callbacks-run-at-end)."""
+    """Run ``callback()`` once, after the current backward's last node."""
+    # rule: engine.queued-callbacks-run-at-end
     task = current_task()
     if task is None:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")

@@ -95,7 +95,7 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
             state = state_of(task)
             if state["done"]:
                 return None
-            if mode == "any":
+            if mode == "any":  # rule: hooks.multi-grad-hook-any
                 state["done"] = True
                 fn(grad)
                 return None
@@ -103,7 +103,7 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
                 state["left"] = sum(1 for p in positions if _will_receive(p, task))
             state["grads"][index] = grad
             state["left"] -= 1
-            if state["left"] <= 0:
+            if state["left"] <= 0:  # rule: hooks.multi-grad-hook-all
                 state["done"] = True
                 grads, state["grads"] = tuple(state["grads"]), None
                 fn(grads)
@@ -121,4 +121,4 @@ def increment_version(tensor) -> None:
     from reference.tensor import Tensor
 
     for t in (tensor,) if isinstance(tensor, Tensor) else tuple(tensor):
-        t._version_counter[0] += 1
+        t._version_counter[0] += 1  # rule: engine.increment-version-invalidates-saved

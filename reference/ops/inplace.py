@@ -109,7 +109,7 @@ class CopySlices(Node):
         self._fn_output_nr = fn_output_nr
 
     @property
-    def _saved(self):
+    def _saved(self):  # rule: views.inplace-on-view-frees-saved (the engine releases fn's saved tensors)
         return self._fn._saved
 
     @_saved.setter
@@ -124,7 +124,7 @@ class CopySlices(Node):
         grad = grads[0]
         fn = self._fn
         fn_grads_in = [None] * fn.num_outputs
-        if ops.differentiable:
+        if ops.differentiable:  # rule: views.inplace-on-view-double-backward
             result = grad.clone()
             region = self._view_fn(result)
             fn_grads_in[self._fn_output_nr] = region.clone()
@@ -157,6 +157,7 @@ def rebase_view_history(view: Tensor, fn, self_index: int = 0, fn_output_nr: int
     next_functions[self_index] = edge(base)
     next_functions = tuple(next_functions)
     fn._next_functions = next_functions
+    # rule: views.inplace-on-view-rewrites-base
     rebase_history(base, CopySlices(fn, next_functions, view._view_fn, self_index, fn_output_nr))
     regenerate_view(view)
     refresh_views(base, skip=view)
@@ -259,6 +260,7 @@ def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=N
     base = self._base
     if base is not None:
         check_view_inplace(self, other)
+        # rule: views.setitem-makes-nonleaf (a grad-requiring value makes a plain base require grad)
         record = grad_mode._state.enabled and (
             base._requires_grad or self._requires_grad or getattr(other, "_requires_grad", False))
     else:

@@ -76,8 +76,9 @@ def _make_view(self, data, node_cls=None, configure=None, cls=Tensor, view_fn=No
     else:
         out = cls.__new__(cls)
         out._data = data
+    # rules: views.view-shares-version-counter, views.saved-view-version-checked (one counter for all aliases)
     out._version_counter = self._version_counter
-    out._base = self._base if self._base is not None else self
+    out._base = self._base if self._base is not None else self  # rule: views.is-view-and-base
     if node_cls is not None and needs_grad(self):
         node = node_cls(edges(self))
         if configure is not None:
@@ -109,14 +110,14 @@ def _register_view(base, view):
         views = base._views = []
     if len(views) >= 8 and not len(views) & (len(views) - 1):  # at each power of two, drop the dead
         views[:] = [ref for ref in views if ref() is not None]
-    views.append(weakref.ref(view))
+    views.append(weakref.ref(view))  # rule: views.inplace-on-view-graph-freed (weak: no cycle)
 
 
 def regenerate_view(view):
     """Give ``view`` a fresh history from its base's current one: the view replayed on the
     base (PyTorch's AsStridedBackward0 plays this part). rule: views.view-history-follows-base"""
     global _replaying
-    base = view._base
+    base = view._base  # rule: views.view-history-follows-base
     _replaying = True
     try:
         with grad_mode.enable_grad(), forward_ad.suppress_propagation():

@@ -39,9 +39,6 @@ NOT_YET_NAMED = {
     "hooks.hook-bound-to-version",
     "identity.next-functions-pairs",
     "saved_tensors.register-hooks-per-tensor",
-    "views.view-shares-version-counter", "views.is-view-and-base", "views.inplace-on-view-rewrites-base",
-    "views.setitem-makes-nonleaf", "views.saved-view-version-checked", "views.inplace-on-view-double-backward",
-    "views.inplace-on-view-frees-saved", "views.inplace-on-view-graph-freed",
 }
 
 
