@@ -83,9 +83,9 @@ def stress(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Benchmarks (pytest-benchmark): reference vs raw numpy vs torch."""
+    """Benchmarks (pytest-benchmark): reference vs raw numpy vs torch, and the report page."""
     session.install("-e", ".[test,torch]")
-    session.run("pytest", "benchmarks", "--benchmark-only", *session.posargs)
+    session.run("python", "-m", "pytest", "benchmarks", "--benchmark-only", *session.posargs)
 
 
 # -- conformance runs: one session per framework (version), results in reports/results/ ----

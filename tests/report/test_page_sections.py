@@ -1,10 +1,8 @@
 """The page's new sections in headless Chromium (Debian's), on hand-made results: the ranked
 root causes it opens on, the version diff, the real outcome in every cell with its own mark and
-an "expected" badge, the per-suite bars, and a five-column page that opens fast. Screenshots go
-to the test's temporary directory (not the source tree)."""
+an "expected" badge and the per-suite bars. Screenshots go to the test's temporary directory
+(not the source tree). How fast the page opens is a benchmark (benchmarks/test_bench_report_page.py)."""
 from __future__ import annotations
-
-import time
 
 import pytest
 
@@ -30,10 +28,8 @@ def test_new_sections_in_a_browser(page_path, tmp_path):
             errors, requests = [], []
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.on("request", lambda r: requests.append(r.url))
-            started = time.monotonic()
             page.goto(page_path.as_uri())
             page.wait_for_selector("html[data-ready=yes]")
-            opened = time.monotonic() - started
             # it opens on the ranked root causes, the run with most causes first and unfolded
             assert page.locator("h2").first.inner_text().startswith("Root causes")
             first = page.locator("section.causes").first
@@ -65,6 +61,5 @@ def test_new_sections_in_a_browser(page_path, tmp_path):
             page.screenshot(path=str(tmp_path / "counts.png"))
             assert not errors, errors
             assert all(u.startswith(("file:", "data:", "about:", "blob:")) for u in requests), requests
-            assert opened < 2.0, f"the page took {opened:.2f} s to open"
         finally:
             browser.close()
