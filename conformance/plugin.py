@@ -373,6 +373,9 @@ class Controller:
         message = timed_out or str(report.longrepr)
         if timed_out:
             report.longrepr = timed_out
+        elif h.watchdog:
+            message = h.watchdog.crash_message(crashitem, message)
+            report.longrepr = message
         if verdict.status == "xfailed":
             report.outcome = "skipped"
             report.wasxfail = f"{actual} as expected: {expectation.reason}"

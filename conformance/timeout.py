@@ -25,7 +25,9 @@ import faulthandler
 import hashlib
 import os
 import shutil
+import re
 import signal
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -38,6 +40,67 @@ GRACE_FRACTION = 0.2
 #: Key of the marker directory in xdist's ``workerinput``.
 WORKERINPUT_KEY = "conformance_timeout_dir"
 MARKER_HEAD = "conformance timeout"
+PHASE_HEAD = "conformance phase:"
+PHASE_CALL = "running the test"
+PHASE_REPORT = "reporting the test's result (pytest's report and failure formatting)"
+
+
+def _enable_crash_dump(file) -> None:
+    """faulthandler writes a fatal signal's tracebacks to ``file`` (with the C stack where
+    this Python's faulthandler has one: 3.14 and later)."""
+    try:
+        faulthandler.enable(file=file, all_threads=True, c_stack=True)
+    except TypeError:
+        faulthandler.enable(file=file, all_threads=True)
+    except (ValueError, OSError, AttributeError):
+        pass  # no usable file (closed stderr): leave faulthandler as it is
+
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+
+
+def describe_crash(nodeid: str, text: str, fallback: str) -> str:
+    """A CRASH message from a marker's text (phase lines, then faulthandler's dump)."""
+    phases = [line[len(PHASE_HEAD):].strip() for line in text.splitlines()
+              if line.startswith(PHASE_HEAD)]
+    phase = phases[-1] if phases else "setup"
+    fatal = next((line.strip() for line in text.splitlines() if line.startswith("Fatal Python error")), "")
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("Current thread")), None)
+    frames = []
+    if start is not None:
+        for line in lines[start + 1:]:
+            match = _FRAME.match(line)
+            if not match:
+                break
+            frames.append(match)
+    python_frame = "not recorded (no traceback in the marker)"
+    if frames:
+        top = frames[0]
+        python_frame = f"{top['func']} ({os.path.basename(top['file'])}:{top['line']})"
+        test_file = nodeid.split("::")[0]
+        test_name = nodeid.split("::")[-1].split("[")[0]
+        in_file = [f for f in frames if f["file"].endswith(test_file)]
+        suite = next((f for f in in_file if f["func"] == test_name), in_file[0] if in_file else None)
+        if suite is not None and suite is not top:
+            python_frame += f", called from {suite['func']} ({os.path.basename(suite['file'])}:{suite['line']})"
+    native = None
+    for i, line in enumerate(lines):
+        if "C stack" in line:
+            native = next((later.strip() for later in lines[i + 1:] if later.strip()), None)
+            break
+    native_frame = native or "none (faulthandler dumps C stacks from Python 3.14 on)"
+    if phase == PHASE_REPORT or phase == "done":
+        where = ("CRASH while reporting the test's result, not in the test: the test had "
+                 "finished and pytest was formatting its outcome")
+    elif phase == "teardown":
+        where = "CRASH in the test's teardown"
+    elif phase == "setup":
+        where = "CRASH in the test's setup"
+    else:
+        where = "CRASH while running the test"
+    return (f"{where} ({fatal or 'the worker process died'}); crashing Python frame: "
+            f"{python_frame}; native frame: {native_frame}\n{fallback}")
 
 
 class TestTimeout(BaseException):
@@ -70,6 +133,8 @@ class Watchdog:
         self.in_worker = workerinput is not None
         # stage 2 without xdist: the real terminal, saved before pytest captures fd 2 per test
         self.stderr_fd = os.dup(2) if not self.in_worker else None
+        self._marker = None  # the running test's marker file (worker only)
+        self.crashes: dict[str, str] = {}  # nodeid -> marker text of a worker that crashed on it
 
     # -- xdist: the workers write their markers where the controller looks -------------
     @pytest.hookimpl(optionalhook=True)
@@ -86,10 +151,45 @@ class Watchdog:
         path.unlink(missing_ok=True)
         head, _, dump = text.partition("\n")
         if not head.startswith(MARKER_HEAD) or "Timeout (" not in dump:
-            return None  # armed but not expired: a real crash
+            self.crashes[nodeid] = dump  # armed but not expired: a real crash (see crash_message)
+            return None
         return (f"TIMEOUT: {nodeid} ran past --conformance-timeout {self.per_run:g}s and did "
                 f"not return {grace(self.limit):g}s after it was interrupted (stuck outside "
                 f"Python); its worker was ended. Tracebacks at that moment:\n{dump.strip()}")
+
+    def crash_message(self, nodeid: str, fallback: str) -> str:
+        """What a worker that crashed on ``nodeid`` left in its marker: the phase it was in
+        (running the test, or reporting its result), the crashing Python frame and, where
+        faulthandler gives one (Python >= 3.14), the native frame."""
+        text = self.crashes.pop(nodeid, None)
+        if text is None:
+            return fallback
+        return describe_crash(nodeid, text, fallback)
+
+    def _phase(self, what: str) -> None:
+        if self._marker is not None and not self._marker.closed:
+            self._marker.write(f"{PHASE_HEAD} {what}\n")
+            self._marker.flush()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item):
+        self._phase(PHASE_CALL)
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        if call.when == "call":
+            self._phase(PHASE_REPORT)
+        try:
+            return (yield)
+        finally:
+            if call.when == "call":
+                self._phase("done")
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item, nextitem):
+        self._phase("teardown")
+        return (yield)
 
     # -- both stages around one test ------------------------------------------------
     @pytest.hookimpl(tryfirst=True, wrapper=True)
@@ -100,7 +200,10 @@ class Watchdog:
         if self.in_worker:
             marker = open(marker_path(self.directory, item.nodeid), "w")
             marker.write(f"{MARKER_HEAD} {self.per_run:g}s {item.nodeid}\n")
+            marker.write(f"{PHASE_HEAD} setup\n")
             marker.flush()
+            self._marker = marker
+            _enable_crash_dump(marker)  # a segfault writes its tracebacks into the marker too
             faulthandler.dump_traceback_later(self.limit + grace(self.limit), exit=True,
                                               file=marker)
         else:
@@ -113,6 +216,8 @@ class Watchdog:
             alarm()
             faulthandler.cancel_dump_traceback_later()
             if marker is not None:
+                self._marker = None
+                _enable_crash_dump(sys.__stderr__)
                 marker.close()
                 Path(marker.name).unlink(missing_ok=True)
 

@@ -55,7 +55,9 @@ class ConformanceProject:
         pytester.mkdir("suites")
         pytester.makepyfile(fakefw=FAKE_ADAPTER)
         pytester.syspathinsert()
-        monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+        # the project first, so a subprocess runs this checkout's harness, not an installed one
+        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(pytester.path), repo]))
 
     def rules(self, suite: str, *names: str, level: str = "MUST") -> None:
         """Append rules ``<suite>.<name>`` to the suite's catalogue file."""

@@ -74,3 +74,38 @@ def test_segfaults_in_two_suites_leave_every_other_result(conformance_project):
         result.stdout.str()
     assert records[-1]["type"] == "end" and records[-1]["not_run"] == []
     result.stdout.fnmatch_lines(["alpha*5*3/5*1/5*1/5*", "beta*3*1/3*1/3*1/3*"])
+
+
+CRASH_SITES = '''
+    import ctypes
+
+    class Unprintable(AssertionError):
+        def __str__(self):
+            ctypes.string_at(0)  # pytest formats the failure: the crash is in the reporting
+
+    def crash_in_the_framework():
+        ctypes.string_at(0)
+
+    @rule("gamma.a")
+    def test_crash_in_the_test(): crash_in_the_framework()
+    @rule("gamma.b")
+    def test_crash_when_reported(): raise Unprintable()
+'''
+
+
+def test_a_crash_names_its_frame_and_a_crash_while_reporting_is_said_to_be_one(conformance_project):
+    conformance_project.rules("gamma", "a", "b")
+    conformance_project.suite("gamma", CRASH_SITES)
+    conformance_project.run("-n", "1", "suites", "--results", "results.jsonl", subprocess=True)
+    records = {r["nodeid"].split("::")[-1]: r for r in conformance_project.results()
+               if r["type"] == "test"}
+    in_test = records["test_crash_in_the_test"]
+    assert in_test["outcome"] == "CRASH"
+    assert "CRASH while running the test" in in_test["message"], in_test["message"]
+    assert "crashing Python frame: string_at (" in in_test["message"]  # ctypes, innermost
+    assert "called from test_crash_in_the_test" in in_test["message"]
+    assert "native frame:" in in_test["message"]
+    reporting = records["test_crash_when_reported"]
+    assert reporting["outcome"] == "CRASH"
+    assert "CRASH while reporting the test's result, not in the test" in reporting["message"], \
+        reporting["message"]
