@@ -1099,3 +1099,14 @@ def test_increment_version_makes_saved_tensor_stale(adapter, fw, device):
     assert adapter.version(a) == before + 1, f"_version {before} -> {adapter.version(a)}"
     with raises(RuntimeError, match=INPLACE, what="backward needing a tensor whose version was bumped"):
         y.sum().backward()
+
+
+@rule("engine.grad-empty-inputs-refused")
+def test_grad_with_no_inputs_raises(fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    ran = []
+    y = x * 2
+    y.register_hook(lambda g: ran.append(1))
+    with raises(RuntimeError, what="autograd.grad(out, []) (no inputs)"):
+        fw.autograd.grad(y.sum(), [])
+    assert ran == [], "a backward ran although autograd.grad had no inputs"

@@ -152,6 +152,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     outputs = _as_tuple(outputs, "outputs")
     inputs = _as_tuple(inputs, "inputs")
     grad_outputs = _as_tuple(grad_outputs, "grad_outputs")
+    if not inputs:  # rule: engine.grad-empty-inputs-refused
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if is_grads_batched:
         raise NotImplementedError("is_grads_batched=True is not supported by the reference engine")
     if allow_unused is None:
