@@ -88,6 +88,17 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "benchmarks", "--benchmark-only", *session.posargs)
 
 
+@nox.session(python=PYTHON)
+def mutants(session: nox.Session) -> None:
+    """The suites' detection power: the conformance suites against every curated planted bug
+    in the reference (conformance/mutants); prints killed/total and every survivor, writes
+    reports/mutants.json. `-- --long --budget 600` also runs mutmut over reference/."""
+    session.install("-e", ".[test]")
+    if "--long" in session.posargs:
+        session.install("mutmut>=3,<4")
+    session.run("python", "-m", "conformance.mutants", *session.posargs)
+
+
 # -- conformance runs: one session per framework (version), results in reports/results/ ----
 def _python(version: str) -> str:
     """``pythonX.Y`` from PATH, else from pyenv's versions (whose shims may not expose it)."""

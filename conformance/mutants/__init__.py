@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 ENV = "AUTOGRAD_CONFORMANCE_MUTANT"
-AREAS = ("identity", "gc_cycles", "hooks", "legacy_function", "forward_levels", "engine")
+AREAS = ("identity", "gc_cycles", "hooks", "legacy_function", "forward_levels", "engine", "saved_tensors",
+         "views")
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ For each mutant: its probe must differ from the clean reference (else it is not 
 ``AUTOGRAD_CONFORMANCE_MUTANT=<id>`` (``--jobs`` at a time). A mutant is *killed* when some
 test's outcome differs from the clean run's; it does not count (*invalid*) when the run breaks
 before any test, or when no test passes. Each run stops at its first failing test (pytest -x),
-the mutant's own suite first. Prints killed/total, each survivor with the
+the tests of the rules expected to catch the mutant first, then (if they
+miss it) every suite, the mutant's own area first. Prints killed/total, each survivor with the
 rules that should have caught it, and the score recorded before new rules were added
 (baseline.json); writes ``reports/mutants.json``. ``--long --budget S`` also runs mutmut over
 ``reference/`` for at most S seconds (conformance/mutants/generic.py) and reports its score.
@@ -33,34 +34,103 @@ BASELINE = Path(__file__).with_name("baseline.json")
 OK_OUTCOMES = ("PASS", "OBSERVED")
 
 
-def _pytest_cmd(results: Path, first_suite: str | None, stop_at_first: bool) -> list[str]:
-    paths = ["conformance/suites"]
-    if first_suite and (ROOT / f"conformance/suites/test_{first_suite}.py").is_file():
+def _pytest_cmd(results: Path, first_suite: str | None, stop_at_first: bool, nodeids=None) -> list[str]:
+    paths = list(nodeids or ["conformance/suites"])
+    if not nodeids and first_suite and (ROOT / f"conformance/suites/test_{first_suite}.py").is_file():
         paths.insert(0, f"conformance/suites/test_{first_suite}.py")  # its own area first
     return [sys.executable, "-m", "pytest", "--adapter=reference", "-p", "no:cacheprovider", "-q",
             "--conformance-timeout=20", f"--results={results}", *(["-x"] if stop_at_first else []), *paths]
 
 
+_WARM = False  # whether this process has pytest, the harness, the suites and the reference loaded
+
+
+def warm_up() -> bool:
+    """Load pytest, the harness, the suites and the reference once in this process, so that each
+    run forks from it instead of starting an interpreter (POSIX only; else runs are subprocesses)."""
+    global _WARM
+    if not hasattr(os, "fork") or os.environ.get(M.ENV):
+        return False
+    import contextlib
+    import io
+
+    import pytest
+
+    os.chdir(ROOT)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = pytest.main(["--collect-only", "-q", "--adapter=reference", "-p", "no:cacheprovider",
+                            "conformance/suites"])
+    _WARM = code == 0
+    return _WARM
+
+
+def _forked(cmd: list[str], mutant_id: str | None, log: Path, timeout: float):
+    """Run pytest's ``cmd`` arguments in a fork of this (warm) process; (exit code, output tail)."""
+    pid = os.fork()
+    if pid == 0:  # the child: plant the bug, run pytest, never return
+        code = 3
+        try:
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - fresh objects: no lock held
+            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+            if mutant_id:
+                os.environ[M.ENV] = mutant_id
+                M.activate(mutant_id)
+            import pytest
+
+            code = int(pytest.main(cmd[3:]))
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:  # noqa: BLE001 - report it and leave the child, whatever happened
+            import traceback
+
+            traceback.print_exc()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            code = os.waitstatus_to_exitcode(status)
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            code = "timeout"
+            break
+        time.sleep(0.05)
+    tail = log.read_text(encoding="utf-8", errors="replace")[-2000:] if log.is_file() else ""
+    return code, tail
+
+
 def run_suites(mutant_id: str | None, first_suite: str | None = None, stop_at_first: bool = True,
-               timeout: float = 300) -> dict:
+               timeout: float = 300, nodeids=None) -> dict:
     """Run the suites (against ``mutant_id``, or clean); {nodeid: (outcome, rule)} plus status.
 
-    With ``stop_at_first`` (pytest -x) the run ends at the first test that fails: the mutant's
-    area runs first, so a killed mutant costs a fraction of a full run."""
-    env = dict(os.environ)
-    env.pop(M.ENV, None)
-    if mutant_id:
-        env[M.ENV] = mutant_id
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    With ``stop_at_first`` (pytest -x) the run ends at the first test that fails."""
     with tempfile.TemporaryDirectory(prefix="mutant-") as tmp:
         results = Path(tmp) / "results.jsonl"
+        cmd = _pytest_cmd(results, first_suite, stop_at_first, nodeids)
         started = time.monotonic()
-        try:
-            proc = subprocess.run(_pytest_cmd(results, first_suite, stop_at_first), cwd=ROOT, env=env, capture_output=True,
-                                  text=True, timeout=timeout)
-            code, tail = proc.returncode, (proc.stdout + proc.stderr)[-2000:]
-        except subprocess.TimeoutExpired as exc:
-            code, tail = "timeout", str(exc)[-2000:]
+        if _WARM:
+            code, tail = _forked(cmd, mutant_id, Path(tmp) / "output.txt", timeout)
+        else:
+            env = dict(os.environ)
+            env.pop(M.ENV, None)
+            if mutant_id:
+                env[M.ENV] = mutant_id
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+            try:
+                proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                                      timeout=timeout)
+                code, tail = proc.returncode, (proc.stdout + proc.stderr)[-2000:]
+            except subprocess.TimeoutExpired as exc:
+                code, tail = "timeout", str(exc)[-2000:]
         tests, ended = {}, False
         if results.is_file():
             for line in results.read_text(encoding="utf-8").splitlines():
@@ -154,6 +224,7 @@ def main(argv=None) -> int:
             entries.append({"id": m.id, "area": m.area, "models": m.models, "expected_rules": list(m.rules),
                             "status": "invalid", "reason": f"equivalent: its probe gives {mutant_value!r} "
                             "on the mutant and on the clean reference"})
+    warm_up()
     clean = run_suites(None, stop_at_first=False)
     if not clean["tests"] or any(o not in OK_OUTCOMES for o, _ in clean["tests"].values()):
         print("error: the suites do not run clean on the reference; fix that first:\n" + clean["tail"],
@@ -162,10 +233,23 @@ def main(argv=None) -> int:
     print(f"clean run: {len(clean['tests'])} tests in {clean['seconds']} s; "
           f"{len(runnable)} mutants, {args.jobs} at a time", flush=True)
 
+    by_rule: dict = {}
+    firsts: dict = {}  # the first test of each suite file, in order
+    for nodeid in clean["tests"]:
+        firsts.setdefault(nodeid.split("::")[0], nodeid)
+    firsts = list(firsts.values())
+    for nodeid, (_, rule) in clean["tests"].items():
+        by_rule.setdefault(rule, []).append(nodeid)
+
     def one(m):
-        run = run_suites(m.id, m.area)
+        expected = [n for r in m.rules for n in by_rule.get(r, [])]
+        run = run_suites(m.id, m.area, nodeids=expected) if expected else None  # its rules' tests first
+        if run is None or not any(o not in OK_OUTCOMES for o, _ in run["tests"].values()):
+            run = run_suites(m.id, m.area)  # every suite, its own area first
         if run["tests"] and not any(o in OK_OUTCOMES for o, _ in run["tests"].values()):
-            run = run_suites(m.id, m.area, stop_at_first=False)  # its first test failed: does any pass?
+            # every test run so far failed: does the first test of each suite pass?
+            sane = run_suites(m.id, stop_at_first=False, nodeids=[n for n in firsts if n not in run["tests"]])
+            run["tests"] = {**sane["tests"], **run["tests"]}
         entry = judge(m, run, clean)
         mark = {"killed": "killed  ", "survived": "SURVIVED", "invalid": "INVALID "}[entry["status"]]
         print(f"  {mark} {m.id} ({entry['seconds']} s)", flush=True)

@@ -337,7 +337,7 @@ def _probe_grad_keeps_graph():
 @mutant("gc_cycles.grad-retains-graph",
         models="autograd.grad defaulting to retain_graph=True (TensorFlow's persistent tape, "
                "OneFlow's grad keeping saved tensors): every grad call pins its graph's buffers",
-        rules=("gc_cycles.grad-does-not-retain-graph",), probe=_probe_grad_keeps_graph)
+        rules=("engine.grad-frees-saved-tensors",), probe=_probe_grad_keeps_graph)
 def _():
     """`autograd.grad` keeps the saved tensors unless told otherwise."""
     edit("reference.autograd:grad", "        retain_graph = create_graph\n    root_edges",
@@ -357,7 +357,7 @@ def _probe_hook_dict_kept():
 @mutant("gc_cycles.handle-owns-hook-dict",
         models="RemovableHandle holding its hooks dict strongly (PyTorch's handle was made weak "
                "so a handle kept by user code does not keep the module's/tensor's hooks alive)",
-        rules=("hooks.handle-remove-idempotent",), probe=_probe_hook_dict_kept)
+        rules=("hooks.handle-does-not-own-hooks",), probe=_probe_hook_dict_kept)
 def _():
     """A handle keeps its hook dict alive."""
     edit("reference.autograd.graph:RemovableHandle.__init__", "self._dict_ref = weakref.ref(hooks)",
@@ -377,7 +377,7 @@ def _probe_retain_grad_freed():
 @mutant("gc_cycles.retained-tensor-held-strongly",
         models="retain_grad implemented as a hook closing over the tensor (PyTorch's Python "
                "retain_grad before 1.13 leaked the tensor through its own grad_fn's hook)",
-        rules=("engine.retain-grad", "gc_cycles.plain-graph-freed-by-refcount"), probe=_probe_retain_grad_freed)
+        rules=("engine.retain-grad-does-not-own-tensor",), probe=_probe_retain_grad_freed)
 def _():
     """The node keeps a strong reference to each tensor that retains its grad."""
     edit("reference.tensor:Tensor.retain_grad", "extras.retains_grad[self._output_nr] = weakref.ref(self)",
@@ -410,8 +410,7 @@ def _():
 @mutant("gc_cycles.unpack-caches-saved-output",
         models="a saved output cached on its first unpack (an optimisation of SavedVariable that "
                "re-creates the output -> node -> output cycle PyTorch avoids)",
-        rules=("identity.saved-output-distinct-object", "gc_cycles.saved-tensors-freed-with-graph"),
-        probe=lambda: _saved_result_twice())
+        rules=("identity.saved-output-unpack-not-kept",), probe=lambda: _saved_result_twice())
 def _():
     """`SavedTensor.unpack` of an output caches the tensor it builds."""
     edit("reference.autograd.graph:SavedTensor.unpack", "return out", "self._tensor = out\n    return out")
@@ -1685,6 +1684,108 @@ _simple("legacy_function.saved-tensors-unchecked", "reference.autograd.function:
         models="ctx.saved_tensors skipping the version check built-in nodes make (custom functions "
                "read overwritten inputs)",
         rules="legacy_function.saved-tensors-version-check", probe=_probe_custom_version)
+
+
+# == saved_tensors ==============================================================================
+def _saved_hooks(pack, unpack):
+    return _fw().autograd.graph.saved_tensors_hooks(pack, unpack)
+
+
+def _probe_original_dropped():
+    gc.disable()
+    try:
+        x = _leaf()
+        with _saved_hooks(lambda t: t.detach().clone(), lambda p: p):
+            y = (x * 1) * 2.0
+            t = x * 1
+            z = t * t
+        ref = weakref.ref(t)
+        del t
+        return ref() is None, y is not None, z is not None
+    finally:
+        gc.enable()
+
+
+_simple("saved_tensors.node-keeps-original", "reference.autograd.graph:SavedTensor._pack",
+        "self._tensor = None", "pass",
+        models="a node that packs a saved tensor but keeps the original too (pack hooks that offload "
+               "to CPU or disk then save no memory at all)",
+        rules="saved_tensors.node-holds-only-packed", probe=_probe_original_dropped)
+
+
+def _probe_unpack_every_access():
+    calls = []
+    x = _leaf()
+    with _saved_hooks(lambda t: t, lambda p: calls.append(1) or p):
+        y = x * x
+    for _ in range(3):
+        y.grad_fn._saved_self
+    return len(calls)
+
+
+_simple("saved_tensors.unpack-once-at-save", "reference.autograd.graph:SavedTensor._pack",
+        "hooks.unpack_hook = unpack_hook", "hooks.unpack_hook = (lambda p, value=unpack_hook(packed): value)",
+        models="an engine that unpacks eagerly and caches the result (the unpacked tensor then lives as "
+               "long as the graph, defeating offloading hooks)",
+        rules="saved_tensors.unpack-on-every-access", probe=_probe_unpack_every_access)
+
+
+def _probe_innermost_hooks():
+    seen = []
+    x = _leaf()
+    with _saved_hooks(lambda t: seen.append("outer") or t, lambda p: p):
+        with _saved_hooks(lambda t: seen.append("inner") or t, lambda p: p):
+            x * x
+    return seen
+
+
+_simple("saved_tensors.outermost-hooks-win", "reference.autograd.graph:SavedTensor.__init__",
+        "pack_hook, unpack_hook = _saved_hooks.stack[-1]", "pack_hook, unpack_hook = _saved_hooks.stack[0]",
+        models="a hook stack read from the bottom (the first registered pair wins over a nested one)",
+        rules="saved_tensors.innermost-hooks-win", probe=_probe_innermost_hooks)
+
+
+# == views ======================================================================================
+def _probe_view_version():
+    x = _fw().tensor([1.0, 2.0])
+    v = x.view(2, 1)
+    v.add_(1)
+    return x._version
+
+
+_simple("views.view-own-version-counter", "reference.ops.views:_make_view",
+        "out._version_counter = self._version_counter", "out._version_counter = [self._version_counter[0]]",
+        models="views with their own version counter (an in-place write through a view then escapes the "
+               "saved-tensor check of whatever saved the base)",
+        rules="views.view-shares-version-counter", probe=_probe_view_version)
+
+
+def _probe_view_base():
+    x = _fw().tensor([1.0, 2.0, 3.0, 4.0])
+    return x.view(2, 2)[0]._base is x
+
+
+_simple("views.base-is-parent-view", "reference.ops.views:_make_view",
+        "out._base = self._base if self._base is not None else self", "out._base = self",
+        models="a view of a view reporting its parent as `_base` (PyTorch always points at the root "
+               "tensor that owns the storage)",
+        rules="views.is-view-and-base", probe=_probe_view_base)
+
+
+def _probe_view_history():
+    x = _leaf()
+    b = x * 1
+    v = b.view(2, 1)
+    b.mul_(2)
+    v.sum().backward()
+    return x.grad.tolist()
+
+
+_simple("views.view-history-not-renewed", "reference.ops.views:refresh_views",
+        "views = getattr(base, \"_views\", None)", "views = None",
+        models="views whose grad_fn is not renewed after an in-place op on their base (gradients through "
+               "the view skip the in-place op)",
+        rules="views.view-history-follows-base", probe=_probe_view_history)
 
 
 # == harness: planted bugs the project's own tests use (not scored) =================================

@@ -1110,3 +1110,28 @@ def test_grad_with_no_inputs_raises(fw, device):
     with raises(RuntimeError, what="autograd.grad(out, []) (no inputs)"):
         fw.autograd.grad(y.sum(), [])
     assert ran == [], "a backward ran although autograd.grad had no inputs"
+
+
+@rule("engine.grad-frees-saved-tensors")
+def test_grad_without_retain_graph_frees_saved_tensors(fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    y = (x * x).sum()          # mul saves its inputs
+    fw.autograd.grad(y, x)
+    with raises(RuntimeError, what="a second autograd.grad through a graph the first one freed"):
+        fw.autograd.grad(y, x)
+
+
+@rule("engine.retain-grad-does-not-own-tensor")
+def test_retained_tensor_is_freed_while_its_graph_lives(adapter, fw, device):
+    with liveness.gc_disabled():
+        x = fw.ones(2, requires_grad=True, device=device)
+
+        def scope():
+            y = x * 2
+            adapter.retain_grad(y)
+            return liveness.tensor_probe(y, "y (retains its grad)", allow_hook=False), y * 3
+
+        probe, z = scope()
+        liveness.assert_freed(probe, by="refcount", context="y dropped, z (whose graph holds y's grad_fn) alive")
+        z.sum().backward()
+        close(adapter, x.grad, [6.0, 6.0])

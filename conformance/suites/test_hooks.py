@@ -692,3 +692,23 @@ def test_multi_grad_hook_any_fires_once_with_the_first(adapter, fw, device):
         f"one backward reaching a and b: hook calls {seen}"
     (a * 2).sum().backward()
     assert seen[1:] == [[2.0, 2.0]], f"a second backward reaching only a: hook calls {seen[1:]}"
+
+
+@rule("hooks.handle-does-not-own-hooks")
+def test_a_kept_handle_does_not_keep_its_hook_alive(fw, device):
+    from conformance.liveness import assert_freed, gc_disabled, weak
+
+    class Hook:
+        def __call__(self, grad):
+            return None
+
+    with gc_disabled():
+        def scope():
+            x = fw.ones(2, requires_grad=True, device=device)
+            hook = Hook()
+            handle = x.register_hook(hook)
+            return weak(hook, "the hook registered on x"), handle
+
+        probe, handle = scope()
+        assert_freed(probe, by="refcount", context="x dropped while its hook's handle is held")
+        _remove(handle, "handle.remove() after its tensor died")

@@ -675,3 +675,21 @@ def test_accumulator_variable_is_the_leaf(adapter, fw, device):
     y.sum().backward()
     assert v.grad is not None, "backward did not accumulate into the leaf held by the accumulator"
     np.testing.assert_allclose(adapter.to_numpy(v.grad), [2.0, 2.0])
+
+
+@rule("identity.saved-output-unpack-not-kept")
+def test_unpacked_saved_output_is_owned_by_the_caller_only(adapter, fw, device):
+    from conformance.liveness import assert_freed, gc_disabled, tensor_probe
+
+    with gc_disabled():
+        x = fw.ones(3, requires_grad=True, device=device)
+        z = x.exp()                # exp saves its output
+
+        def scope():
+            r = saved(adapter, z.grad_fn, "_saved_result")
+            assert saved(adapter, z.grad_fn, "_saved_result") is not r, \
+                "a second unpack of the saved output returned the first one's object"
+            return tensor_probe(r, "the unpacked saved output", allow_hook=False)
+
+        probe = scope()
+        assert_freed(probe, by="refcount", context="the unpacked tensor dropped, its graph (z) alive")
