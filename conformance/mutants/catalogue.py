@@ -590,14 +590,20 @@ def _probe_post_accumulate_sees():
     return seen
 
 
-_simple("hooks.post-accumulate-before-store", "reference.autograd.accumulate:accumulate_into_leaf",
-        "    store_grad(variable, grad, ops)\n    hooks = variable._post_accumulate_hooks",
-        "    hooks = variable._post_accumulate_hooks\n"
-        "    for hook in tuple(hooks.values()) if hooks else ():\n        hook(variable)\n"
-        "    store_grad(variable, grad, ops)\n    hooks = None",
+@mutant("hooks.post-accumulate-before-store",
         models="post-accumulate-grad hooks fired from the accumulator's pre-hook slot, before the "
                "gradient lands (the order PyTorch 2.1 introduced the hook to guarantee)",
         rules="hooks.post-accumulate-after-grad-in-order", probe=_probe_post_accumulate_sees)
+def _():
+    """Post-accumulate-grad hooks run before the gradient is stored."""
+    replace("reference.autograd.accumulate:_post_hooks_first", _post_hooks_first)
+    edit("reference.autograd.accumulate:accumulate_into_leaf", "store_grad(variable, grad, ops)",
+         "_post_hooks_first(variable)\n    store_grad(variable, grad, ops)\n    return")
+
+
+def _post_hooks_first(variable):
+    for hook in tuple((variable._post_accumulate_hooks or {}).values()):
+        hook(variable)
 
 
 def _probe_post_accumulate_return():
