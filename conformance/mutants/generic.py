@@ -23,7 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SETUP_CFG = """[mutmut]
 source_paths=reference/
 pytest_add_cli_args_test_selection=conformance/suites/
-pytest_add_cli_args=--adapter=reference -p no:cacheprovider -x
+pytest_add_cli_args=
+    --adapter=reference
+    -p
+    no:cacheprovider
 also_copy=conformance/
     adapters/
 """

@@ -345,6 +345,18 @@ def test_inplace_on_dual_updates_tangent_object_in_place(fw, adapter, device):
         assert_allclose(adapter.to_numpy(bar), [2.0, 2.0], err_msg="the user's tangent was not updated in place")
 
 
+@rule("forward_levels.inplace-keeps-tangent-object")
+def test_adding_a_dual_in_place_updates_the_tangent_object_in_place(fw, adapter, device):
+    fwad = _forward_ad(adapter, fw)
+    bar = fw.ones(2, device=device)
+    with fwad.dual_level():
+        dual = fwad.make_dual(fw.tensor([1.0, 2.0], device=device), bar)
+        other = fwad.make_dual(fw.tensor([3.0, 4.0], device=device), fw.tensor([5.0, 6.0], device=device))
+        dual += other
+        assert fwad.unpack_dual(dual).tangent is bar, "after dual += other_dual the tangent is a new object"
+        assert_allclose(adapter.to_numpy(bar), [6.0, 7.0], err_msg="the user's tangent was not updated in place")
+
+
 @rule("forward_levels.views-propagate-tangent")
 def test_views_of_dual_carry_and_update_tangent(fw, adapter, device):
     fwad = _forward_ad(adapter, fw)

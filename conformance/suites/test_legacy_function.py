@@ -461,6 +461,24 @@ def test_needs_input_grad(adapter, fw, device):
     assert log["needs_input_grad"] == (True, False, False)
 
 
+@rule("legacy_function.needs-input-grad")
+def test_needs_input_grad_false_for_a_tensor_without_grad(adapter, fw, device):
+    seen = []
+
+    class Mul(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            seen.append(tuple(adapter.needs_input_grad(ctx)))
+            return x * w
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g
+
+    Mul.apply(fw.ones(2, requires_grad=True, device=device), fw.ones(2, device=device))
+    assert seen == [(True, False)], f"needs_input_grad = {seen[0] if seen else None} for (requires grad, does not)"
+
+
 @rule("legacy_function.none-grads-leave-grad-unset")
 def test_none_grads_leave_grad_unset(fw, device):
     class F(fw.autograd.Function):
