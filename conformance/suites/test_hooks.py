@@ -10,6 +10,7 @@ import weakref
 import numpy as np
 from numpy.testing import assert_allclose
 
+from conformance import liveness
 from conformance.api import Blocked, Unsupported, diverges_if_raises, prerequisite, rule
 from conformance.suites._helpers import (BACKWARD_INPUTS, HOOK_REMOVE, expect_error, hook_handle, node_hook,
                                          leaf_hooks_fire_once, node_prehook, producer,
@@ -696,19 +697,17 @@ def test_multi_grad_hook_any_fires_once_with_the_first(adapter, fw, device):
 
 @rule("hooks.handle-does-not-own-hooks")
 def test_a_kept_handle_does_not_keep_its_hook_alive(fw, device):
-    from conformance.liveness import assert_freed, gc_disabled, weak
-
     class Hook:
         def __call__(self, grad):
             return None
 
-    with gc_disabled():
+    with liveness.gc_disabled():
         def scope():
             x = fw.ones(2, requires_grad=True, device=device)
             hook = Hook()
             handle = x.register_hook(hook)
-            return weak(hook, "the hook registered on x"), handle
+            return liveness.weak(hook, "the hook registered on x"), handle
 
         probe, handle = scope()
-        assert_freed(probe, by="refcount", context="x dropped while its hook's handle is held")
+        liveness.assert_freed(probe, by="refcount", context="x dropped while its hook's handle is held")
         _remove(handle, "handle.remove() after its tensor died")

@@ -14,6 +14,7 @@ import weakref
 
 import numpy as np
 
+from conformance import liveness
 from conformance.api import Blocked, diverges_if_raises, raises, rule
 from conformance.suites._helpers import TENSOR_ATTRIBUTES, producer, set_attr, tensor_weakref
 
@@ -679,9 +680,7 @@ def test_accumulator_variable_is_the_leaf(adapter, fw, device):
 
 @rule("identity.saved-output-unpack-not-kept")
 def test_unpacked_saved_output_is_owned_by_the_caller_only(adapter, fw, device):
-    from conformance.liveness import assert_freed, gc_disabled, tensor_probe
-
-    with gc_disabled():
+    with liveness.gc_disabled():
         x = fw.ones(3, requires_grad=True, device=device)
         z = x.exp()                # exp saves its output
 
@@ -689,7 +688,7 @@ def test_unpacked_saved_output_is_owned_by_the_caller_only(adapter, fw, device):
             r = saved(adapter, z.grad_fn, "_saved_result")
             assert saved(adapter, z.grad_fn, "_saved_result") is not r, \
                 "a second unpack of the saved output returned the first one's object"
-            return tensor_probe(r, "the unpacked saved output", allow_hook=False)
+            return liveness.tensor_probe(r, "the unpacked saved output", allow_hook=False)
 
         probe = scope()
-        assert_freed(probe, by="refcount", context="the unpacked tensor dropped, its graph (z) alive")
+        liveness.assert_freed(probe, by="refcount", context="the unpacked tensor dropped, its graph (z) alive")
