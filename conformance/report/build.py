@@ -91,10 +91,27 @@ def build(results_dir: Path, out_dir: Path, columns=None, catalogue_dir: Path | 
         run["root_causes"] = rootcause.root_causes(run, entries)
     data = schema.build(runs, catalogue)
     out_dir = Path(out_dir)
+    mutants = mutants_summary(out_dir / "mutants.json")
+    if mutants:
+        data["mutants"] = mutants
     schema.write(data, out_dir / "results.json")
     junit.write_all(data, out_dir / "junit")
     page = html.write(data, out_dir / "index.html")
     return data, page
+
+
+def mutants_summary(path: Path) -> dict | None:
+    """The score of ``nox -s mutants`` (reports/mutants.json), its survivors and date, if run."""
+    try:
+        found = json.loads(Path(path).read_text(encoding="utf-8"))
+        curated = found["curated"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    keep = ("id", "expected_rules", "reason")
+    return {"date": found.get("date"), "killed": curated.get("killed"), "total": curated.get("total"),
+            "score": curated.get("score"), "partial": found.get("partial", False),
+            "survivors": [{k: e.get(k) for k in keep} for e in curated.get("survivors", [])],
+            "baseline": found.get("baseline"), "generic": found.get("generic")}
 
 
 def _column(text: str) -> tuple[str, tuple[str, str | None]]:

@@ -148,3 +148,26 @@ def test_scripts_stored_as_shared_paragraphs_come_back_exactly():
     assert len(chunks) == 3  # the same three paragraphs, the module name taken out
     for adapter, by_rule in scripts.items():
         assert html._join_paragraphs(chunks, refs[adapter]["r"], modules[adapter]) == by_rule["r"]
+
+
+def test_mutation_score_reaches_results_json_and_page(tmp_path):
+    d = make_dir(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mutants.json").write_text(json.dumps({
+        "type": "mutants", "date": "2026-11-23T11:45:00+00:00", "partial": False,
+        "curated": {"killed": 90, "total": 91, "score": 0.989,
+                    "survivors": [{"id": "hooks.some-bug", "expected_rules": ["hooks.x"],
+                                   "reason": "torch shows it too", "status": "survived"}]},
+        "baseline": {"date": "2026-11-23", "killed": 85, "total": 91, "score": 0.934}, "generic": None}))
+    data, page = build(d, out)
+    loaded = json.loads((out / "results.json").read_text())
+    assert loaded["mutants"]["killed"] == 90 and loaded["mutants"]["baseline"]["killed"] == 85
+    assert loaded["mutants"]["survivors"][0]["reason"] == "torch shows it too"
+    text = page.read_text() if hasattr(page, "read_text") else page
+    assert "90/91" in text and "85/91" in text and "hooks.some-bug" in text
+
+
+def test_no_mutation_run_leaves_results_json_without_it(tmp_path):
+    data, _ = build(make_dir(tmp_path), tmp_path / "out")
+    assert "mutants" not in data
