@@ -1,6 +1,9 @@
 """nox sessions: the project's own tests, benchmarks, and the conformance runs per framework."""
 from __future__ import annotations
 
+import os
+import sys
+
 import nox
 
 nox.options.sessions = ["tests"]
@@ -115,44 +118,62 @@ def _python(version: str) -> str:
     return found[-1] if found else version
 
 
-ONEFLOW_PYTHON = _python("3.10")  # OneFlow publishes no wheels for newer Pythons
-ONEFLOW = {
-    "0.9.0": ["oneflow==0.9.0", "numpy<2"],
-    "0.8.0": ["oneflow==0.8.0", "numpy<1.24"],
-}
-ONEFLOW_CUDA_LIBRARIES = ["nvidia-cudnn-cu11==8.5.0.96", "nvidia-cublas-cu11==11.10.3.66"]
+# Which frameworks, versions, pins and Pythons: the adapters' own facts (adapters/*.py, `runs`).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from adapters.base import builtin_adapter_classes  # noqa: E402  (standard library only)
+
 # -n 1: a worker of pytest-xdist runs the tests, so a segfault is one CRASH, not the end.
 # 60 s a test: OneFlow 0.9.0 deadlocks in one thread rule, which is then a TIMEOUT, not a hang.
 CONFORMANCE_ARGS = ["-p", "no:cacheprovider", "-n", "1", "--conformance-timeout=60", "conformance/suites"]
 
 
-def _conformance(session: nox.Session, adapter: str, label: str) -> None:
-    results = f"reports/results/{label}.jsonl"
+def _conformance(session: nox.Session, adapter: str, run: dict) -> None:
+    if run["install"]:
+        session.install(*run["install"])
+    session.install("-e", ".[test]")
+    results = f"reports/results/{run['label']}.jsonl"
     session.run("pytest", f"--adapter={adapter}", f"--results={results}", *CONFORMANCE_ARGS,
-                *session.posargs)
+                *run.get("pytest_args", ()), *session.posargs)
 
 
-@nox.session(name="conformance-reference", python=PYTHON)
-def conformance_reference(session: nox.Session) -> None:
-    """The suites against the reference engine (every rule must hold)."""
-    session.install("-e", ".[test]")
-    _conformance(session, "reference", "reference")
+def _define_conformance_sessions() -> dict:
+    """One session per built-in adapter: ``conformance-<name>``, parametrized by version
+    (``conformance-oneflow(0.9.0)``) when the adapter makes several runs. Returns
+    report label -> (session name, run)."""
+    columns = {}
+    for name, cls in builtin_adapter_classes().items():
+        runs = list(cls.runs)
+        if not runs:
+            continue
+        session_name = f"conformance-{name}"
+        if len(runs) == 1:
+            run = runs[0]
+
+            def one(session: nox.Session, _name=name, _run=run) -> None:
+                _conformance(session, _name, _run)
+
+            one.__doc__ = f"The suites against {name} {run['version'] or ''} (Python {run['python']})."
+            nox.session(name=session_name, python=_python(run["python"]))(one)
+            columns[run["label"]] = (session_name, run)
+            continue
+        # several runs (versions) of one framework: a parametrized session per Python
+        by_version = {r["version"]: r for r in runs}
+
+        def many(session: nox.Session, version: str, _name=name, _by=by_version) -> None:
+            _conformance(session, _name, _by[version])
+
+        many.__doc__ = f"The suites against {name} " + ", ".join(by_version) + "."
+        pythons = {r["python"] for r in runs}
+        if len(pythons) != 1:
+            raise RuntimeError(f"adapter {name}: its runs need one Python, not {sorted(pythons)}")
+        nox.session(name=session_name, python=_python(pythons.pop()))(
+            nox.parametrize("version", list(by_version), ids=list(by_version))(many))
+        for version, run in by_version.items():
+            columns[run["label"]] = (f"{session_name}({version})", run)
+    return columns
 
 
-@nox.session(name="conformance-torch", python=PYTHON)
-def conformance_torch(session: nox.Session) -> None:
-    """The suites against PyTorch 2.13.0 (CPU wheel)."""
-    session.install("-e", ".[test,torch]")
-    _conformance(session, "torch", "torch")
-
-
-@nox.session(name="conformance-oneflow", python=ONEFLOW_PYTHON)
-@nox.parametrize("oneflow", list(ONEFLOW), ids=list(ONEFLOW))
-def conformance_oneflow(session: nox.Session, oneflow: str) -> None:
-    """The suites against OneFlow 0.9.0 and 0.8.0 (Python 3.10)."""
-    session.install(*ONEFLOW[oneflow], *ONEFLOW_CUDA_LIBRARIES)
-    session.install("-e", ".[test]")
-    _conformance(session, "oneflow", f"oneflow-{oneflow}")
+REPORT_RUNS = _define_conformance_sessions()
 
 
 # -- differential testing (docs/differential.md) ---------------------------------------------
@@ -188,12 +209,7 @@ def fuzz(session: nox.Session) -> None:
 
 # -- the comparison report: every framework's run, one page ------------------------------------
 # label -> (nox session that writes reports/results/<label>.jsonl, what it installs)
-REPORT_COLUMNS = {
-    "reference": ("conformance-reference", ["reference"]),
-    "torch": ("conformance-torch", ["torch==2.13.0"]),
-    **{f"oneflow-{v}": (f"conformance-oneflow({v})", [*ONEFLOW[v], *ONEFLOW_CUDA_LIBRARIES])
-       for v in ONEFLOW},
-}
+REPORT_COLUMNS = {label: (name, run["install"] or [label]) for label, (name, run) in REPORT_RUNS.items()}
 
 
 def _suite_digest(spec: list[str]) -> str:

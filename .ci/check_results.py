@@ -1,20 +1,21 @@
 """After `nox -s report`: every framework's conformance run must have ended cleanly.
 
-reference and torch must have run and passed against their expectations (exit status 0).
-A OneFlow version must too, unless it could not be installed on this machine (the report
-shows that column as "not installed"; here it is a warning, since CI's budget and network
-decide it, not the suites).
+Which runs exist and which are required come from the adapters (``runs`` in adapters/*.py).
+A required run must have passed against its expectations (exit status 0). An optional one
+must too, unless it could not be installed on this machine (the report shows that column
+as "not installed"; here it is a warning, since CI's budget and network decide it).
 """
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from adapters.base import report_runs  # noqa: E402  (standard library only)
 from conformance.results import end_line as _end_line  # noqa: E402  (standard library only)
 
 RESULTS = Path("reports/results")
-REQUIRED = ["reference", "torch"]
-OPTIONAL = ["oneflow-0.9.0", "oneflow-0.8.0"]
+REQUIRED = [run["label"] for _, run in report_runs() if run.get("required", True)]
+OPTIONAL = [run["label"] for _, run in report_runs() if not run.get("required", True)]
 
 
 def end_line(label):

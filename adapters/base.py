@@ -46,6 +46,21 @@ class Adapter:
     devices: tuple[str, ...] = ("cpu",)
     unsupported: dict[str, str] = {}
 
+    # -- facts about the framework (read by the noxfile, the report, the repro scripts, the
+    # differential tester and .ci/; nothing outside adapters/ names a framework) ------------
+    #: the name user code imports (``import torch``)
+    module: str = ""
+    #: the runs ``nox -s report`` makes: each a dict with ``label`` (the results file and page
+    #: column), ``version`` (the framework's, None for the reference), ``install`` (pip
+    #: requirements), ``python`` (X.Y), ``required`` (CI fails without complete results;
+    #: False: a framework CI may fail to install is a warning) and ``pytest_args`` (extra).
+    runs: tuple[dict, ...] = ()
+
+    def preamble(self) -> str:
+        """The lines that make the framework importable and import it, as user code would
+        write them at the top of a standalone script (repro scripts start with these)."""
+        return f"import {self.module}\n"
+
     def __init__(self) -> None:
         self._fw = None
         self.spec = self.name   # set by load_adapter to the spec the run used
@@ -98,43 +113,43 @@ class Adapter:
     # The suites call these instead of the torch spelling, so an adapter translates on the
     # way without touching the framework's classes. The defaults are torch's spelling; a
     # framework that lacks the feature raises ``Unsupported`` from its override.
-    def saved_tensors(self, ctx: Any) -> tuple:
+    def saved_tensors(self, ctx):
         """The tensors a custom Function's ``ctx`` saved (``ctx.saved_tensors``)."""
         return ctx.saved_tensors
 
-    def needs_input_grad(self, ctx: Any) -> tuple:
+    def needs_input_grad(self, ctx):
         """Per forward input, whether its gradient is needed (``ctx.needs_input_grad``)."""
         return ctx.needs_input_grad
 
-    def retain_grad(self, tensor: Any) -> None:
+    def retain_grad(self, tensor):
         """Keep ``.grad`` of a non-leaf after backward (``tensor.retain_grad()``)."""
         tensor.retain_grad()
 
-    def version(self, tensor: Any) -> int:
+    def version(self, tensor):
         """The tensor's version counter, bumped by every in-place change (``tensor._version``)."""
         return tensor._version
 
-    def inplace(self, tensor: Any, op: str, *args: Any) -> Any:
+    def inplace(self, tensor, op, *args):
         """``tensor.<op>(*args)`` for an in-place method such as ``add_``, where ``args`` may be
         Python numbers; returns what the method returns (torch: ``tensor`` itself)."""
         return getattr(tensor, op)(*args)
 
-    def backward(self, tensor: Any, gradient: Any = None, **kwargs: Any) -> None:
+    def backward(self, tensor, gradient=None, **kwargs):
         """``tensor.backward(gradient, **kwargs)`` with torch's keywords (``retain_graph``,
         ``create_graph``, ``inputs``)."""
         tensor.backward(gradient, **kwargs)
 
-    def register_node_hook(self, node: Any, hook: Callable) -> Any:
+    def register_node_hook(self, node, hook):
         """Register ``hook(grad_inputs, grad_outputs)`` to run after graph node ``node``
         (``node.register_hook``); returns a handle with ``remove()``."""
         return node.register_hook(hook)
 
-    def register_node_prehook(self, node: Any, hook: Callable) -> Any:
+    def register_node_prehook(self, node, hook):
         """Register ``hook(grad_outputs)`` to run before graph node ``node``
         (``node.register_prehook``); returns a handle with ``remove()``."""
         return node.register_prehook(hook)
 
-    def next_functions(self, node: Any) -> tuple:
+    def next_functions(self, node):
         """The nodes feeding graph node ``node``'s inputs as ``(node or None, input_nr)``
         pairs (``node.next_functions``)."""
         return tuple(node.next_functions)
@@ -178,16 +193,36 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else "(no message)"
 
 
+#: The adapter methods the suites call on ``adapter`` besides require/feature/to_numpy.
+CONTRACT_METHODS = ("saved_tensors", "needs_input_grad", "retain_grad", "version", "inplace",
+                    "backward", "register_node_hook", "register_node_prehook", "next_functions")
+
 _BUILTIN: dict[str, str] = {
     "reference": "adapters.reference_adapter:ReferenceAdapter",
     "torch": "adapters.torch_adapter:TorchAdapter",
-    "oneflow": "adapters.oneflow_adapter:OneFlowAdapter",
     "paddle": "adapters.paddle_adapter:PaddleAdapter",
+    "oneflow": "adapters.oneflow_adapter:OneFlowAdapter",
 }
 
 
 def _entry_points() -> dict[str, Any]:
     return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def builtin_adapter_classes() -> dict[str, type]:
+    """name -> class of the built-in adapters (imports no framework)."""
+    return {name: _import_spec(spec) for name, spec in _BUILTIN.items()}
+
+
+def report_runs() -> list[tuple[str, dict]]:
+    """(adapter name, run) for every run ``nox -s report`` makes, in page order."""
+    return [(name, dict(run)) for name, cls in builtin_adapter_classes().items() for run in cls.runs]
+
+
+def framework_module(adapter_name: str) -> str:
+    """The import name of a built-in adapter's framework (the adapter's name otherwise)."""
+    cls = builtin_adapter_classes().get(adapter_name)
+    return (cls.module or adapter_name) if cls else adapter_name
 
 
 def known_adapters() -> list[str]:

@@ -14,6 +14,7 @@ import sys
 
 from adapters.base import Adapter
 
+_CUDA_LIBRARIES = ["nvidia-cudnn-cu11==8.5.0.96", "nvidia-cublas-cu11==11.10.3.66"]
 _LIBRARIES = (
     ("cublas", "libcublasLt.so.11*"),
     ("cublas", "libcublas.so.11*"),
@@ -44,6 +45,22 @@ class OneFlowAdapter(Adapter):
         'Pythons; for 0.8.0 use oneflow==0.8.0 "numpy<1.24")'
     )
     devices = ("cpu", "cuda")
+    module = "oneflow"
+    # CI may fail to install OneFlow (large CUDA wheels): a missing run is a warning there.
+    runs = tuple(
+        {"label": f"oneflow-{version}", "version": version, "python": "3.10", "required": False,
+         "install": [f"oneflow=={version}", numpy, *_CUDA_LIBRARIES]}
+        for version, numpy in (("0.9.0", "numpy<2"), ("0.8.0", "numpy<1.24")))
+
+    def preamble(self) -> str:
+        import inspect
+
+        return ("# OneFlow's CPU wheels link against CUDA 11 cuBLAS/cuDNN from the nvidia-* pip\n"
+                "# packages, which are not on the loader's path: load them first.\n"
+                "import ctypes\nimport glob\nimport os\nimport site\nimport sys\n\n"
+                f"_LIBRARIES = {_LIBRARIES!r}\n\n\n"
+                + inspect.getsource(_preload_cuda_libraries)
+                + "\n\n_preload_cuda_libraries()\nimport oneflow\n")
     unsupported = {
         "forward_ad": "oneflow.autograd has no forward_ad (dual_level, make_dual)",
         "mark_dirty": "the Function context has no mark_dirty (in-place custom Functions)",

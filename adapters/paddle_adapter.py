@@ -29,6 +29,10 @@ class PaddleAdapter(Adapter):
     name = "paddle"
     install_hint = "pip install paddlepaddle==3.3.1"
     devices = ("cpu",)
+    module = "paddle"
+    # -n 1 matters here: Paddle segfaults in several rules (each is then one CRASH).
+    runs = ({"label": "paddle", "version": "3.3.1", "install": ["paddlepaddle==3.3.1"],
+             "python": "3.11", "required": True},)
     unsupported = {
         "forward_ad": "paddle.autograd has no forward_ad (dual_level, make_dual)",
         "mark_dirty": "PyLayerContext has no mark_dirty (in-place custom Functions)",

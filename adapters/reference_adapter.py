@@ -6,6 +6,9 @@ class ReferenceAdapter(Adapter):
     name = "reference"
     install_hint = "pip install -e .  (the reference ships with this repository)"
     devices = ("cpu", "cuda")
+    module = "reference"
+    runs = ({"label": "reference", "version": None, "install": [], "python": "3.11",
+             "required": True},)
 
     def _import(self):
         import os

@@ -6,6 +6,9 @@ class TorchAdapter(Adapter):
     name = "torch"
     install_hint = "pip install torch==2.13.0"
     devices = ("cpu", "cuda")
+    module = "torch"
+    runs = ({"label": "torch", "version": "2.13.0", "install": ["torch==2.13.0"], "python": "3.11",
+             "required": True},)
 
     def _import(self):
         import torch

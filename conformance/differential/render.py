@@ -12,7 +12,9 @@ from __future__ import annotations
 from conformance.differential.compare import TOLERANCES, Divergence, same_record
 from conformance.differential.program import NUMERIC_KINDS, Program
 
-MODULES = {"reference": "reference", "torch": "torch", "oneflow": "oneflow"}
+from adapters.base import builtin_adapter_classes  # noqa: E402
+
+MODULES = {name: cls.module or name for name, cls in builtin_adapter_classes().items()}
 
 
 def _shape(value):

@@ -78,8 +78,9 @@ class SubprocessTarget:
         self.python = python
         self.plant = plant
         self.timeout = timeout
-        self.module = {"reference": "reference", "torch": "torch", "oneflow": "oneflow"}.get(
-            adapter_name, adapter_name)
+        from adapters.base import framework_module
+
+        self.module = framework_module(adapter_name)
         self.proc = None
         self.crashes = 0
         ready = self._start()

@@ -3,7 +3,7 @@
 ``python -m conformance.report [--results-dir DIR] [--out DIR] [--column LABEL=FRAMEWORK[:VERSION]]
 [--exclude LABEL]``
 
-Columns: the README's four (reference, torch, OneFlow 0.9.0 and 0.8.0), then every other
+Columns: the runs the built-in adapters declare (adapters/*.py `runs`), then every other
 complete results file ``<label>.jsonl`` in the results directory (framework and version from
 its header), minus ``--exclude``; ``--column`` adds a column or relabels one. A default column
 whose results file is absent gets a placeholder: ``not-installed`` when
@@ -22,13 +22,16 @@ from conformance.rules import load_catalogue
 from conformance.report import html, junit, rootcause, schema
 
 ROOT = Path(__file__).resolve().parents[2]
-#: label -> (framework, version): the columns of the README's report, in page order.
-DEFAULT_COLUMNS = {
-    "reference": ("reference", None),
-    "torch": ("torch", "2.13.0"),
-    "oneflow-0.9.0": ("oneflow", "0.9.0"),
-    "oneflow-0.8.0": ("oneflow", "0.8.0"),
-}
+def _default_columns() -> dict[str, tuple[str, str | None]]:
+    from adapters.base import builtin_adapter_classes
+
+    return {run["label"]: (cls.module or name, run["version"])
+            for name, cls in builtin_adapter_classes().items() for run in cls.runs}
+
+
+#: label -> (framework, version): the columns of the README's report, in page order (the
+#: runs the built-in adapters declare).
+DEFAULT_COLUMNS = _default_columns()
 
 
 def status_path(results_dir: Path, label: str) -> Path:
@@ -127,9 +130,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "reports")
     parser.add_argument("--column", action="append", type=_column, default=[],
                         help="LABEL=FRAMEWORK[:VERSION]: add the column of LABEL.jsonl, or "
-                             "relabel it (repeat). Default columns: reference, torch, "
-                             "oneflow-0.9.0, oneflow-0.8.0 and every other complete results "
-                             "file in the results directory")
+                             "relabel it (repeat). Default columns: the runs the built-in "
+                             "adapters declare (" + ", ".join(DEFAULT_COLUMNS) + ") and every "
+                             "other complete results file in the results directory")
     parser.add_argument("--exclude", action="append", default=[], metavar="LABEL",
                         help="leave the column LABEL out (repeat)")
     args = parser.parse_args(argv)

@@ -53,9 +53,11 @@ FIXTURES = ("fw", "adapter", "device", "observe")
 #: (conformance.outcomes owns the order).
 SEVERITY = tuple(o.value for o in _outcomes.ACTUAL_SEVERITY)
 #: The import name of each built-in adapter's framework.
-FRAMEWORK_MODULES = {"reference": "reference", "torch": "torch", "oneflow": "oneflow"}
+from adapters.base import builtin_adapter_classes  # noqa: E402
+
+FRAMEWORK_MODULES = {name: cls.module or name for name, cls in builtin_adapter_classes().items()}
 #: Imports a script may contain: the standard library plus these.
-ALLOWED_THIRD_PARTY = {"numpy", "objgraph", "torch", "oneflow", "reference"}
+ALLOWED_THIRD_PARTY = {"numpy", "objgraph", *FRAMEWORK_MODULES.values()}
 
 
 class ReproError(Exception):
@@ -448,16 +450,9 @@ def _untokenize(tokens: list[tokenize.TokenInfo]) -> str:
 @functools.lru_cache(maxsize=16)
 def framework_preamble(adapter_name: str) -> str:
     """The lines that import the framework as user code would (OneFlow: preload CUDA libs)."""
-    module = FRAMEWORK_MODULES.get(adapter_name, adapter_name)
-    if adapter_name != "oneflow":
-        return f"import {module}\n"
-    src = ModuleSource.load("adapters.oneflow_adapter",
-                            ROOT / "adapters" / "oneflow_adapter.py")
-    blocks = [src.definitions["_LIBRARIES"].source, src.definitions["_preload_cuda_libraries"].source]
-    return ("# OneFlow's CPU wheels link against CUDA 11 cuBLAS/cuDNN from the nvidia-* pip\n"
-            "# packages, which are not on the loader's path: load them first.\n"
-            "import ctypes\nimport glob\nimport os\nimport site\nimport sys\n\n"
-            + "\n".join(blocks) + "\n\n_preload_cuda_libraries()\nimport oneflow\n")
+    from adapters.base import load_adapter
+
+    return load_adapter(adapter_name).preamble()
 
 
 @functools.lru_cache(maxsize=16)
