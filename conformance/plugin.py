@@ -95,7 +95,7 @@ def _stop_before_tests(config, suites_dir: Path, spec: str, message: str):
     results = config.getoption("results")
     if results and _is_controller(config):
         out = ResultsFile(Path(results))
-        out.header({"adapter": spec, "framework_version": None, "device":
+        out.header({"adapter": spec, "adapter_spec": spec, "framework_version": None, "device":
                     config.getoption("device"), "python": platform.python_version()},
                    suites_dir, 0)
         out.close(pytest.ExitCode.USAGE_ERROR, Tally(), error=message)
@@ -165,7 +165,10 @@ def pytest_configure(config):
             except OSError as exc:
                 raise pytest.UsageError(f"--results {results}: cannot write it ({exc.strerror or exc}); "
                                         f"choose a writable path") from None
-            h.results.header(h.context, h.suites_dir, len(h.catalogue.rules))
+            # adapter_spec: how this run named its adapter (a built-in name, an entry point or
+            # package.module:Class), so that scripts made from the results load it the same way
+            h.results.header({**h.context, "adapter_spec": spec}, h.suites_dir,
+                             len(h.catalogue.rules))
         config.pluginmanager.register(Controller(config, h), "autograd-conformance-controller")
 
 

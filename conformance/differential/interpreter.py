@@ -43,7 +43,8 @@ _code_cache: dict[str, object] = {}
 def categorize(exc: BaseException) -> tuple[str, str]:
     """(category, marker) of an exception raised by a step."""
     message = str(exc)
-    if isinstance(exc, AttributeError) or (isinstance(exc, TypeError) and "unexpected keyword" in message):
+    # the adapter says the framework lacks the feature: never a divergence
+    if type(exc).__name__ == "Unsupported" or isinstance(exc, AttributeError) or (isinstance(exc, TypeError) and "unexpected keyword" in message):
         return MISSING_API, type(exc).__name__
     lowered = message.lower()
     for category, needles in ERROR_CATEGORIES:

@@ -93,7 +93,10 @@ class SubprocessTarget:
                "--fd", str(write_fd)]
         if self.plant:
             cmd += ["--plant", self.plant]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        # the worker loads the adapter by the same spec; a package.module:Class adapter next to
+        # where the tester was started is found there too
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [
+            str(ROOT), os.getcwd(), os.environ.get("PYTHONPATH")])))
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, pass_fds=(write_fd,), env=env, text=True)
         os.close(write_fd)
@@ -376,7 +379,7 @@ def main(argv=None) -> int:
     started = time.monotonic()
     with results.open("a") as out:
         out.write(json.dumps({
-            "type": "run", "schema": SCHEMA_VERSION, "adapter": target.name,
+            "type": "run", "schema": SCHEMA_VERSION, "adapter": target.name, "adapter_spec": args.adapter,
             "framework_version": target.version, "reference_version": oracle.version,
             "features": sorted(features), "examples": args.examples, "seed": args.seed,
             "max_steps": args.max_steps, "python": platform.python_version(),

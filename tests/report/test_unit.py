@@ -189,7 +189,7 @@ def test_page_escapes_messages_and_embeds_its_data(results_dir, tmp_path):
     # nothing is fetched: no resource URL (rule sources may quote public URLs as text)
     assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//|url\(\s*["\']?(https?:)?//|@import',
                          text, re.I)
-    assert set(data["scripts"]) == {"reference", "torch", "oneflow"}
+    assert set(data["scripts"]) == {"reference", "torch", "paddle", "oneflow"}
 
 
 # -- reproduction scripts -----------------------------------------------------------------------
