@@ -11,6 +11,8 @@ import inspect
 import os
 from pathlib import Path
 
+from adapters.base import _BUILTIN
+
 DEVICES = ("cpu", "cuda")
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -45,7 +47,7 @@ OPTIONS = (
         "--adapter",
         default="reference",
         metavar="NAME",
-        help="framework adapter to test: a built-in name (reference, torch, oneflow), an "
+        help="framework adapter to test: a built-in name (" + ", ".join(_BUILTIN) + "), an "
         "entry point of the group autograd_conformance.adapters, or "
         "package.module:ClassName.",
     ),

@@ -81,6 +81,14 @@ def _touches(config, directory: Path) -> bool:
     return False
 
 
+def _installed_suites_wanted(config) -> bool:
+    """``--adapter`` given, and pytest found neither test paths nor ``testpaths``."""
+    given = any(str(a) == "--adapter" or str(a).startswith("--adapter=")
+                for a in config.invocation_params.args)
+    source = getattr(config, "args_source", None)
+    return given and source == pytest.Config.ArgsSource.INVOCATION_DIR
+
+
 # -- configuration -------------------------------------------------------------------
 def pytest_addoption(parser):
     options.add_options(parser)
@@ -106,6 +114,10 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "rule(id): the conformance rule this test checks")
     spec = config.getoption("adapter")
     suites_dir = options.ini_path(config, "conformance_suites")
+    if _installed_suites_wanted(config):
+        # `pytest --adapter=myfw` anywhere (a framework's CI, the package installed from its
+        # wheel): no test paths and no testpaths in an ini file means the installed suites.
+        config.args = [str(suites_dir)]
     if _is_controller(config):
         results = config.getoption("results")
         problem = options.swallowed_path_problem(config) or (

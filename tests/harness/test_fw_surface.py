@@ -1,0 +1,15 @@
+"""docs/fw-surface.md lists exactly what the suites use on ``fw`` and ``adapter``."""
+from conformance import fw_surface
+
+
+def test_fw_surface_page_matches_the_suites():
+    assert fw_surface.DOC.read_text(encoding="utf-8") == fw_surface.render(), \
+        "docs/fw-surface.md is stale: run python -m conformance.fw_surface --write"
+
+
+def test_contract_methods_used_by_the_suites_exist_on_the_base_adapter():
+    from adapters.base import Adapter
+
+    used = {name.split(".")[1] for name in fw_surface.scan()["adapter"]}
+    missing = sorted(name for name in used if not hasattr(Adapter, name))
+    assert not missing, f"suites call adapter methods the base Adapter lacks: {missing}"
