@@ -193,10 +193,6 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else "(no message)"
 
 
-#: The adapter methods the suites call on ``adapter`` besides require/feature/to_numpy.
-CONTRACT_METHODS = ("saved_tensors", "needs_input_grad", "retain_grad", "version", "inplace",
-                    "backward", "register_node_hook", "register_node_prehook", "next_functions")
-
 _BUILTIN: dict[str, str] = {
     "reference": "adapters.reference_adapter:ReferenceAdapter",
     "torch": "adapters.torch_adapter:TorchAdapter",
