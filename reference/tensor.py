@@ -282,6 +282,7 @@ class Tensor:
         if extras.retains_grad is None:
             extras.retains_grad = {}
         # rule: engine.retain-grad
+        # rule: engine.retain-grad-does-not-own-tensor -- the node refers to the tensor weakly
         extras.retains_grad[self._output_nr] = weakref.ref(self)
         self._retains_grad = True
 

@@ -160,6 +160,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         allow_unused = materialize_grads
     elif materialize_grads and not allow_unused:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False.")
+    # rule: engine.grad-frees-saved-tensors -- like backward, grad frees the graph unless retained
     if retain_graph is None:
         retain_graph = create_graph
     root_edges = _root_edges(outputs)

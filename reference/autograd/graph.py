@@ -81,6 +81,7 @@ class RemovableHandle:
 
     def __init__(self, hooks: HookDict):
         self.id = next(_hook_ids)
+        # rule: hooks.handle-does-not-own-hooks -- the handle refers to the hook dict weakly
         self._dict_ref = weakref.ref(hooks)
 
     def remove(self) -> None:
@@ -356,6 +357,7 @@ class SavedTensor:
         self._tensor = None
         self._data = None
 
+    # rule: identity.saved-output-unpack-not-kept -- each unpack builds its tensor; none is cached
     def unpack(self, node, as_tensor: bool):
         hooks = self._hooks
         if hooks is not None:

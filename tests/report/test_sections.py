@@ -80,7 +80,7 @@ def make_dir(tmp_path, extra=True):
 def test_every_complete_results_file_is_a_column_and_column_adds_or_relabels(tmp_path):
     d = make_dir(tmp_path)
     cols = discover_columns(d)
-    assert list(cols) == ["reference", "torch", "oneflow-0.9.0", "oneflow-0.8.0", "paddle"]
+    assert list(cols) == ["reference", "torch", "paddle", "oneflow-0.9.0", "oneflow-0.8.0"]
     assert cols["paddle"] == ("paddle", "3.3.1")
     cols = discover_columns(d, {"paddle": ("paddle", "3.3.1-dev"),
                                 "broken-run": ("paddle", "3.3.0")}, exclude=["torch"])
