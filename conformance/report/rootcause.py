@@ -9,8 +9,11 @@ A root cause gathers the tests that fail for one reason:
   clustered per rule).
 
 A BLOCKED test belongs to the root cause of the rule named in its ``blocked_by``: that cause
-*blocks* the test's rule. Rank: the number of rules a cause breaks plus those it blocks (most
-first), then MUST before SHOULD, then suite order of its first rule.
+*blocks* the test's rule. Rank: causes that break rules (DIVERGES, ERROR, CRASH, TIMEOUT, LEAK)
+or block others come first (``kind`` "breaks": what an author fixes first), causes whose tests
+are only UNSUPPORTED (a missing feature, ``kind`` "unsupported") after them; within each kind,
+the number of rules a cause breaks plus those it blocks (most first), then MUST before SHOULD,
+then suite order of its first rule.
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ from typing import Any, Iterable
 from conformance.outcomes import HELD, Outcome
 
 LEVELS = ("MUST", "SHOULD", "IMPLEMENTATION-DEFINED")
+#: The two kinds of root cause, in rank order: broken rules first, missing features after.
+KINDS = ("breaks", "unsupported")
 #: Actual outcomes that start a root cause (held and BLOCKED tests never do).
 CAUSES = tuple(o.value for o in Outcome if o not in HELD and o is not Outcome.BLOCKED
                and o not in (Outcome.XFAIL, Outcome.XPASS))
@@ -109,11 +114,14 @@ def root_causes(run: dict[str, Any], catalogue: Iterable[dict[str, Any]]) -> lis
         level = min((_level_rank(level_of.get(r)) for r in rules + blocks), default=len(LEVELS))
         first = min((order.get(r, len(order)) for r in rules + blocks), default=len(order))
         ident = g["slug"] or "auto-" + hashlib.sha1(repr(key).encode()).hexdigest()[:8]
-        out.append({"id": ident, "summary": g["summary"], "source": g["source"],
+        # only a missing feature: ranked after every cause that breaks or blocks a rule
+        kind = KINDS[1] if g["outcomes"] == {Outcome.UNSUPPORTED.value} and not blocks \
+            else KINDS[0]
+        out.append({"id": ident, "summary": g["summary"], "source": g["source"], "kind": kind,
                     "outcomes": sorted(g["outcomes"]), "rules": rules, "tests": g["tests"],
                     "blocks": blocks, "level": LEVELS[level] if level < len(LEVELS) else None,
                     "message": g["messages"][0] if g["messages"] else "",
-                    "_sort": (-(len(rules) + len(blocks)), level, first)})
+                    "_sort": (KINDS.index(kind), -(len(rules) + len(blocks)), level, first)})
     out.sort(key=lambda c: c["_sort"])
     for rank, cause in enumerate(out, 1):
         del cause["_sort"]

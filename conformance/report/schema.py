@@ -15,11 +15,12 @@ Layout (version 2)::
                "tests": [{"nodeid", "rule", "suite", "level", "outcome", "actual", "message",
                           "observed", "expectation", "blocked_by", "duration", "chain"?}],
                "root_causes": [{"id", "summary", "rules", "tests", "blocks", "rank",
-                                "source", "outcomes", "level", "message"}]}]}
+                                "kind", "source", "outcomes", "level", "message"}]}]}
 
 ``root_causes`` (conformance.report.rootcause): per run, ranked; ``id`` is the expectations'
 ``root_cause`` slug or ``auto-<hash>`` for a cluster; ``blocks`` the rules whose tests are
-BLOCKED by it.
+BLOCKED by it; ``kind`` "breaks" (it breaks or blocks rules) or "unsupported" (its tests are only
+UNSUPPORTED: a missing feature), every "breaks" cause ranked before every "unsupported" one.
 
 Version 2 added ``blocked_by`` (the prerequisite rule of a BLOCKED test, else null) and
 ``root_causes``; a version-1

@@ -235,3 +235,18 @@ def test_bad_root_cause_entries_are_refused(tmp_path, body, words):
     path = _write_rc(tmp_path, body)
     with pytest.raises(ExpectationsError, match=words):
         load_expectations(path, ["a.b"], "1.0")
+
+
+@pytest.mark.parametrize("name, versions", [("torch", ("2.13.0",)), ("oneflow", ("0.9.0", "0.8.0")),
+                                            ("paddle", ("3.3.1",))])
+def test_every_shipped_entry_names_its_root_cause(name, versions):
+    """The report's root-cause ids come from these slugs; an entry without one would show as
+    an anonymous ``auto-…`` cluster."""
+    catalogue = load_catalogue(ROOT / "conformance" / "catalogue")
+    for version in versions:
+        found = load_expectations(ROOT / "adapters" / "expectations" / f"{name}.toml",
+                                  catalogue.rules, version)
+        entries = [*dict.values(found), *(e for es in found.per_test.values() for e in es)]
+        assert entries or name == "torch"
+        missing = sorted({e.rule for e in entries if not e.root_cause})
+        assert not missing, f"{name} {version}: entries without root_cause: {missing}"

@@ -51,6 +51,42 @@ def test_expectation_root_causes_group_across_messages_and_rank_by_rules_then_le
     assert [c["rank"] for c in causes] == [1, 2] and causes[1]["rules"] == [C]
 
 
+def test_causes_that_break_rules_rank_before_missing_features():
+    """An author fixes divergences and crashes first: a missing feature (only UNSUPPORTED)
+    ranks after every cause that breaks or blocks a rule, however many rules it covers."""
+    no_fwad = {"outcome": "UNSUPPORTED", "reason": "no forward AD", "root_cause": "no-forward-ad"}
+    run = run_of((A, "test_a", "UNSUPPORTED", "no forward AD", None, no_fwad),
+                 (B, "test_b", "UNSUPPORTED", "no forward AD", None, no_fwad),
+                 (D, "test_d", "UNSUPPORTED", "no forward AD", None, no_fwad),
+                 (C, "test_c", "DIVERGES", TWICE.format("leaf"), None, None))
+    causes = rootcause.root_causes(run, ENTRIES)
+    assert [c["kind"] for c in causes] == ["breaks", "unsupported"]
+    assert causes[0]["rules"] == [C] and causes[0]["rank"] == 1
+    assert causes[1]["id"] == "no-forward-ad" and causes[1]["rank"] == 2
+    assert len(causes[1]["rules"]) == 3
+    # a cause with an UNSUPPORTED test and a diverging one breaks a rule
+    mixed = rootcause.root_causes(run_of(
+        (A, "test_a", "UNSUPPORTED", "x", None, {**no_fwad, "outcome": "DIVERGES"}),
+        (B, "test_b", "DIVERGES", "y", None, {**no_fwad, "outcome": "DIVERGES"})), ENTRIES)
+    assert [c["kind"] for c in mixed] == ["breaks"]
+
+
+def test_page_lists_missing_features_as_their_own_group_after_the_breaking_causes(tmp_path):
+    d = tmp_path / "results"
+    d.mkdir()
+    no_fwad = {"outcome": "UNSUPPORTED", "reason": "no forward AD", "root_cause": "no-forward-ad"}
+    write_run(d / "oneflow-0.9.0.jsonl", "oneflow", "0.9.0", [
+        (A, "test_a", "XFAIL", "UNSUPPORTED", "no forward AD", no_fwad),
+        (B, "test_b", "XFAIL", "UNSUPPORTED", "no forward AD", no_fwad),
+        (C, "test_c", "DIVERGES", "DIVERGES", TWICE.format("leaf"))])
+    _, page = build(d, tmp_path / "out", {"oneflow-0.9.0": ("oneflow", "0.9.0")})
+    text = page.read_text()
+    breaks = text.index('<ol class="causes" data-kind="breaks"')
+    missing = text.index('<ol class="causes" data-kind="unsupported" start="2"')
+    assert breaks < text.index("Missing features") < missing
+    assert text.index('data-cause="no-forward-ad"') > missing
+
+
 def make_dir(tmp_path, extra=True):
     d = tmp_path / "results"
     d.mkdir()
