@@ -14,6 +14,7 @@ import weakref
 import numpy as _numpy
 
 from reference import array_backend, dtypes
+from reference.hooks import HookDict, add_hook
 
 NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -288,8 +289,6 @@ class Tensor:
 
     def register_hook(self, hook):
         """Run ``hook(grad)`` when the gradient w.r.t. this tensor is computed."""
-        from reference.autograd.graph import HookDict, add_hook
-
         # rule: hooks.register-hook-needs-requires-grad
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
@@ -302,8 +301,6 @@ class Tensor:
 
     def register_post_accumulate_grad_hook(self, hook):
         """Run ``hook(tensor)`` after this leaf's ``.grad`` has been updated."""
-        from reference.autograd.graph import HookDict, add_hook
-
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._node is not None:

@@ -360,7 +360,7 @@ def _probe_hook_dict_kept():
         rules=("hooks.handle-does-not-own-hooks",), probe=_probe_hook_dict_kept)
 def _():
     """A handle keeps its hook dict alive."""
-    edit("reference.autograd.graph:RemovableHandle.__init__", "self._dict_ref = weakref.ref(hooks)",
+    edit("reference.hooks:RemovableHandle.__init__", "self._dict_ref = weakref.ref(hooks)",
          "self._dict_ref = (lambda hooks=hooks: hooks)")
 
 
@@ -473,7 +473,7 @@ def _probe_removed_handle():
     return len(calls)
 
 
-_simple("hooks.removed-handle-still-fires", "reference.autograd.graph:RemovableHandle.remove",
+_simple("hooks.removed-handle-still-fires", "reference.hooks:RemovableHandle.remove",
         "hooks.pop(self.id, None)", "pass",
         models="a handle that removes its hook from a copy of the hook list (hooks copied at "
                "registration, so remove() edits the wrong container)",
@@ -488,7 +488,7 @@ def _probe_remove_twice():
     return "ok"
 
 
-_simple("hooks.second-remove-raises", "reference.autograd.graph:RemovableHandle.remove",
+_simple("hooks.second-remove-raises", "reference.hooks:RemovableHandle.remove",
         "hooks.pop(self.id, None)", "del hooks[self.id]",
         models="a handle deleting its key unconditionally (KeyError on the second remove), as "
                "hand-written handle classes in several frameworks do",

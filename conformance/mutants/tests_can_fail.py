@@ -128,7 +128,7 @@ def _():
     def refuse(self):
         raise RuntimeError("remove() refused (planted bug)")
 
-    replace("reference.autograd.graph:RemovableHandle.remove", refuse)
+    replace("reference.hooks:RemovableHandle.remove", refuse)
 
 
 class _SharedGradMode:

@@ -20,10 +20,10 @@ import weakref
 from reference import grad_mode
 from reference.array_backend import device_type_of, to_device, to_host
 from reference.autograd.accumulate import accumulate_into_leaf
+from reference.hooks import HookDict, RemovableHandle, add_hook  # noqa: F401 - re-exported
 from reference.tensor import Tensor
 
 _sequence = itertools.count()
-_hook_ids = itertools.count()
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -66,42 +66,6 @@ HOOKS_AFTER_FREE = (
     "retain_graph=True if you need to backward through the graph a second time or if you need to "
     "access saved variables after calling backward."
 )
-
-
-class HookDict(dict):
-    """An ordered id -> hook mapping that a RemovableHandle can reference weakly."""
-
-    __slots__ = ("__weakref__",)
-
-
-class RemovableHandle:
-    """Removes one hook from the dict it was added to; removing twice is harmless."""
-
-    __slots__ = ("_dict_ref", "id")
-
-    def __init__(self, hooks: HookDict):
-        self.id = next(_hook_ids)
-        # rule: hooks.handle-does-not-own-hooks -- the handle refers to the hook dict weakly
-        self._dict_ref = weakref.ref(hooks)
-
-    def remove(self) -> None:
-        hooks = self._dict_ref()
-        if hooks is not None:
-            # rule: hooks.handle-remove-idempotent
-            hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-        return False
-
-
-def add_hook(hooks: HookDict, fn) -> RemovableHandle:
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = fn
-    return handle
 
 
 class Node:
