@@ -334,6 +334,7 @@ class Tensor:
         self._node = None
         self._output_nr = 0
         self._requires_grad = False
+        self._fw_grads = None  # rule: forward_levels.detach-inplace-drops-tangent
         return self
 
     # -- conversion ----------------------------------------------------------------

@@ -1225,6 +1225,70 @@ _simple("forward_levels.detach-keeps-tangent", "reference.tensor:Tensor.detach",
         rules="forward_levels.detach-drops-tangent", probe=_probe_detach_tangent)
 
 
+def _probe_detach_inplace_tangent():
+    fwad = _fwad()
+    with fwad.dual_level():
+        out = fwad.make_dual(_fw().tensor([1.0]), _fw().tensor([2.0])) * 3
+        out.detach_()
+        return fwad.unpack_dual(out).tangent is None
+
+
+_simple("forward_levels.detach-inplace-keeps-tangent", "reference.tensor:Tensor.detach_",
+        "self._fw_grads = None", "pass",
+        models="detach_() clearing the reverse-mode history only (requires_grad and grad_fn), leaving "
+               "the forward grads in the autograd meta it does not reset",
+        rules="forward_levels.detach-inplace-drops-tangent", probe=_probe_detach_inplace_tangent)
+
+
+def _probe_dual_tangent():
+    fwad = _fwad()
+    with fwad.dual_level():
+        tangent = fwad.make_dual(_fw().tensor([2.0]), _fw().tensor([3.0]))
+        try:
+            fwad.make_dual(_fw().tensor([1.0]), tangent)
+            return "accepted"
+        except RuntimeError:
+            return "raised"
+
+
+_simple("forward_levels.dual-tangent-accepted", "reference.autograd.forward_ad:make_dual",
+        "if get_tangent(tangent, level) is not None:", "if False:",
+        models="make_dual storing whatever tensor it is given as the tangent, a dual of the same level "
+               "included (its own tangent then rides along as a hidden second-order term)",
+        rules="forward_levels.dual-tangent-refused", probe=_probe_dual_tangent)
+
+
+def _probe_jvp_unchecked():
+    fwad = _fwad()
+
+    class Wrong(_fw().autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+        @staticmethod
+        def jvp(ctx, t):
+            return _fw().ones(4)
+
+    with fwad.dual_level():
+        try:
+            Wrong.apply(fwad.make_dual(_fw().tensor([1.0]), _fw().tensor([2.0])))
+            return "accepted"
+        except RuntimeError:
+            return "raised"
+
+
+_simple("forward_levels.jvp-results-unchecked", "reference.autograd.function:_forward_tangents",
+        "_check_jvp_results(outputs, results, out_tangents, non_diff_ids)", "pass",
+        models="a custom Function's jvp results set as the outputs' tangents without checking count, "
+               "shape or dtype (the user's mistake surfaces ops later as wrong derivatives)",
+        rules="forward_levels.custom-function-jvp-validated", probe=_probe_jvp_unchecked)
+
+
 def _probe_no_grad_tangent():
     fwad = _fwad()
     with fwad.dual_level():

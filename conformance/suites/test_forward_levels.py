@@ -16,7 +16,7 @@ import weakref
 import pytest
 from numpy.testing import assert_allclose
 
-from conformance.api import diverges_if_raises, rule
+from conformance.api import diverges_if_raises, raises, rule
 from conformance.suites._helpers import expect_error, require_forward_ad
 
 
@@ -282,6 +282,47 @@ def test_make_dual_rejects_integral_tensors(fw, adapter, device):
                       ValueError, r"Expected primal to be floating point or complex", "bool primal")
 
 
+@rule("forward_levels.dual-tangent-refused")
+def test_make_dual_refuses_a_dual_as_tangent(fw, adapter, device):
+    fwad = _forward_ad(adapter, fw)
+    with fwad.dual_level():
+        t = fwad.make_dual(fw.ones(2, device=device), fw.full((2,), 5.0, device=device))
+        p = fw.zeros(2, device=device)
+        with raises(Exception, what="make_dual(p, t) with t a dual of the open level"):
+            fwad.make_dual(p, t)
+        with raises(Exception, what="make_dual(p, t * 2) with t * 2 a dual of the open level"):
+            fwad.make_dual(p, t * 2)
+        assert fwad.unpack_dual(p).tangent is None, "a refused make_dual left a tangent on the primal"
+        d = fwad.make_dual(p, fwad.unpack_dual(t).tangent)
+        assert _tangent_list(adapter, fwad, d) == [5.0, 5.0], "make_dual with the plain tangent of a dual failed"
+
+
+@rule("forward_levels.dual-tangent-refused")
+def test_custom_function_jvp_returning_a_dual_is_refused(fw, adapter, device):
+    fwad = _forward_ad(adapter, fw)
+    made = []
+
+    class DualJvp(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def jvp(ctx, x_t):
+            made.append(fwad.make_dual(x_t * 2, x_t))
+            return made[-1]
+
+    with fwad.dual_level():
+        d = fwad.make_dual(fw.ones(2, device=device), fw.ones(2, device=device))
+        with raises(Exception, what="a custom Function whose jvp returns a dual of the open level"):
+            DualJvp.apply(d)
+        assert made, "jvp was not called"
+
+
 @rule("forward_levels.make-dual-dtype-may-differ")
 def test_make_dual_with_tangent_of_other_float_dtype(fw, adapter, device, observe):
     fwad = _forward_ad(adapter, fw)
@@ -404,6 +445,20 @@ def test_detach_drops_tangent(fw, adapter, device):
         assert _tangent_list(adapter, fwad, det * 2) is None, "ops on a detached dual produce a tangent"
         assert_allclose(adapter.to_numpy(det), [1.0, 2.0])
         assert _tangent_list(adapter, fwad, d) == [1.0, 1.0], "detach() removed the tangent from the dual itself"
+
+
+@rule("forward_levels.detach-inplace-drops-tangent")
+def test_detach_inplace_drops_tangent(fw, adapter, device):
+    fwad = _forward_ad(adapter, fw)
+    with fwad.dual_level():
+        d = fwad.make_dual(fw.tensor([1.0, 2.0], device=device), fw.ones(2, device=device))
+        y = d * 3  # carries a tangent and is not a view (detach_() of a view is refused)
+        assert _tangent_list(adapter, fwad, y) == [3.0, 3.0], "d * 3 did not get the tangent 3 * d's"
+        y.detach_()
+        assert fwad.unpack_dual(y).tangent is None, "detach_() kept the tangent"
+        assert _tangent_list(adapter, fwad, y * 2) is None, "ops on a tensor detached in place produce a tangent"
+        assert_allclose(adapter.to_numpy(y), [3.0, 6.0], err_msg="detach_() changed the values")
+        assert _tangent_list(adapter, fwad, d) == [1.0, 1.0], "detach_() of d * 3 changed d's tangent"
 
 
 @rule("forward_levels.no-grad-keeps-tangent")
@@ -578,6 +633,63 @@ def test_custom_function_static_jvp_gives_output_tangent(fw, adapter, device):
             assert_allclose(adapter.to_numpy(tangent), [7.0, 70.0],
                             err_msg=f"{fn.__name__}: output tangent is not jvp's return value")
     assert calls == ["classic", "setup_context"], f"jvp calls: {calls}"
+
+
+def _jvp_returning(fw, jvp_result, two_outputs=False, non_differentiable=False):
+    """A custom Function doubling its input (and returning the number 3 as well if
+    ``two_outputs``) whose jvp returns ``jvp_result(input tangent)``."""
+
+    class Returns(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * 2
+            if non_differentiable:
+                ctx.mark_non_differentiable(y)
+            return (y, 3) if two_outputs else y
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return grads[0] * 2
+
+        @staticmethod
+        def jvp(ctx, x_t):
+            return jvp_result(x_t)
+
+    return Returns
+
+
+@rule("forward_levels.custom-function-jvp-validated")
+def test_custom_function_jvp_result_is_checked_against_the_outputs(fw, adapter, device):
+    fwad = _forward_ad(adapter, fw)
+    refused = {
+        "two tangents for one output": _jvp_returning(fw, lambda t: (t * 2, t * 2)),
+        "one tangent for two outputs": _jvp_returning(fw, lambda t: t * 2, two_outputs=True),
+        "a (4,) tangent for a (3,) output": _jvp_returning(fw, lambda t: fw.ones(4, device=device)),
+        "a (1,) tangent for a (3,) output": _jvp_returning(fw, lambda t: fw.ones(1, device=device)),
+        "a (1, 3) tangent for a (3,) output": _jvp_returning(fw, lambda t: fw.ones(1, 3, device=device)),
+        "a float as tangent": _jvp_returning(fw, lambda t: 3.0),
+        "an int64 tangent": _jvp_returning(fw, lambda t: fw.ones(3, dtype=fw.int64, device=device)),
+        "a tangent for an output marked non-differentiable": _jvp_returning(fw, lambda t: t * 2,
+                                                                             non_differentiable=True),
+    }
+    accepted = {
+        "one tangent": _jvp_returning(fw, lambda t: t * 2),
+        "one tangent in a 1-tuple": _jvp_returning(fw, lambda t: (t * 2,)),
+        "a tangent and None for (tensor, number) outputs": _jvp_returning(fw, lambda t: (t * 2, None),
+                                                                           two_outputs=True),
+    }
+    with fwad.dual_level():
+        for what, fn in refused.items():
+            d = fwad.make_dual(fw.ones(3, device=device), fw.ones(3, device=device))
+            with raises(Exception, what=f"apply of a custom Function whose jvp returns {what}"):
+                fn.apply(d)
+            assert _tangent_list(adapter, fwad, d) == [1.0, 1.0, 1.0], f"the refused jvp ({what}) changed the input's tangent"
+        for what, fn in accepted.items():
+            d = fwad.make_dual(fw.ones(3, device=device), fw.ones(3, device=device))
+            with diverges_if_raises(Exception, what=f"apply of a custom Function whose jvp returns {what}"):
+                out = fn.apply(d)
+            out = out[0] if isinstance(out, tuple) else out
+            assert _tangent_list(adapter, fwad, out) == [2.0, 2.0, 2.0], f"jvp returning {what}: wrong output tangent"
 
 
 # -- composition and cleanup ---------------------------------------------------------------

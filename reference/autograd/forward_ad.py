@@ -24,6 +24,8 @@ NOT_POSITIVE = "Dual level must be a positive number."
 EXIT_NOT_LAST = (
     "Trying to exit a forward AD level that was not the last one that was created. This is not supported."
 )
+# torch's own spelling, "level0" included
+DUAL_TANGENT = "Setting a forward grad that itself has a forward gradient at the same level{} is not supported."
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 
@@ -192,6 +194,8 @@ def make_dual(tensor, tangent, *, level=None):
             "Making a dual Tensor based on a Tensor that already has a forward gradient at the same level "
             f"{level} is not supported."
         )
+    if get_tangent(tangent, level) is not None:  # rule: forward_levels.dual-tangent-refused
+        raise RuntimeError(DUAL_TANGENT.format(level))
     # rules: forward_levels.make-dual-aliases-primal, forward_levels.reverse-through-dual
     dual = make_dual_view(tensor)
     set_tangent(dual, tangent, level)

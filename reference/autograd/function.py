@@ -374,7 +374,7 @@ def _apply(fn_cls, args, kwargs):
     else:
         ctx._to_save, ctx._saved = None, ()  # outside any graph, nothing is kept for backward
     if forward:
-        _forward_tangents(fn_cls, ctx, inputs, outputs, results, dirty_ids)
+        _forward_tangents(fn_cls, ctx, inputs, outputs, results, dirty_ids, non_diff_ids)
     ctx._dirty = ctx._non_differentiable = ()  # forward's bookkeeping must not own the outputs
     if container is None:
         return results[0]
@@ -382,13 +382,14 @@ def _apply(fn_cls, args, kwargs):
 
 
 # rule: forward_levels.custom-function-static-jvp
-def _forward_tangents(fn_cls, ctx, inputs, outputs, results, dirty_ids):
+def _forward_tangents(fn_cls, ctx, inputs, outputs, results, dirty_ids, non_diff_ids):
     """Forward AD through a custom Function: its static ``jvp`` gives the output tangents."""
     tangents = forward_ad.tangents_of(*inputs)
     with forward_ad.suppress_propagation():
         out_tangents = fn_cls.jvp(ctx, *tangents)
-    if not isinstance(out_tangents, (tuple, list)):
+    if not isinstance(out_tangents, tuple):  # a list is one (wrong) value, as in torch
         out_tangents = (out_tangents,)
+    _check_jvp_results(outputs, results, out_tangents, non_diff_ids)
     input_tangent = {id(value): t for value, t in zip(inputs, tangents)}
     for out, result, tangent in zip(outputs, results, out_tangents):
         if tangent is None or not isinstance(result, Tensor):
@@ -399,6 +400,38 @@ def _forward_tangents(fn_cls, ctx, inputs, outputs, results, dirty_ids):
                 "modifying an input inplace, then the jvp function must modify the corresponding gradient inplace."
             )
         forward_ad.set_tangent(result, tangent)
+
+
+# rules: forward_levels.custom-function-jvp-validated, forward_levels.dual-tangent-refused
+def _check_jvp_results(outputs, results, out_tangents, non_diff_ids):
+    """Refuse what jvp returned before any output gets a tangent, with torch's messages."""
+    if len(out_tangents) != len(outputs):
+        raise RuntimeError(
+            f"Function's jvp returned an invalid number of forward gradients (expected {len(outputs)} "
+            f"but got {len(out_tangents)})"
+        )
+    for index, (out, result, tangent) in enumerate(zip(outputs, results, out_tangents)):
+        if tangent is None:
+            continue
+        if not isinstance(tangent, Tensor):
+            raise RuntimeError(f"expected Variable or None (got {type(tangent).__name__}) for grad output {index}.")
+        if not isinstance(result, Tensor):
+            continue  # a number or other object returned by forward has no tangent to set
+        if id(out) in non_diff_ids or not result.dtype.is_floating_point:
+            raise RuntimeError(
+                f"Function's jvp returned a gradient at position {index}, but the corresponding forward output "
+                "is not a differentiable Tensor. You should return None at that position instead."
+            )
+        if not tangent.dtype.is_floating_point:
+            raise RuntimeError("Expected both tensor and its forward grad to be floating point or complex")
+        if tangent.shape != result.shape:
+            raise RuntimeError(
+                "Trying to set a forward gradient that has a different size than that of the original Tensor, "
+                f"this is not supported. Tensor is of size {list(result.shape)} while the given forward gradient "
+                f"is of size {list(tangent.shape)}."
+            )
+        if forward_ad.get_tangent(tangent) is not None:
+            raise RuntimeError(forward_ad.DUAL_TANGENT.format(forward_ad._registry.current))
 
 
 def _alias_output(tensor):
