@@ -14,7 +14,7 @@ import weakref
 import numpy as _numpy
 
 from reference import array_backend, dtypes
-from reference.hooks import HookDict, add_hook
+from reference.handles import HookDict, add_hook
 
 NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "

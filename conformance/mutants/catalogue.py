@@ -360,7 +360,7 @@ def _probe_hook_dict_kept():
         rules=("hooks.handle-does-not-own-hooks",), probe=_probe_hook_dict_kept)
 def _():
     """A handle keeps its hook dict alive."""
-    edit("reference.hooks:RemovableHandle.__init__", "self._dict_ref = weakref.ref(hooks)",
+    edit("reference.handles:RemovableHandle.__init__", "self._dict_ref = weakref.ref(hooks)",
          "self._dict_ref = (lambda hooks=hooks: hooks)")
 
 
@@ -441,7 +441,7 @@ def _probe_hook_order():
     return seen
 
 
-_simple("hooks.tensor-hooks-reversed", "reference.autograd.engine:_call_tensor_hooks",
+_simple("hooks.tensor-hooks-reversed", "reference.autograd.hooks:call_tensor_hooks",
         "for hook in tuple(hooks.values()):", "for hook in tuple(reversed(hooks.values())):",
         models="hooks kept in a stack (last registered runs first), as Keras callbacks pushed onto a "
                "list and popped, or an engine that prepends each new hook",
@@ -456,9 +456,9 @@ def _probe_leaf_hook_count():
     return len(calls)
 
 
-_simple("hooks.leaf-hook-fires-twice", "reference.autograd.engine:_run_tensor_hooks",
-        "grads[0] = _call_tensor_hooks(hooks, grads[0], ops)",
-        "grads[0] = _call_tensor_hooks(hooks, _call_tensor_hooks(hooks, grads[0], ops), ops)",
+_simple("hooks.leaf-hook-fires-twice", "reference.autograd.hooks:run_leaf_hooks",
+        "grads[0] = call_tensor_hooks(hooks, grads[0], ops)",
+        "grads[0] = call_tensor_hooks(hooks, call_tensor_hooks(hooks, grads[0], ops), ops)",
         models="a leaf's hooks run both as tensor hooks and as accumulator pre-hooks (two registration "
                "paths for leaves, the duplication PyTorch 2.0 removed by moving leaf hooks onto AccumulateGrad)",
         rules="hooks.leaf-hook-fires-once-per-backward", probe=_probe_leaf_hook_count)
@@ -473,7 +473,7 @@ def _probe_removed_handle():
     return len(calls)
 
 
-_simple("hooks.removed-handle-still-fires", "reference.hooks:RemovableHandle.remove",
+_simple("hooks.removed-handle-still-fires", "reference.handles:RemovableHandle.remove",
         "hooks.pop(self.id, None)", "pass",
         models="a handle that removes its hook from a copy of the hook list (hooks copied at "
                "registration, so remove() edits the wrong container)",
@@ -488,7 +488,7 @@ def _probe_remove_twice():
     return "ok"
 
 
-_simple("hooks.second-remove-raises", "reference.hooks:RemovableHandle.remove",
+_simple("hooks.second-remove-raises", "reference.handles:RemovableHandle.remove",
         "hooks.pop(self.id, None)", "del hooks[self.id]",
         models="a handle deleting its key unconditionally (KeyError on the second remove), as "
                "hand-written handle classes in several frameworks do",
@@ -514,8 +514,9 @@ def _():
     """A node's pre-hooks run before the hooks registered through its output tensors."""
     edit("reference.autograd.engine:execute", "_run_tensor_hooks(node, extras, grads, ops)",
          "(extras is not None and extras.pre_hooks) or _run_tensor_hooks(node, extras, grads, ops)")
-    edit("reference.autograd.engine:_run_node_with_hooks", "    post_hooks = extras.post_hooks",
-         "    if extras.pre_hooks:\n        _run_tensor_hooks(node, extras, grads, ops)\n"
+    edit("reference.autograd.hooks:run_node_with_hooks", "    post_hooks = extras.post_hooks",
+         "    if extras.pre_hooks:\n        from reference.autograd.engine import _run_tensor_hooks\n"
+         "        _run_tensor_hooks(node, extras, grads, ops)\n"
          "    post_hooks = extras.post_hooks")
 
 
@@ -527,11 +528,11 @@ def _probe_leaf_hook_sees_grad():
     return seen
 
 
-_simple("hooks.leaf-hook-after-accumulation", "reference.autograd.engine:_run_tensor_hooks",
-        "grads[0] = _call_tensor_hooks(hooks, grads[0], ops)",
+_simple("hooks.leaf-hook-after-accumulation", "reference.autograd.hooks:run_leaf_hooks",
+        "grads[0] = call_tensor_hooks(hooks, grads[0], ops)",
         "from reference.autograd.accumulate import accumulate_into_leaf\n"
-        "            accumulate_into_leaf(node.variable, grads[0], ops)\n"
-        "            _call_tensor_hooks(hooks, grads[0], ops)\n            grads[0] = None",
+        "        accumulate_into_leaf(leaf, grads[0], ops)\n"
+        "        call_tensor_hooks(hooks, grads[0], ops)\n        grads[0] = None",
         models="leaf hooks run as notifications after the gradient is stored (the post-accumulate "
                "order used for the wrong kind of hook; MXNet-style grad callbacks)",
         rules="hooks.leaf-hook-before-accumulation", probe=_probe_leaf_hook_sees_grad)
@@ -544,7 +545,7 @@ def _probe_hook_replaces():
     return x.grad.tolist()
 
 
-_simple("hooks.hook-return-ignored", "reference.autograd.engine:_call_tensor_hooks",
+_simple("hooks.hook-return-ignored", "reference.autograd.hooks:call_tensor_hooks",
         "value = result", "result = value",
         models="hooks treated as observers whose return value is dropped (TensorFlow's "
                "tape watchers, OneFlow hooks before returning a tensor was supported)",
@@ -561,7 +562,7 @@ def _probe_hook_bad_shape():
         return type(exc).__name__
 
 
-_simple("hooks.hook-return-unvalidated", "reference.autograd.engine:_call_tensor_hooks",
+_simple("hooks.hook-return-unvalidated", "reference.autograd.hooks:call_tensor_hooks",
         "_check_hook_result(hook, value, result)", "pass",
         models="an engine that trusts a hook's returned tensor (shape/dtype/device unchecked; "
                "PyTorch's check_single_result validates it)",
@@ -616,7 +617,7 @@ def _probe_post_accumulate_return():
         return "raised"
 
 
-_simple("hooks.post-accumulate-return-accepted", "reference.autograd.accumulate:accumulate_into_leaf",
+_simple("hooks.post-accumulate-return-accepted", "reference.autograd.hooks:run_post_accumulate_hooks",
         "raise RuntimeError(POST_ACCUMULATE_RETURN)", "pass",
         models="post-accumulate hooks whose return value is silently dropped (the user believes a "
                "returned tensor replaced .grad)",
@@ -694,7 +695,7 @@ def _probe_hooks_each_backward():
     return len(calls)
 
 
-_simple("hooks.one-shot-hooks", "reference.autograd.engine:_call_tensor_hooks",
+_simple("hooks.one-shot-hooks", "reference.autograd.hooks:call_tensor_hooks",
         "for hook in tuple(hooks.values()):", "pending = tuple(hooks.values())\n    hooks.clear()\n"
         "    for hook in pending:",
         models="hooks consumed when they fire (one-shot callbacks, like TensorFlow's tape that is "

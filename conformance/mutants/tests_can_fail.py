@@ -128,7 +128,7 @@ def _():
     def refuse(self):
         raise RuntimeError("remove() refused (planted bug)")
 
-    replace("reference.hooks:RemovableHandle.remove", refuse)
+    replace("reference.handles:RemovableHandle.remove", refuse)
 
 
 class _SharedGradMode:

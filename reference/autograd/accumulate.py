@@ -1,4 +1,4 @@
-"""How a gradient lands in ``.grad``: leaves (AccumulateGrad) and retained non-leaves.
+"""How a gradient lands in ``.grad``: leaves (AccumulateGrad; its hooks are in ``autograd.hooks``) and retained non-leaves.
 
 PyTorch's contract, kept here: the first gradient is stored as a tensor of its own (never
 an alias of another tensor's gradient, never the variable itself); later ones are added
@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import threading
 
-from reference.tensor import Tensor
+from reference.autograd.hooks import run_post_accumulate_hooks
 
 #: Backwards on different threads may reach the same leaf; each update of a ``.grad`` is
 #: made under this lock so that none is lost (PyTorch holds a per-leaf mutex there).
 _grad_lock = threading.Lock()
-
-POST_ACCUMULATE_RETURN = "Tensor post accumulate grad hooks should return None."
 
 
 def store_grad(variable, grad, ops) -> None:
@@ -46,14 +44,5 @@ def accumulate_into_leaf(variable, grad, ops) -> None:
         return
     # rule: hooks.post-accumulate-after-grad-in-order -- store first, then the hooks
     store_grad(variable, grad, ops)
-    hooks = variable._post_accumulate_hooks
-    if hooks:
-        for hook in tuple(hooks.values()):
-            result = hook(variable)
-            if result is None or result is variable:  # torch tolerates returning the tensor itself
-                continue
-
-            if not isinstance(result, Tensor):
-                raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
-            # rule: hooks.post-accumulate-must-return-none
-            raise RuntimeError(POST_ACCUMULATE_RETURN)
+    if variable._post_accumulate_hooks:
+        run_post_accumulate_hooks(variable)

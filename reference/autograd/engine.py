@@ -23,10 +23,8 @@ import threading
 from reference import grad_mode
 from reference.autograd.accumulate import store_grad
 from reference.autograd.graph import AccumulateGrad
+from reference.autograd.hooks import run_leaf_hooks, run_node_with_hooks, run_tensor_pre_hooks
 from reference.ops.backward_ops import RAW_OPS, TENSOR_OPS
-from reference.tensor import Tensor
-
-NONE_REPLACED = "can't replace a None gradient with a non-None value"
 
 
 def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, accumulate_leaves=True):
@@ -76,8 +74,8 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
             if extras is None:
                 grad_inputs = node.apply(ops, grads)
             else:
-                grad_inputs = _run_node_with_hooks(node, extras, grads, ops,
-                                                   dependencies if captures is not None else None)
+                grad_inputs = run_node_with_hooks(node, extras, grads, ops,
+                                                  dependencies if captures is not None else None)
             # rules: engine.backward-frees-saved-tensors, gc_cycles.backward-releases-saved-tensors, engine.retain-graph-keeps-saved, gc_cycles.retained-graph-keeps-saved-until-graph-dies
             if not retain_graph and node._saved:
                 # rule: saved_tensors.packed-released-after-backward -- with the SavedTensors
@@ -222,93 +220,13 @@ def _deliver(buffers, node, nr, grad):
 def _run_tensor_hooks(node, extras, grads, ops):
     """Hooks registered through tensors (before any node hook), then retain_grad."""
     if type(node) is AccumulateGrad:
-        # rules: hooks.leaf-hook-before-accumulation, hooks.leaf-hook-fires-once-per-backward, hooks.leaf-hooks-persist-across-graphs
-        hooks = node.variable._leaf_hooks
-        if hooks:
-            grads[0] = _call_tensor_hooks(hooks, grads[0], ops)
+        run_leaf_hooks(node.variable, grads, ops)
         return
     if extras.tensor_pre_hooks:
-        for nr, hooks in extras.tensor_pre_hooks.items():
-            if hooks:
-                grads[nr] = _call_tensor_hooks(hooks, grads[nr], ops)
+        run_tensor_pre_hooks(extras.tensor_pre_hooks, grads, ops)
     if extras.retains_grad:
         # rules: engine.retain-grad, hooks.retain-grad-sees-all-tensor-hooks, hooks.retain-grad-latest-version
         for nr, tensor_ref in extras.retains_grad.items():
             tensor = tensor_ref()
             if tensor is not None and grads[nr] is not None:
                 store_grad(tensor, grads[nr], ops)
-
-
-def _call_tensor_hooks(hooks, grad, ops):
-    value = None if grad is None else ops.as_tensor(grad)
-    # rules: hooks.chain-in-registration-order, hooks.handle-remove-mid-backward, hooks.retain-graph-hooks-fire-each-backward
-    for hook in tuple(hooks.values()):
-        result = hook(value)
-        # rule: hooks.return-none-keeps-tensor-replaces
-        if result is None:
-            continue
-        if value is None:
-            raise RuntimeError(NONE_REPLACED)
-        _check_hook_result(hook, value, result)
-        value = result
-    if value is None:
-        return None
-    return ops.from_tensor(value)
-
-
-def _check_hook_result(hook, before, after):
-    # rule: hooks.return-type-validated
-    if not isinstance(after, Tensor):
-        raise TypeError(f"expected Variable, but hook returned '{type(after).__name__}'")
-    name = getattr(hook, "__name__", type(hook).__name__)
-    # rule: hooks.return-metadata-validated
-    if after.shape != before.shape:
-        raise RuntimeError(f"hook '{name}' has changed the size of value")
-    if after.dtype is not before.dtype:
-        raise RuntimeError(
-            f"hook '{name}' has changed the type of value (was reference.{before.dtype.legacy_name} "
-            f"got reference.{after.dtype.legacy_name})"
-        )
-    if after.device != before.device:
-        raise RuntimeError(f"hook '{name}' has changed the device of value")
-
-
-def _run_node_with_hooks(node, extras, grads, ops, task_nodes=None):
-    """Node pre-hooks, apply, node post-hooks (hooks see tensors, apply sees ``ops`` values).
-
-    With ``task_nodes`` (a graph task limited to some inputs), post-hooks see None for the
-    gradients this task does not need, as in PyTorch.
-    """
-    if extras.pre_hooks:
-        outputs = tuple(None if g is None else ops.as_tensor(g) for g in grads)
-        # rules: hooks.node-hooks-builtin, hooks.node-hooks-custom-function
-        for hook in tuple(extras.pre_hooks.values()):
-            result = hook(outputs)
-            if result is not None:
-                outputs = _check_node_hook_result(node, result, len(outputs), "pre-hook")
-        grads = [None if g is None else ops.from_tensor(g) for g in outputs]
-    post_hooks = extras.post_hooks
-    if post_hooks:
-        grad_outputs = tuple(None if g is None else ops.as_tensor(g) for g in grads)
-    grad_inputs = node.apply(ops, grads)
-    if post_hooks:
-        if task_nodes is not None:
-            grad_inputs = [g if child is not None and child in task_nodes else None
-                           for (child, _), g in zip(node._next_functions, grad_inputs)]
-        inputs = tuple(None if g is None else ops.as_tensor(g) for g in grad_inputs)
-        for hook in tuple(post_hooks.values()):
-            result = hook(inputs, grad_outputs)
-            if result is not None:
-                inputs = _check_node_hook_result(node, result, len(inputs), "hook")
-        grad_inputs = [None if g is None else ops.from_tensor(g) for g in inputs]
-    return grad_inputs
-
-
-def _check_node_hook_result(node, result, expected, kind):
-    if not isinstance(result, (tuple, list)):
-        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
-    if len(result) != expected:
-        raise RuntimeError(
-            f"{kind} of {node.name()} returned an incorrect number of gradients (expected {expected}, got {len(result)})"
-        )
-    return tuple(result)

@@ -20,7 +20,7 @@ import weakref
 from reference import grad_mode
 from reference.array_backend import device_type_of, to_device, to_host
 from reference.autograd.accumulate import accumulate_into_leaf
-from reference.hooks import HookDict, RemovableHandle, add_hook  # noqa: F401 - re-exported
+from reference.handles import HookDict, RemovableHandle, add_hook  # noqa: F401 - re-exported
 from reference.tensor import Tensor
 
 _sequence = itertools.count()

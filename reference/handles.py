@@ -1,4 +1,4 @@
-"""Hook tables: where registered hooks are kept, and the handle that removes one.
+"""Hook tables and their handles: where registered hooks are kept, and what removes one.
 
 A tensor (leaf hooks, post-accumulate hooks) or a node (pre-hooks, post-hooks, tensor
 hooks of a non-leaf) keeps its hooks in a ``HookDict``, in registration order. The
