@@ -11,9 +11,8 @@ import builtins as _builtins
 
 from reference import dtypes as _dtypes
 from reference.array_backend import CudaUnavailable
-from reference.tensor import Size, Tensor, _bind_operators, device
-
-_bind_operators()
+from reference import tensor as _tensor
+from reference.tensor import Size, Tensor, device
 
 from reference import autograd  # noqa: E402
 from reference.autograd.function import Function  # noqa: E402,F401
@@ -23,6 +22,11 @@ from reference.creation import (  # noqa: E402
 )
 from reference.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from reference.ops import linalg as _linalg, pointwise as _pointwise, reduction as _reduction, views as _views  # noqa: E402
+from reference.ops.methods import bind_tensor_methods as _bind_tensor_methods  # noqa: E402
+
+# The layers above the tensor give it its methods: the ops, and Tensor.backward's entry.
+_bind_tensor_methods()
+_tensor._autograd_backward = autograd.backward
 
 __version__ = "0.1.0"
 

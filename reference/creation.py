@@ -6,7 +6,7 @@ import numbers
 import numpy
 
 from reference import array_backend, dtypes
-from reference.tensor import Tensor, device as _device
+from reference.tensor import Tensor, _infer_dtype, _to_array, device as _device
 
 _generator = numpy.random.default_rng()
 
@@ -28,35 +28,6 @@ def _resolve_dtype(dtype, default=dtypes.float32):
     if not isinstance(dtype, dtypes.dtype):
         raise TypeError(f"dtype must be a reference dtype such as reference.float32, got {dtype!r}")
     return dtype
-
-
-def _infer_dtype(data):
-    if isinstance(data, str):
-        raise ValueError(f"too many dimensions '{type(data).__name__}'")
-    if isinstance(data, bool):
-        return dtypes.bool_
-    if isinstance(data, numbers.Integral):
-        return dtypes.int64
-    if isinstance(data, numbers.Real):
-        return dtypes.float32
-    if isinstance(data, (list, tuple)):
-        kinds = [_infer_dtype(item) for item in data]
-        for candidate in (dtypes.float32, dtypes.int64, dtypes.bool_):
-            if candidate in kinds:
-                return candidate
-        return dtypes.float32
-    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
-
-
-def _to_array(data, dtype, device_type):
-    xp = array_backend.namespace_for_device(device_type)
-    if isinstance(data, Tensor):
-        data = array_backend.to_host(data._data)
-    if isinstance(data, numpy.ndarray) or hasattr(data, "__cuda_array_interface__"):
-        dt = dtypes.from_numpy_dtype(data.dtype) if dtype is None else dtype
-    else:
-        dt = _infer_dtype(data) if dtype is None else dtype
-    return xp.array(data, dtype=dt.numpy)
 
 
 def _leaf(data, requires_grad) -> Tensor:

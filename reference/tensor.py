@@ -8,6 +8,7 @@ cache: ``a.grad is a.grad`` always.
 """
 from __future__ import annotations
 
+import numbers
 import warnings
 import weakref
 
@@ -30,6 +31,10 @@ NON_LEAF_REQUIRES_GRAD = (
 
 
 _numpy_scalar = _numpy.generic
+
+#: ``reference.autograd.backward``, which ``Tensor.backward`` calls: the autograd package sits above
+#: this module (it imports Tensor), so ``reference/__init__.py`` sets this once both are imported.
+_autograd_backward = None
 
 
 class device:
@@ -89,8 +94,6 @@ class Tensor:
 
     def __init__(self, data=None, *args, **kwargs):
         if data is not None or self._data is None:
-            from reference.creation import _to_array
-
             self._data = _to_array([] if data is None else data, None, "cpu")
 
     @classmethod
@@ -311,11 +314,10 @@ class Tensor:
         return add_hook(self._post_accumulate_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from reference.autograd import backward
-
+        """Accumulate the gradient of this tensor into the ``.grad`` of the graph's leaves."""
         if inputs is not None and isinstance(inputs, Tensor):
             inputs = (inputs,)
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> "Tensor":
         """A new tensor sharing data and version counter, with no history."""
@@ -377,20 +379,6 @@ class Tensor:
         data = array_backend.to_host(self._data)
         return data if dtype is None else data.astype(dtype)
 
-    def to(self, target=None, dtype=None, copy=False):
-        from reference.ops import pointwise
-
-        if isinstance(target, dtypes.dtype):
-            target, dtype = None, target
-        out = self
-        if dtype is not None and dtype is not self.dtype:
-            out = pointwise.to_dtype(out, dtype)
-        if target is not None and device(target) != self.device:
-            out = pointwise.to_device(out, device(target).type)
-        if copy and out is self:
-            out = self.clone()
-        return out
-
     def cpu(self):
         return self.to("cpu")
 
@@ -409,25 +397,15 @@ class Tensor:
     def type_as(self, other):
         return self.to(other.dtype)
 
-    def as_subclass(self, cls):
-        """The same data and history, as an instance of ``cls`` (a Tensor subclass)."""
-        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
-            raise TypeError(f"as_subclass expects a subclass of reference.Tensor, got {cls!r}")
-        from reference.ops import views
-
-        return views.alias(self, cls)
-
     # -- printing ------------------------------------------------------------------
     def __repr__(self):
-        import numpy
-
-        body = numpy.array2string(
+        body = _numpy.array2string(
             array_backend.to_host(self._data), separator=", ", prefix="tensor(", floatmode="maxprec_equal"
         )
         extras = []
         if self.device.type != "cpu":
             extras.append(f"device='{self.device}'")
-        if self._data.dtype not in (numpy.float32, numpy.int64, numpy.bool_):
+        if self._data.dtype not in (_numpy.float32, _numpy.int64, _numpy.bool_):
             extras.append(f"dtype={self.dtype!r}")
         if self._node is not None:
             extras.append(f"grad_fn=<{self._node.name()}>")
@@ -458,6 +436,36 @@ def _init(tensor, data):
     return tensor
 
 
+# -- from Python data to an array (the constructor's and reference.tensor()'s) ------------
+def _infer_dtype(data):
+    if isinstance(data, str):
+        raise ValueError(f"too many dimensions '{type(data).__name__}'")
+    if isinstance(data, bool):
+        return dtypes.bool_
+    if isinstance(data, numbers.Integral):
+        return dtypes.int64
+    if isinstance(data, numbers.Real):
+        return dtypes.float32
+    if isinstance(data, (list, tuple)):
+        kinds = [_infer_dtype(item) for item in data]
+        for candidate in (dtypes.float32, dtypes.int64, dtypes.bool_):
+            if candidate in kinds:
+                return candidate
+        return dtypes.float32
+    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+
+
+def _to_array(data, dtype, device_type):
+    xp = array_backend.namespace_for_device(device_type)
+    if isinstance(data, Tensor):
+        data = array_backend.to_host(data._data)
+    if isinstance(data, _numpy.ndarray) or hasattr(data, "__cuda_array_interface__"):
+        dt = dtypes.from_numpy_dtype(data.dtype) if dtype is None else dtype
+    else:
+        dt = _infer_dtype(data) if dtype is None else dtype
+    return xp.array(data, dtype=dt.numpy)
+
+
 class Size(tuple):
     """A shape: a tuple that prints as torch.Size does."""
 
@@ -469,44 +477,3 @@ class Size(tuple):
         for s in self:
             n *= s
         return n
-
-
-def _bind_operators():
-    """Install the arithmetic, comparison and op methods (defined in reference.ops)."""
-    from reference.ops import inplace, linalg, pointwise, reduction, views
-
-    methods = {
-        "__add__": pointwise.add, "__radd__": pointwise.radd,
-        "__sub__": pointwise.sub, "__rsub__": pointwise.rsub,
-        "__mul__": pointwise.mul, "__rmul__": pointwise.rmul,
-        "__truediv__": pointwise.div, "__rtruediv__": pointwise.rdiv,
-        "__pow__": pointwise.pow, "__rpow__": pointwise.rpow,
-        "__neg__": pointwise.neg, "__abs__": pointwise.abs,
-        "__matmul__": linalg.matmul, "__rmatmul__": linalg.rmatmul,
-        "__eq__": pointwise.eq, "__ne__": pointwise.ne, "__lt__": pointwise.lt,
-        "__le__": pointwise.le, "__gt__": pointwise.gt, "__ge__": pointwise.ge,
-        "__getitem__": views.getitem, "__setitem__": inplace.setitem,
-        "__iadd__": inplace.add_, "__isub__": inplace.sub_,
-        "__imul__": inplace.mul_, "__itruediv__": inplace.div_,
-        "add": pointwise.add, "sub": pointwise.sub, "mul": pointwise.mul, "div": pointwise.div,
-        "pow": pointwise.pow, "neg": pointwise.neg, "abs": pointwise.abs,
-        "exp": pointwise.exp, "log": pointwise.log, "tanh": pointwise.tanh,
-        "sigmoid": pointwise.sigmoid, "relu": pointwise.relu, "sin": pointwise.sin,
-        "cos": pointwise.cos, "sqrt": pointwise.sqrt, "sign": pointwise.sign,
-        "clone": pointwise.clone,
-        "eq": pointwise.eq, "ne": pointwise.ne, "lt": pointwise.lt, "le": pointwise.le,
-        "gt": pointwise.gt, "ge": pointwise.ge,
-        "matmul": linalg.matmul, "mm": linalg.matmul,
-        "sum": reduction.sum, "mean": reduction.mean,
-        "reshape": views.reshape, "view": views.view, "view_as": views.view_as,
-        "reshape_as": views.reshape_as, "transpose": views.transpose, "t": views.t,
-        "expand": views.expand, "expand_as": views.expand_as, "squeeze": views.squeeze,
-        "unsqueeze": views.unsqueeze, "flatten": views.flatten,
-        "add_": inplace.add_, "sub_": inplace.sub_, "mul_": inplace.mul_, "div_": inplace.div_,
-        "zero_": inplace.zero_, "copy_": inplace.copy_, "fill_": inplace.fill_,
-    }
-    for name, fn in methods.items():
-        setattr(Tensor, name, fn)
-    Tensor.T = property(views.t)
-    Tensor.mT = property(views.mT)
-    Tensor.__iter__ = lambda self: (self[i] for i in range(len(self)))

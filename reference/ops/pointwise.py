@@ -7,6 +7,7 @@ makes some engines use several times the memory of the arithmetic itself.
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 from reference import dtypes
@@ -16,7 +17,7 @@ from reference.autograd import forward_ad
 from reference.ops.recording import (
     add_tangents, attach, edges, has_tangent, needs_grad, propagate_tangent, raw, save_input, save_output, shape_of,
 )
-from reference.tensor import Tensor
+from reference.tensor import Tensor, device
 
 
 _FAST_OPERANDS = frozenset((Tensor, float, int, bool))
@@ -169,8 +170,6 @@ class PowBackward1(_Binary):
 
 
 def _log_scalar(value):
-    import math
-
     return math.log(value) if value > 0 else float("nan")
 
 
@@ -547,6 +546,20 @@ def to_device(self, device_type):
     if out._node is not None:
         out._node._dtype = self.dtype
         out._node._device = self.device.type
+    return out
+
+
+def to(self, target=None, dtype=None, copy=False):
+    """``Tensor.to``: a copy in another dtype and/or on another device (self when nothing changes)."""
+    if isinstance(target, dtypes.dtype):
+        target, dtype = None, target
+    out = self
+    if dtype is not None and dtype is not self.dtype:
+        out = to_dtype(out, dtype)
+    if target is not None and device(target) != self.device:
+        out = to_device(out, device(target).type)
+    if copy and out is self:
+        out = self.clone()
     return out
 
 

@@ -367,6 +367,13 @@ def alias(self, cls=Tensor):
     return out
 
 
+def as_subclass(self, cls):
+    """``Tensor.as_subclass``: the same data and history, as an instance of ``cls`` (a Tensor subclass)."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"as_subclass expects a subclass of reference.Tensor, got {cls!r}")
+    return alias(self, cls)
+
+
 # differentiable helpers for double backward of indexing
 class ScatterIndexBackward0(Node):
     __slots__ = ("_index",)
