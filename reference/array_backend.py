@@ -79,3 +79,34 @@ def to_device(array, device_type: str):
     if device_type == "cpu":
         return _cupy.asnumpy(array)
     return namespace_for_device("cuda").asarray(array)
+
+
+# -- array helpers shared by forward ops and plain-backward formulas ------------------------
+def sum_to(grad, shape):
+    """Reduce a broadcast gradient back to ``shape``."""
+    if grad.shape == shape:
+        return grad
+    xp = namespace_of(grad)
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, size in enumerate(shape) if size == 1 and grad.shape[i + lead] != 1
+    )
+    out = xp.sum(grad, axis=axes, keepdims=True) if axes else grad
+    if lead:
+        out = out.reshape(out.shape[lead:])
+    return out.reshape(shape)
+
+
+def scatter_index(grad, shape, index):
+    """A zero array of ``shape`` with ``grad`` added at ``index``."""
+    xp = namespace_of(grad)
+    out = xp.zeros(shape, dtype=grad.dtype)
+    out[index] += grad
+    return out
+
+
+def zero_at_index(grad, index):
+    """A copy of ``grad`` with zeros at ``index``."""
+    out = grad.copy()
+    out[index] = 0
+    return out

@@ -319,7 +319,7 @@ def _probe_leaf_accumulator():
         probe=_probe_leaf_accumulator)
 def _():
     """The leaf caches its accumulator in a strong reference (a leaf <-> node cycle)."""
-    edit("reference.ops.recording:grad_accumulator", "leaf._grad_accumulator = weakref.ref(node)",
+    edit("reference.autograd.graph:grad_accumulator", "leaf._grad_accumulator = weakref.ref(node)",
          "leaf._grad_accumulator = (lambda node=node: node)")
 
 

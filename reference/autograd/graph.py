@@ -311,8 +311,6 @@ class SavedTensor:
         hooks.grad_fn = None if is_output else tensor._node
         hooks.accumulator = None
         if hooks.requires_grad and not is_output and tensor._node is None:
-            from reference.ops.recording import grad_accumulator
-
             hooks.accumulator = weakref.ref(grad_accumulator(tensor))
         # rule: saved_tensors.packed-released-with-graph -- only the node's SavedTensor holds
         # ``hooks`` (no back reference), so the packed value goes with the node
@@ -388,6 +386,18 @@ class AccumulateGrad(Node):
     def apply(self, ops, grads):
         accumulate_into_leaf(self.variable, grads[0], ops)
         return ()
+
+
+def grad_accumulator(leaf: Tensor) -> AccumulateGrad:
+    """The leaf's current AccumulateGrad node, created on demand and cached weakly."""
+    ref = leaf._grad_accumulator
+    node = ref() if ref is not None else None
+    if node is None:
+        # rule: engine.backward-keeps-leaves-leaves -- the accumulator is reached through edges; the leaf's grad_fn stays None
+        node = AccumulateGrad(leaf)
+        # rules: hooks.accumulate-grad-node-shared-while-alive, hooks.accumulate-grad-node-hooks-die-with-node, gc_cycles.grad-does-not-retain-graph
+        leaf._grad_accumulator = weakref.ref(node)
+    return node
 
 
 class Error(Node):
@@ -557,12 +567,3 @@ def allow_mutation_on_saved_tensors():
     value is copied just before the first change, and backward uses that copy. A graph
     recorded in the block cannot be backpropagated through after the block ends."""
     return _AllowMutationContext()
-
-
-def __getattr__(name):
-    # torch.autograd.graph's functions that need the engine, loaded on first use
-    if name in ("register_multi_grad_hook", "increment_version"):
-        from reference.autograd import multi_hooks
-
-        return getattr(multi_hooks, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

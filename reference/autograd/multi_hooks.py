@@ -11,6 +11,9 @@ from __future__ import annotations
 import itertools
 import weakref
 
+from reference.autograd.engine import current_task
+from reference.tensor import Tensor
+
 _ids = itertools.count()
 
 
@@ -42,8 +45,6 @@ def _position(tensor):
 
 
 def _will_receive(position, task) -> bool:
-    from reference.ops.recording import grad_accumulator
-
     ref, is_leaf = position
     target = ref()
     if target is None:
@@ -64,9 +65,6 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
     mode "any": on the first gradient computed for any of them, with that gradient.
     rule: hooks.multi-grad-hook-any
     """
-    from reference.autograd.engine import current_task
-    from reference.tensor import Tensor
-
     if mode not in ("all", "any"):
         raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
     tensors = tuple(tensors)
@@ -118,7 +116,5 @@ def increment_version(tensor) -> None:
     """Bump the version counter of ``tensor`` (or of each tensor of an iterable), as an
     in-place change would: nodes that saved it then refuse to unpack it.
     rule: engine.increment-version-invalidates-saved"""
-    from reference.tensor import Tensor
-
     for t in (tensor,) if isinstance(tensor, Tensor) else tuple(tensor):
         t._version_counter[0] += 1  # rule: engine.increment-version-invalidates-saved

@@ -9,22 +9,9 @@ operators (``+ - * / **``) work on both, so formulas use them directly and call
 """
 from __future__ import annotations
 
-from reference.array_backend import namespace_of
-
-
-def _sum_to_raw(grad, shape):
-    """Reduce a broadcast gradient back to ``shape``."""
-    if grad.shape == shape:
-        return grad
-    xp = namespace_of(grad)
-    lead = grad.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        i + lead for i, size in enumerate(shape) if size == 1 and grad.shape[i + lead] != 1
-    )
-    out = xp.sum(grad, axis=axes, keepdims=True) if axes else grad
-    if lead:
-        out = out.reshape(out.shape[lead:])
-    return out.reshape(shape)
+from reference.array_backend import namespace_of, scatter_index, sum_to, to_device, zero_at_index
+from reference.ops import pointwise, reduction, views
+from reference.tensor import Tensor
 
 
 class RawOps:
@@ -35,8 +22,6 @@ class RawOps:
     # conversions between the engine's values and tensors (for hooks, custom Functions)
     @staticmethod
     def as_tensor(value):
-        from reference.tensor import Tensor
-
         return Tensor._wrap(value)
 
     @staticmethod
@@ -49,11 +34,9 @@ class RawOps:
 
     @staticmethod
     def fresh_grad(grad):
-        from reference.tensor import Tensor
-
         return Tensor._wrap(namespace_of(grad).array(grad, copy=True))
 
-    sum_to = staticmethod(_sum_to_raw)
+    sum_to = staticmethod(sum_to)
 
     @staticmethod
     def expand_to(grad, shape):
@@ -108,33 +91,19 @@ class RawOps:
     def unsqueeze_dims(grad, dims):
         return namespace_of(grad).expand_dims(grad, dims) if dims else grad
 
-    @staticmethod
-    def scatter_index(grad, shape, index):
-        """A zero array of ``shape`` with ``grad`` added at ``index``."""
-        xp = namespace_of(grad)
-        out = xp.zeros(shape, dtype=grad.dtype)
-        out[index] += grad
-        return out
+    scatter_index = staticmethod(scatter_index)
 
     @staticmethod
     def index(grad, index):
         return grad[index]
 
-    @staticmethod
-    def zero_at_index(grad, index):
-        out = grad.copy()
-        out[index] = 0
-        return out
+    zero_at_index = staticmethod(zero_at_index)
 
     @staticmethod
     def to_dtype_of(grad, like_dtype):
         return grad.astype(like_dtype.numpy, copy=False)
 
-    @staticmethod
-    def to_device(grad, device_type):
-        from reference.array_backend import to_device
-
-        return to_device(grad, device_type)
+    to_device = staticmethod(to_device)
 
 
 class TensorOps:
@@ -160,9 +129,7 @@ class TensorOps:
 
     @staticmethod
     def sum_to(grad, shape):
-        from reference.ops.reduction import sum_to_size
-
-        return sum_to_size(grad, shape)
+        return reduction.sum_to_size(grad, shape)
 
     @staticmethod
     def expand_to(grad, shape):
@@ -206,9 +173,7 @@ class TensorOps:
 
     @staticmethod
     def positive_mask(x):
-        from reference.ops.pointwise import to_dtype
-
-        return to_dtype(x.detach() > 0, x.dtype)
+        return pointwise.to_dtype(x.detach() > 0, x.dtype)
 
     @staticmethod
     def sum_dims(grad, dims, keepdim):
@@ -222,9 +187,7 @@ class TensorOps:
 
     @staticmethod
     def scatter_index(grad, shape, index):
-        from reference.ops.views import scatter_index
-
-        return scatter_index(grad, shape, index)
+        return views.scatter_index(grad, shape, index)
 
     @staticmethod
     def index(grad, index):
@@ -232,21 +195,15 @@ class TensorOps:
 
     @staticmethod
     def zero_at_index(grad, index):
-        from reference.ops.views import zero_at_index
-
-        return zero_at_index(grad, index)
+        return views.zero_at_index(grad, index)
 
     @staticmethod
     def to_dtype_of(grad, like_dtype):
-        from reference.ops.pointwise import to_dtype
-
-        return to_dtype(grad, like_dtype)
+        return pointwise.to_dtype(grad, like_dtype)
 
     @staticmethod
     def to_device(grad, device_type):
-        from reference.ops.pointwise import to_device
-
-        return to_device(grad, device_type)
+        return pointwise.to_device(grad, device_type)
 
 
 RAW_OPS = RawOps()

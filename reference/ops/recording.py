@@ -6,11 +6,9 @@ in one tuple (no closures, no per-op dicts).
 """
 from __future__ import annotations
 
-import weakref
-
 from reference import grad_mode
 from reference.autograd import forward_ad
-from reference.autograd.graph import AccumulateGrad, SavedTensor
+from reference.autograd.graph import SavedTensor, grad_accumulator
 from reference.tensor import Tensor
 
 
@@ -30,18 +28,6 @@ def has_tangent(a, b=None) -> bool:
     if getattr(a, "_fw_grads", None) or getattr(b, "_fw_grads", None):
         return forward_ad.propagating()
     return False
-
-
-def grad_accumulator(leaf: Tensor) -> AccumulateGrad:
-    """The leaf's current AccumulateGrad node, created on demand and cached weakly."""
-    ref = leaf._grad_accumulator
-    node = ref() if ref is not None else None
-    if node is None:
-        # rule: engine.backward-keeps-leaves-leaves -- the accumulator is reached through edges; the leaf's grad_fn stays None
-        node = AccumulateGrad(leaf)
-        # rules: hooks.accumulate-grad-node-shared-while-alive, hooks.accumulate-grad-node-hooks-die-with-node, gc_cycles.grad-does-not-retain-graph
-        leaf._grad_accumulator = weakref.ref(node)
-    return node
 
 
 _NO_EDGE = (None, 0)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import weakref
 
-from reference import grad_mode
+from reference import array_backend, grad_mode
 from reference.array_backend import namespace_of
 from reference.autograd import forward_ad
 from reference.autograd.graph import Node
@@ -384,9 +384,7 @@ class ScatterIndexBackward0(Node):
 
 def scatter_index(grad, shape, index):
     """zeros(shape) with ``grad`` added at ``index``, recording a graph."""
-    from reference.ops.backward_ops import RAW_OPS
-
-    out = Tensor._wrap(RAW_OPS.scatter_index(grad._data, shape, index))
+    out = Tensor._wrap(array_backend.scatter_index(grad._data, shape, index))
     if needs_grad(grad):
         node = ScatterIndexBackward0(edges(grad))
         node._index = index
@@ -402,9 +400,7 @@ class ZeroAtIndexBackward0(Node):
 
 
 def zero_at_index(grad, index):
-    from reference.ops.backward_ops import RAW_OPS
-
-    out = Tensor._wrap(RAW_OPS.zero_at_index(grad._data, index))
+    out = Tensor._wrap(array_backend.zero_at_index(grad._data, index))
     if needs_grad(grad):
         node = ZeroAtIndexBackward0(edges(grad))
         node._index = index
