@@ -148,6 +148,19 @@ def classify(exc: BaseException | None, level: str, observed: bool) -> tuple[Out
     return Outcome.ERROR, message
 
 
+def test_outcome(exc: BaseException | None, rule_id: str, level: str,
+                 observed: bool) -> tuple[Outcome, str]:
+    """What the harness records as a test's framework outcome (its ``actual``) for one phase:
+    :func:`classify`, and a BLOCKED that names the test's own rule is a verdict on that rule
+    (DIVERGES). The harness and every reproduction script (conformance.repro.runtime) call
+    this one function."""
+    actual, message = classify(exc, level, observed)
+    if actual is Outcome.BLOCKED and blocked_by(exc) == rule_id:
+        # a step declared as a prerequisite is the test's own rule here: a verdict on it
+        actual = Outcome.DIVERGES
+    return actual, message
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 

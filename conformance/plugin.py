@@ -26,7 +26,7 @@ from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
 from conformance import hookspecs, isolation, leakcheck, options, summary, timeout, traceability
 from conformance.rules import Catalogue, load_catalogue
 from conformance.expectations import ExpectationSet, load_expectations
-from conformance.outcomes import HELD, Outcome, Verdict, blocked_by, classify, first_lines, judge
+from conformance.outcomes import HELD, Outcome, Verdict, blocked_by, first_lines, judge, test_outcome
 from conformance.results import PROPERTY, ResultsFile, Tally, TestRecords
 from conformance.tomlfile import FileError
 
@@ -179,8 +179,11 @@ def pytest_configure(config):
                                         f"choose a writable path") from None
             # adapter_spec: how this run named its adapter (a built-in name, an entry point or
             # package.module:Class), so that scripts made from the results load it the same way
-            h.results.header({**h.context, "adapter_spec": spec}, h.suites_dir,
-                             len(h.catalogue.rules))
+            # conformance_timeout / leak_check: what makes a test TIMEOUT or LEAK, which a
+            # reproduction script applies the same way
+            h.results.header({**h.context, "adapter_spec": spec, "conformance_timeout": limit,
+                              "leak_check": [warmups, runs] if leak_check else None},
+                             h.suites_dir, len(h.catalogue.rules))
         config.pluginmanager.register(Controller(config, h), "autograd-conformance-controller")
 
 
@@ -310,10 +313,8 @@ def pytest_runtest_makereport(item, call):
             actual = Outcome(custom)
             message = first_lines(f"{type(exc).__name__}: {exc}") if exc else ""
         else:
-            actual, message = classify(exc, rule.level, bool(item.stash.get(OBSERVED, [])))
-        if actual is Outcome.BLOCKED and blocked_by(exc) == rule.id:
-            # a step declared as a prerequisite is the test's own rule here: a verdict on it
-            actual = Outcome.DIVERGES
+            actual, message = test_outcome(exc, rule.id, rule.level,
+                                           bool(item.stash.get(OBSERVED, [])))
         if leak is not None and actual in HELD:
             actual, message = Outcome.LEAK, leak.message()
         expectation = h.expectations.get(rule.id, item.name)

@@ -54,6 +54,18 @@ def git_revision(path: Path) -> dict[str, Any]:
     return {"suite_revision": revision, "suite_dirty": bool(status) if status is not None else None}
 
 
+def suite_source(suites_dir: Path) -> dict[str, Any]:
+    """``suite_digest``: the hash of the suite source the run reads (conformance.repro.source),
+    None for suites outside a ``conformance/suites`` directory of this layout."""
+    from conformance.repro import source
+
+    suites_dir = Path(suites_dir).resolve()
+    root = suites_dir.parents[1] if len(suites_dir.parents) > 1 else suites_dir
+    if suites_dir != root / source.SUITES:
+        return {"suite_digest": None}
+    return {"suite_digest": source.digest(root)}
+
+
 class TestRecords:
     """Assembles setup/call/teardown reports into one record per test."""
 
@@ -142,10 +154,15 @@ class ResultsFile:
         self._fh.flush()
 
     def header(self, context: dict[str, Any], suites_dir: Path, rules: int) -> None:
+        """The run line: what a reproduction script of any of its cells needs besides the
+        test lines (conformance.repro): the suites' git revision and digest
+        (:func:`suite_source`), the adapter spec, framework version and device (``context``),
+        the interpreter that ran it, and the options that turn a test into TIMEOUT or LEAK."""
         self.write({"type": "run", "schema": SCHEMA_VERSION, **git_revision(suites_dir),
+                    **suite_source(suites_dir),
                     "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                    **context, "platform": platform.platform(), "rules": rules,
-                    "argv": sys.argv[1:]})
+                    **context, "python_executable": sys.executable,
+                    "platform": platform.platform(), "rules": rules, "argv": sys.argv[1:]})
 
     def close(self, exitstatus: int, tally: Tally, error: str | None = None) -> None:
         end = {"type": "end", "exitstatus": int(exitstatus),

@@ -40,25 +40,31 @@ class _Rule:
         self.__dict__.update(entry, **extra)
 
 
-def scripts_for(data: dict[str, Any]) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
-    """adapter -> rule id -> standalone script; rule id -> why it has none."""
-    from conformance.rules import Rule
-
+def scripts_for(data: dict[str, Any]) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """run label -> rule id -> reproduction script, made from the run itself (its recorded
+    suite revision, adapter spec, framework version, device and the tests it ran); run label
+    -> rule id -> why that cell has none (e.g. the run's suite revision is not in this clone)."""
     scripts: dict[str, dict[str, str]] = {}
-    errors: dict[str, str] = {}
-    adapters = []
+    errors: dict[str, dict[str, str]] = {}
     for run in data["runs"]:
-        if run["framework"] not in adapters:
-            adapters.append(run["framework"])
-    for adapter in adapters:
-        scripts[adapter] = {}
+        label = run["label"]
+        scripts[label], errors[label] = {}, {}
+        info = repro.RunInfo.of(run, label)
+        try:
+            tree = info.tree()
+        except repro.ReproError as exc:
+            errors[label] = {e["id"]: f"(no reproduction script: {exc})" for e in data["catalogue"]}
+            continue
+        names: dict[str, set[str]] = {}
+        for t in run.get("tests", []):
+            names.setdefault(t.get("rule"), set()).add(t["nodeid"].split("::")[-1].split("[")[0])
         for entry in data["catalogue"]:
-            rule = Rule(file=Path("."), **{k: entry[k] for k in
-                                           ("id", "level", "statement", "rationale", "source")})
+            rule = _Rule(entry)
             try:
-                scripts[adapter][entry["id"]] = repro.generate(rule, adapter)
+                scripts[label][entry["id"]] = repro.generate(rule, info, tree,
+                                                             names.get(entry["id"]))
             except (repro.ReproError, ValueError, KeyError) as exc:
-                errors[entry["id"]] = f"(no reproduction script: {exc})"
+                errors[label][entry["id"]] = f"(no reproduction script: {exc})"
     return scripts, errors
 
 
@@ -99,7 +105,9 @@ def context(data: dict[str, Any]) -> dict[str, Any]:
         js_cells.setdefault(rid, {})[label] = {"outcome": cell["outcome"],
                                                "actual": cell["actual"], "tests": tests,
                                                "expectation": cell["expectation"]}
-    chunks, script_refs, modules = _share_paragraphs(scripts)
+    chunks, script_refs, modules = _share_paragraphs(
+        scripts, {r["label"]: repro.framework_of(repro.RunInfo.of(r).adapter_spec)[0]
+                  for r in data["runs"]})
     details = {"cells": js_cells, "chunks": chunks, "scripts": script_refs, "modules": modules,
                "script_errors": script_errors, "rules": {e["id"]: e for e in data["catalogue"]}}
     js = {"schema": data["schema"], "version": data["version"],
@@ -137,25 +145,27 @@ def context(data: dict[str, Any]) -> dict[str, Any]:
 MODULE_MARK = "\u0001"
 
 
-def _share_paragraphs(scripts: dict[str, dict[str, str]]):
-    """Scripts as lists of paragraph numbers into one list of distinct paragraphs, with the
-    framework's module name (``torch``, ``oneflow``...) replaced by :data:`MODULE_MARK`: the
-    test bodies and helpers every framework's script of a rule shares are stored once (the
-    page joins the paragraphs and puts the name back). Lossless: returns the chunks, the
-    references per adapter and rule, and the module name per adapter."""
+def _share_paragraphs(scripts: dict[str, dict[str, str]], module_of: dict[str, str] | None = None):
+    """Scripts (run label -> rule -> script) as lists of paragraph numbers into one list of
+    distinct paragraphs, with the framework's module name (``torch``, ``oneflow``...; label ->
+    name in ``module_of``) replaced by :data:`MODULE_MARK`: the test bodies and helpers every
+    run's script of a rule shares are stored once (the page joins the paragraphs and puts the
+    name back). Lossless: returns the chunks, the references per label and rule, and the
+    module name per label."""
+    module_of = module_of or {}
     number: dict[str, int] = {}
     refs: dict[str, dict[str, list[int]]] = {}
     modules: dict[str, str] = {}
-    for adapter, by_rule in scripts.items():
-        module = repro.FRAMEWORK_MODULES.get(adapter, adapter)
+    for label, by_rule in scripts.items():
+        module = module_of.get(label) or ""
         if any(MODULE_MARK in script for script in by_rule.values()) or not module:
             module = ""
-        modules[adapter] = module
-        refs[adapter] = {}
+        modules[label] = module
+        refs[label] = {}
         for rule, script in by_rule.items():
             if module:
                 script = script.replace(module, MODULE_MARK)
-            refs[adapter][rule] = [number.setdefault(p, len(number)) for p in script.split("\n\n")]
+            refs[label][rule] = [number.setdefault(p, len(number)) for p in script.split("\n\n")]
     chunks = [""] * len(number)
     for p, i in number.items():
         chunks[i] = p

@@ -10,14 +10,18 @@ Layout (version 2)::
     {"schema": "autograd-conformance/results", "version": 1, "generated": ISO time,
      "catalogue": [{"id", "suite", "level", "statement", "rationale", "source"}, ...],
      "runs": [{"label", "framework", "status", "detail",
-               "suite_revision", "suite_dirty", "adapter", "framework_version", "python",
-               "device", "platform", "started", "finished", "exitstatus", "counts", "not_run",
+               "suite_revision", "suite_dirty", "suite_digest", "adapter", "adapter_spec",
+               "framework_version", "python", "python_executable", "device", "platform",
+               "started", "conformance_timeout", "leak_check", "finished", "exitstatus",
+               "counts", "not_run",
                "tests": [{"nodeid", "rule", "suite", "level", "outcome", "actual", "message",
                           "observed", "expectation", "blocked_by", "duration", "chain"?}],
                "root_causes": [{"id", "summary", "rules", "tests", "blocks", "rank",
                                 "kind", "source", "outcomes", "level", "message"}]}]}
 
-``root_causes`` (conformance.report.rootcause): per run, ranked; ``id`` is the expectations'
+The run keys from ``suite_revision`` to ``leak_check`` are its results header's (None where an
+older harness did not record them): what a reproduction script of the run's cells is made from
+(conformance.repro). ``root_causes`` (conformance.report.rootcause): per run, ranked; ``id`` is the expectations'
 ``root_cause`` slug or ``auto-<hash>`` for a cluster; ``blocks`` the rules whose tests are
 BLOCKED by it; ``kind`` "breaks" (it breaks or blocks rules) or "unsupported" (its tests are only
 UNSUPPORTED: a missing feature), every "breaks" cause ranked before every "unsupported" one.
@@ -49,8 +53,9 @@ TEST_KEYS = ("nodeid", "rule", "suite", "level", "outcome", "actual", "message",
              "expectation", "blocked_by", "duration")
 #: Keys of each entry of a run's ``root_causes`` (conformance.report.rootcause), ranked.
 ROOT_CAUSE_KEYS = ("id", "summary", "rules", "tests", "blocks", "rank")
-RUN_KEYS = ("suite_revision", "suite_dirty", "adapter", "framework_version", "python", "device",
-            "platform", "started")
+RUN_KEYS = ("suite_revision", "suite_dirty", "suite_digest", "adapter", "adapter_spec",
+            "framework_version", "python", "python_executable", "device", "platform", "started",
+            "conformance_timeout", "leak_check")
 
 
 #: A results file this version of the report cannot read; the message says what to do.

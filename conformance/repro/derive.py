@@ -1,76 +1,65 @@
-"""Standalone reproduction scripts: one per (rule, framework), plain code, no project imports.
+"""Reproduction scripts: one per (rule, run), from the run itself.
 
-Why derived from the suites: a script written by hand next to each of ~160 tests would drift
-from the test it claims to reproduce. A script is therefore assembled from the very source of
-the rule's tests (``conformance/suites/test_<suite>.py``):
+Why derived from the suites: a script written by hand next to each of ~200 tests would drift
+from the test it claims to reproduce. A script is therefore assembled from the source of the
+rule's tests **at the suite revision the run recorded** (:mod:`conformance.repro.source`:
+the working tree when its digest matches, else ``git show <revision>:<path>``):
 
 * the test functions of the rule, without their ``@rule`` / ``@pytest.mark.parametrize``
-  decorators;
-* every module-level helper they use, transitively, from the suite module and from the
-  harness modules a suite may import (``conformance.api``, ``conformance.liveness``,
-  ``adapters.base``), copied verbatim; ``liveness.x`` becomes ``x``;
-* the fixtures as plain code: ``fw`` becomes the framework's own name (``torch``,
-  ``oneflow``, ``reference``), ``device`` a module variable, ``adapter`` a small class with the
-  adapter's feature table, ``observe`` a list;
-* a runner that calls each test, classifies what happened as the harness does (an
-  ``AssertionError`` is DIVERGES, ``Unsupported`` UNSUPPORTED, anything else ERROR) and ends
-  with ``RESULT: <OUTCOME>[: message]``: the rule's outcome on that framework.
+  decorators, and the suite's autouse fixtures;
+* every module-level helper they use, transitively, from the suite module and the test
+  helpers (``conformance/liveness.py``, ``conformance/suites/_helpers.py``), copied verbatim
+  (``liveness.x`` becomes ``x``); ``fw`` becomes the framework's own name (``torch``,
+  ``oneflow``) where the adapter names one, so the tests read like user code;
+* the harness is imported, never copied: what the suites use from ``conformance.api``,
+  ``conformance.outcomes`` and ``adapters.base`` (``raises``, ``prerequisite``,
+  ``Unsupported``...), and :class:`conformance.repro.runtime.Repro`, which loads the adapter
+  by the run's recorded spec (built-in, entry point or ``package.module:Class``) on the run's
+  device and classifies each test with the harness's own :func:`conformance.outcomes.test_outcome`
+  (and the run's timeout and leak check). The script ends with ``RESULT: <OUTCOME>[: why]``:
+  the outcome of the rule's cell for that run.
 
-Where a derived script would not be standalone or would not say what an upstream issue needs
-(the ``id(a.grad)`` seed bug should print the alternating ids), a hand-written template in
-``conformance/repro/templates/<rule id>.py`` takes precedence (see that package).
+A script runs with ``python script.py`` wherever autograd-conformance and the framework are
+installed. Where a derived script would not say what an upstream issue needs (the
+``id(a.grad)`` seed bug should print the alternating ids), a hand-written template in
+``conformance/repro/templates/<rule id>.py`` replaces the tests (see that package); it goes
+through the same runtime.
 """
 from __future__ import annotations
 
 import ast
 import dataclasses
 import functools
+import importlib
 import io
 import re
 import sys
 import textwrap
 import tokenize
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
-from conformance import outcomes as _outcomes
+from conformance.repro import source as _source
+from conformance.repro.source import SourceUnavailable, Tree, WorkingTree
 
-ROOT = Path(__file__).resolve().parents[2]
-SUITES_DIR = ROOT / "conformance" / "suites"
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 
-#: Modules a suite may import whose definitions are copied into a script.
+#: Test helpers whose definitions are copied into a script (module -> path in the tree).
 INLINED_MODULES = {
-    "conformance.api": ROOT / "conformance" / "api.py",
-    "conformance.liveness": ROOT / "conformance" / "liveness.py",
-    "conformance.outcomes": ROOT / "conformance" / "outcomes.py",
-    "conformance.suites._helpers": ROOT / "conformance" / "suites" / "_helpers.py",
-    "adapters.base": ROOT / "adapters" / "base.py",
+    "conformance.liveness": "conformance/liveness.py",
+    "conformance.suites._helpers": "conformance/suites/_helpers.py",
 }
+#: The harness: what a suite uses from these is imported by the script, never copied (the
+#: exception classes must be the harness's own for its classification to recognise them).
+IMPORTED_MODULES = ("conformance.api", "conformance.outcomes", "adapters.base")
 #: Fixture parameters a suite test may take besides its own parametrize arguments.
 FIXTURES = ("fw", "adapter", "device", "observe")
-#: Severity of outcomes when a rule's tests disagree (first wins): what the rule shows
-#: (conformance.outcomes owns the order).
-SEVERITY = tuple(o.value for o in _outcomes.ACTUAL_SEVERITY)
-#: The import name of each built-in adapter's framework.
-from adapters.base import builtin_adapter_classes  # noqa: E402
-
-FRAMEWORK_MODULES = {name: cls.module or name for name, cls in builtin_adapter_classes().items()}
-#: Imports a script may contain: the standard library plus these.
-ALLOWED_THIRD_PARTY = {"numpy", "objgraph", *FRAMEWORK_MODULES.values()}
+#: Imports a script may contain: the standard library, these, and the framework's module.
+ALLOWED_THIRD_PARTY = {"numpy", "objgraph", "conformance", "adapters"}
 
 
 class ReproError(Exception):
     """A rule's tests cannot be turned into a standalone script."""
-
-
-def worst(outcomes: Iterable[str]) -> str:
-    """The outcome a rule shows when its tests have ``outcomes`` (by :data:`SEVERITY`)."""
-    outcomes = list(outcomes)
-    for outcome in SEVERITY:
-        if outcome in outcomes:
-            return outcome
-    return outcomes[0] if outcomes else "PASS"
 
 
 # -- source model -----------------------------------------------------------------------------
@@ -94,13 +83,11 @@ class ModuleSource:
     tree: ast.Module
 
     @classmethod
-    def load(cls, name: str, path: Path) -> "ModuleSource":
-        path = Path(path).resolve()
-        return _load_module(name, path, path.stat().st_mtime_ns)
+    def load(cls, name: str, tree: Tree, relpath: str) -> "ModuleSource":
+        return _load_module(name, tree, relpath, tree.key)
 
     @classmethod
-    def parse(cls, name: str, path: Path) -> "ModuleSource":
-        text = path.read_text(encoding="utf-8")
+    def parse(cls, name: str, text: str) -> "ModuleSource":
         tree = ast.parse(text)
         lines = text.splitlines(keepends=True)
         definitions: dict[str, Definition] = {}
@@ -130,9 +117,20 @@ class ModuleSource:
         return cls(name, text, definitions, imports, tree)
 
 
-@functools.lru_cache(maxsize=64)
-def _load_module(name: str, path: Path, mtime: int) -> ModuleSource:
-    return ModuleSource.parse(name, path)
+_MODULES: dict[tuple, ModuleSource] = {}
+
+
+def _load_module(name: str, tree: Tree, relpath: str, key: tuple) -> ModuleSource:
+    cache_key = (key, relpath)
+    if cache_key not in _MODULES:
+        if len(_MODULES) > 256:
+            _MODULES.clear()
+        try:
+            text = tree.read(relpath)
+        except (OSError, SourceUnavailable) as exc:
+            raise ReproError(f"{relpath} ({tree.describe()}): {exc}") from None
+        _MODULES[cache_key] = ModuleSource.parse(name, text)
+    return _MODULES[cache_key]
 
 
 def _defined_names(node: ast.AST) -> list[str]:
@@ -189,8 +187,8 @@ def _used_names(node: ast.AST, module_aliases: set[str]) -> tuple[set[str], set[
     return names, attrs
 
 
-def _module_name_of(path: Path) -> str:
-    return f"conformance.suites.{path.stem}"
+def _module_name_of(relpath: str) -> str:
+    return "conformance.suites." + relpath.rsplit("/", 1)[-1][:-3]
 
 
 # -- assembly ---------------------------------------------------------------------------------
@@ -203,26 +201,38 @@ class TestCase:
 
 @dataclasses.dataclass
 class Assembly:
-    imports: list[str]
+    imports: list[str]          # standard library and third-party imports of the copied code
+    harness: list[str]          # ``from conformance.api import raises, ...``: imported, not copied
     blocks: list[Definition]
     tests: list[TestCase]
     fixtures_autouse: list[str]
-    uses_adapter: bool
+    suite_file: str
     identifiers: frozenset = frozenset()
 
 
 class _Collector:
-    def __init__(self) -> None:
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
         self.modules: dict[str, ModuleSource] = {}
         self.chosen: dict[tuple[str, str], Definition] = {}
         self.imports: dict[str, str] = {}  # statement -> local name
+        self.harness: dict[str, set[str]] = {}  # harness module -> names imported from it
         self.names_taken: dict[str, tuple[str, str]] = {}
-        self.uses_adapter = False
 
-    def module(self, name: str, path: Path | None = None) -> ModuleSource:
+    def module(self, name: str, relpath: str | None = None) -> ModuleSource:
         if name not in self.modules:
-            self.modules[name] = ModuleSource.load(name, path or INLINED_MODULES[name])
+            self.modules[name] = ModuleSource.load(name, self.tree, relpath or INLINED_MODULES[name])
         return self.modules[name]
+
+    def import_from_harness(self, module: str, attr: str) -> None:
+        try:
+            present = hasattr(importlib.import_module(module), attr)
+        except ImportError:
+            present = False
+        if not present:
+            raise ReproError(f"the suites of {self.tree.describe()} use {module}.{attr}, which "
+                             f"this installed harness does not have")
+        self.harness.setdefault(module, set()).add(attr)
 
     def add_definition(self, mod: ModuleSource, name: str) -> None:
         key = (mod.name, name)
@@ -232,7 +242,11 @@ class _Collector:
             module, attr, stmt = mod.imports[name]
             if module in INLINED_MODULES and attr is not None:
                 return self.add_definition(self.module(module), attr)
+            if module in IMPORTED_MODULES and attr is not None:
+                return self.import_from_harness(module, attr)
             raise ReproError(f"{mod.name}.{name} comes from {stmt!r}, which is not inlined")
+        if name not in mod.definitions:
+            raise ReproError(f"{mod.name} defines no {name!r} ({self.tree.describe()})")
         d = mod.definitions[name]
         taken = self.names_taken.get(name)
         if taken is not None and taken != key:
@@ -258,8 +272,6 @@ class _Collector:
 
     def resolve_name(self, mod: ModuleSource, name: str) -> None:
         if name in FIXTURES:
-            if name == "adapter":
-                self.uses_adapter = True
             return
         if name in mod.definitions:
             self.add_definition(mod, name)
@@ -273,12 +285,15 @@ class _Collector:
             if module in INLINED_MODULES:
                 self.add_definition(self.module(module), attr)
                 return
+            if module in IMPORTED_MODULES and attr is not None:
+                self.import_from_harness(module, attr)
+                return
             top = module.split(".")[0]
             if top in ("conformance", "adapters") or (
                     top not in sys.stdlib_module_names and top not in ALLOWED_THIRD_PARTY):
                 if top == "pytest":
                     raise ReproError(f"uses pytest ({stmt}) beyond the dropped decorators")
-                raise ReproError(f"imports {stmt!r}, which a standalone script cannot")
+                raise ReproError(f"imports {stmt!r}, which a script cannot")
             self.imports.setdefault(stmt, name)
             return
         # a builtin or a local of the definition: nothing to copy
@@ -313,42 +328,62 @@ def _autouse_fixtures(mod: ModuleSource) -> list[str]:
     return out
 
 
-def tests_by_rule(suites_dir: Path = SUITES_DIR) -> dict[str, tuple[Path, list[str]]]:
-    """rule id -> (suite module path, names of its test functions)."""
-    return _tests_by_rule(Path(suites_dir).resolve())
+def tests_by_rule(tree: Tree | None = None) -> dict[str, tuple[str, list[str]]]:
+    """rule id -> (suite module path in the tree, names of its test functions)."""
+    tree = tree or WorkingTree()
+    return _tests_by_rule(tree, tree.key)
 
 
-@functools.lru_cache(maxsize=8)
-def _tests_by_rule(suites_dir: Path) -> dict[str, tuple[Path, list[str]]]:
-    found: dict[str, tuple[Path, list[str]]] = {}
-    for path in sorted(suites_dir.glob("test_*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in tree.body:
+_INDEX: dict[tuple, dict[str, tuple[str, list[str]]]] = {}
+
+
+def _tests_by_rule(tree: Tree, key: tuple) -> dict[str, tuple[str, list[str]]]:
+    if key in _INDEX:
+        return _INDEX[key]
+    found: dict[str, tuple[str, list[str]]] = {}
+    for relpath in tree.suite_files():
+        if not relpath.rsplit("/", 1)[-1].startswith("test_"):
+            continue
+        mod = ModuleSource.load(_module_name_of(relpath), tree, relpath)
+        for node in mod.tree.body:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
                 rule_id = _rule_of(node)
                 if rule_id:
-                    found.setdefault(rule_id, (path, []))[1].append(node.name)
+                    found.setdefault(rule_id, (relpath, []))[1].append(node.name)
+    _INDEX[key] = found
     return found
 
 
-def assemble(rule_id: str, suites_dir: Path = SUITES_DIR) -> Assembly:
-    """Everything a derived script for ``rule_id`` needs, in the order it is written."""
-    suites_dir = Path(suites_dir).resolve()
-    stamp = tuple(p.stat().st_mtime_ns for p in sorted(suites_dir.glob("test_*.py")))
-    return _assemble(rule_id, suites_dir, stamp)
+def assemble(rule_id: str, tree: Tree | None = None,
+             names: Iterable[str] | None = None) -> Assembly:
+    """Everything a script for ``rule_id`` needs, in the order it is written; ``names``: the
+    test functions the run recorded for the rule (default: every test of the rule)."""
+    tree = tree or WorkingTree()
+    return _assemble(rule_id, tree, tree.key, tuple(sorted(names)) if names else None)
 
 
-@functools.lru_cache(maxsize=1024)
-def _assemble(rule_id: str, suites_dir: Path, stamp: tuple) -> Assembly:
-    index = tests_by_rule(suites_dir)
+_ASSEMBLED: dict[tuple, Assembly] = {}
+
+
+def _assemble(rule_id: str, tree: Tree, key: tuple, names: tuple | None) -> Assembly:
+    cache_key = (rule_id, key, names)
+    if cache_key in _ASSEMBLED:
+        return _ASSEMBLED[cache_key]
+    index = tests_by_rule(tree)
     if rule_id not in index:
-        raise ReproError(f"rule {rule_id!r} has no test in {suites_dir}")
-    path, names = index[rule_id]
-    collector = _Collector()
-    mod = collector.module(_module_name_of(path), path)
+        raise ReproError(f"rule {rule_id!r} has no test in the suites of {tree.describe()}")
+    relpath, found = index[rule_id]
+    if names:
+        missing = sorted(set(names) - set(found))
+        if missing:
+            raise ReproError(f"the run recorded test(s) {missing} of {rule_id}, which the suites "
+                             f"of {tree.describe()} do not have")
+        found = [n for n in found if n in names]
+    collector = _Collector(tree)
+    mod = collector.module(_module_name_of(relpath), relpath)
     tests: list[TestCase] = []
     autouse = _autouse_fixtures(mod)
-    for name in names:
+    for name in found:
         node = mod.definitions[name].node
         params = [a.arg for a in node.args.args]
         parametrize = _parametrize(node)
@@ -357,15 +392,11 @@ def _assemble(rule_id: str, suites_dir: Path, stamp: tuple) -> Assembly:
         if unknown:
             raise ReproError(f"{name} takes fixture(s) {unknown} a script cannot provide")
         collector.add_definition(mod, name)
-        collector.uses_adapter = collector.uses_adapter or "adapter" in params
         tests.append(TestCase(name, params, parametrize))
     for name in autouse:
         collector.add_definition(mod, name)
-    # the runner and the adapter stand-in raise and catch Unsupported
-    collector.add_definition(collector.module("adapters.base"), "Unsupported")
-    # library modules first (in a fixed order), then the suite, each in source order
-    order = {m: i for i, m in enumerate(["adapters.base", "conformance.api",
-                                         "conformance.liveness", mod.name])}
+    # test helpers first (in a fixed order), then the suite, each in source order
+    order = {m: i for i, m in enumerate([*INLINED_MODULES, mod.name])}
     seen_nodes: set[int] = set()
     blocks = []
     for d in sorted(collector.chosen.values(), key=lambda d: (order.get(d.module, 9), d.order)):
@@ -373,8 +404,14 @@ def _assemble(rule_id: str, suites_dir: Path, stamp: tuple) -> Assembly:
             seen_nodes.add(id(d.node))
             blocks.append(d)
     identifiers = frozenset(n for d in blocks for n in _identifiers(d.node))
-    return Assembly(_merge_imports(collector.imports), blocks, tests, autouse,
-                    collector.uses_adapter, identifiers)
+    harness = [f"from {m} import {', '.join(sorted(collector.harness[m]))}"
+               for m in IMPORTED_MODULES if m in collector.harness]
+    out = Assembly(_merge_imports(collector.imports), harness, blocks, tests, autouse, relpath,
+                   identifiers)
+    if len(_ASSEMBLED) > 4096:
+        _ASSEMBLED.clear()
+    _ASSEMBLED[cache_key] = out
+    return out
 
 
 def _merge_imports(statements: Iterable[str]) -> list[str]:
@@ -446,130 +483,169 @@ def _untokenize(tokens: list[tokenize.TokenInfo]) -> str:
     return "".join(result_lines)
 
 
-# -- preamble per framework -------------------------------------------------------------------
-@functools.lru_cache(maxsize=16)
-def framework_preamble(adapter_name: str) -> str:
-    """The lines that import the framework as user code would (OneFlow: preload CUDA libs)."""
+# -- the run a script is for ----------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class RunInfo:
+    """What a script needs of its run: from a results header, or a run of results.json."""
+
+    adapter_spec: str
+    device: str = "cpu"
+    framework_version: str | None = None
+    suite_revision: str | None = None
+    suite_dirty: bool | None = None
+    suite_digest: str | None = None
+    timeout: float = 0
+    leak_check: tuple[int, int] | None = None
+    label: str | None = None
+
+    @classmethod
+    def of(cls, run: dict[str, Any], label: str | None = None) -> "RunInfo":
+        """From a results header (``--results``) or a run of results.json; the adapter spec
+        is the one the run recorded (older files: its adapter name)."""
+        leak = run.get("leak_check")
+        return cls(adapter_spec=run.get("adapter_spec") or run.get("adapter") or run["framework"],
+                   device=run.get("device") or "cpu",
+                   framework_version=run.get("framework_version"),
+                   suite_revision=run.get("suite_revision"), suite_dirty=run.get("suite_dirty"),
+                   suite_digest=run.get("suite_digest"),
+                   timeout=float(run.get("conformance_timeout") or 0),
+                   leak_check=tuple(leak) if leak else None, label=label or run.get("label"))
+
+    def header(self) -> dict[str, Any]:
+        """The fields :func:`conformance.repro.source.tree_for` reads."""
+        return {"suite_revision": self.suite_revision, "suite_dirty": self.suite_dirty,
+                "suite_digest": self.suite_digest}
+
+    def tree(self, root: Path = _source.ROOT) -> Tree:
+        """The suite source of this run (ReproError when it cannot be found)."""
+        try:
+            return _source.tree_for(self.header(), root)
+        except SourceUnavailable as exc:
+            raise ReproError(str(exc)) from None
+
+
+@functools.lru_cache(maxsize=32)
+def framework_of(adapter_spec: str) -> tuple[str | None, str]:
+    """(the framework's import name, the lines that import it as user code would) for an
+    adapter spec; (None, "") for an adapter that names no module or cannot be loaded here."""
     from adapters.base import load_adapter
 
-    return load_adapter(adapter_name).preamble()
-
-
-@functools.lru_cache(maxsize=16)
-def adapter_shim(adapter_name: str) -> str:
-    """What the suites' ``adapter`` fixture offers, as a small class with its feature table."""
-    from adapters.base import load_adapter
-
-    adapter = load_adapter(adapter_name)
-    unsupported = dict(adapter.unsupported)
-    to_numpy = ("tensor.detach().numpy()" if adapter_name == "reference"
-                else "tensor.detach().cpu().numpy()")
-    table = "{\n" + "".join(f"        {k!r}: {v!r},\n" for k, v in sorted(unsupported.items())) + "    }"
-    if not unsupported:
-        table = "{}"
-    return textwrap.dedent(f'''\
-        class adapter:
-            """What the conformance harness tells the tests about {adapter_name}."""
-
-            name = {adapter_name!r}
-            # features {adapter_name} lacks (the tests report them as UNSUPPORTED)
-            unsupported = TABLE
-
-            @staticmethod
-            def require(feature):
-                if feature in adapter.unsupported:
-                    raise Unsupported(f"{{adapter.name}} does not support {{feature}}: "
-                                      f"{{adapter.unsupported[feature]}}")
-
-            @staticmethod
-            def feature(feature, getter):
-                adapter.require(feature)
-                try:
-                    return getter()
-                except AttributeError as exc:
-                    raise Unsupported(f"{{adapter.name}} does not support {{feature}}: {{exc}}") from exc
-
-            @staticmethod
-            def to_numpy(tensor):
-                return {to_numpy}
-        ''').replace("TABLE", table) + _contract_methods(adapter)
-
-
-#: The adapter methods the suites call for what frameworks spell differently (adapters/base.py).
-CONTRACT_METHODS = ("saved_tensors", "needs_input_grad", "retain_grad", "version", "inplace",
-                    "backward", "register_node_hook", "register_node_prehook", "next_functions",
-                    "subclass_instance")
-
-
-def _contract_methods(adapter) -> str:
-    """The adapter's own contract methods (its override or the torch-shaped default), copied
-    from its source and attached to the shim class, so a script calls what the harness does."""
-    import inspect
-
-    out = ["\n# the adapter's methods for what frameworks spell differently (copied from its "
-           "source)\n"]
-    for name in CONTRACT_METHODS:
-        method = getattr(type(adapter), name, None)
-        if method is None:
-            continue
-        source = textwrap.dedent(inspect.getsource(method))
-        out.append(source.replace(f"def {name}(self", f"def _adapter_{name}(self", 1))
-        out.append(f"adapter.{name} = classmethod(_adapter_{name})\n\n")
-    return "\n".join(out)
-
-
-RUNNER = '''\
-# -- run the rule's tests and say whether the rule holds ------------------------------------
-RULE = {rule_id!r}
-LEVEL = {level!r}
-_observed = []
-observe = _observed.append  # what an IMPLEMENTATION-DEFINED rule records
-
-
-def check(name, call):
-    """Call one test; classify what happened the way the conformance harness does."""
-    _observed.clear()
     try:
-{call_with_fixtures}
-    except Unsupported as exc:
-        outcome, message = "UNSUPPORTED", str(exc)
-    except AssertionError as exc:
-        outcome, message = "DIVERGES", f"{{type(exc).__name__}}: {{exc}}"
-    except Exception as exc:
-        # a prerequisite rule failed first (conformance.outcomes.Blocked): not this rule's verdict
-        outcome = "BLOCKED" if type(exc).__name__ == "Blocked" else "ERROR"
-        message = f"{{type(exc).__name__}}: {{exc}}"
+        adapter = load_adapter(adapter_spec)
+    except (ValueError, ImportError):
+        return None, ""
+    module = getattr(adapter, "module", "") or None
+    if module is None or not module.isidentifier():
+        return None, ""
+    try:
+        preamble = adapter.preamble()
+    except Exception:  # noqa: BLE001 - a third-party preamble that fails: import it plainly
+        preamble = f"import {module}\n"
+    return module, preamble
+
+
+# -- the public entry points ------------------------------------------------------------------
+def template_path(rule_id: str) -> Path:
+    return TEMPLATES_DIR / f"{rule_id}.py"
+
+
+def header(rule_id: str, level: str, statement: str, run: RunInfo, tree: Tree | None) -> str:
+    what = run.adapter_spec + (f" {run.framework_version}" if run.framework_version else "")
+    if isinstance(tree, _source.GitTree):
+        suites = f"suite revision {tree.revision[:12]} (git show)"
+    elif run.suite_revision:
+        suites = f"suite revision {run.suite_revision[:12]} (as in this checkout)"
     else:
-        outcome, message = "PASS", ""
-        if LEVEL == "IMPLEMENTATION-DEFINED":
-            outcome = "OBSERVED" if _observed else "ERROR"
-            message = repr(_observed[0] if len(_observed) == 1 else _observed)
-    if LEVEL == "IMPLEMENTATION-DEFINED" and outcome == "DIVERGES":
-        outcome = "ERROR"  # nothing can diverge from an implementation-defined rule
-    print(f"{{name}}: {{outcome}}" + (f"\\n    " + message.replace("\\n", "\\n    ") if message else ""))
-    return outcome, message
+        suites = "this checkout's suites"
+    text = textwrap.fill(statement, 92, initial_indent="# ", subsequent_indent="# ")
+    return (f"# Reproduces conformance rule {rule_id} [{level}] on {what} ({run.device}), with\n"
+            f"# the tests of {suites}" + (f", as run {run.label!r}" if run.label else "") + ".\n"
+            f"{text}\n"
+            f"# Run it with `python this_file.py` where autograd-conformance and the framework are\n"
+            f"# installed; the last line says RESULT: PASS (the rule holds) or RESULT: <OUTCOME>: <why>,\n"
+            f"# decided by the harness's own classification (conformance.repro.runtime).\n")
 
 
-results = [
-{calls}
-]
-SEVERITY = {severity!r}
-outcome, message = min(results, key=lambda r: SEVERITY.index(r[0]))
-first_line = message.strip().splitlines()[0] if message.strip() else ""
-print(f"RESULT: {{outcome}}" + (f": {{first_line}}" if outcome != "PASS" and first_line else ""))
-'''
+def _repro_call(rule_id: str, level: str, run: RunInfo) -> str:
+    args = [repr(rule_id), repr(level), f"adapter_spec={run.adapter_spec!r}",
+            f"device={run.device!r}"]
+    if run.framework_version:
+        args.append(f"framework_version={run.framework_version!r}")
+    if run.suite_revision:
+        args.append(f"suite_revision={run.suite_revision!r}")
+    if run.timeout:
+        args.append(f"timeout={run.timeout:g}")
+    if run.leak_check:
+        args.append(f"leak_check={list(run.leak_check)!r}")
+    return "repro = Repro(" + ", ".join(args) + ")\n"
 
 
-def _call_expr(test: TestCase, module: str) -> list[str]:
-    """One ``check(...)`` line per parameter set of the test."""
+def _head(rule_id: str, level: str, run: RunInfo, name: str, preamble: str,
+          imports: list[str], harness: list[str]) -> str:
+    parts = ["from __future__ import annotations\n\n"]
+    if imports:
+        parts.append("\n".join(i for i in imports if i + "\n" not in preamble) + "\n\n")
+    parts.append("\n".join([*harness, "from conformance.repro.runtime import Repro"]) + "\n\n")
+    if preamble:
+        parts.append(preamble.rstrip("\n") + "\n\n")
+    parts.append(_repro_call(rule_id, level, run))
+    binding = (f"{name} = repro.fw  # the namespace the suites call `fw`: the adapter's"
+               if name != "fw" else "fw = repro.fw  # the adapter's framework namespace")
+    parts.append(binding + "\nadapter, device, observe = repro.adapter, repro.device, repro.observe\n")
+    return "".join(parts)
+
+
+def generate(rule, run: RunInfo | str, tree: Tree | None = None,
+             names: Iterable[str] | None = None) -> str:
+    """The script reproducing ``rule`` (a catalogue Rule, or anything with ``id``, ``level``
+    and ``statement``) for ``run`` (a :class:`RunInfo`, or an adapter spec for the working
+    tree on the cpu). ``tree``: the suite source (default: the run's, see
+    :meth:`RunInfo.tree`); ``names``: the test functions the run recorded for the rule."""
+    if isinstance(run, str):
+        run = RunInfo(adapter_spec=run)
+    tree = tree if tree is not None else run.tree()
+    module, preamble = framework_of(run.adapter_spec)
+    head = header(rule.id, rule.level, rule.statement, run, tree)
+    if template_path(rule.id).is_file():
+        name = module or "fw"
+        body = render_template(rule.id, name, preamble)
+        return (head + "# (hand-written: conformance/repro/templates/" + rule.id + ".py)\n"
+                + _head(rule.id, rule.level, run, name, preamble, [], []) + "\n\n" + body.rstrip()
+                + "\n\n\nrepro.check('test_script', test_script)\nrepro.finish()\n")
+    asm = assemble(rule.id, tree, names)
+    name = module if module and module not in asm.identifiers else "fw"
+    parts = [head, _head(rule.id, rule.level, run, name, preamble, asm.imports, asm.harness)]
+    inlined = [d for d in asm.blocks if d.module in INLINED_MODULES]
+    suite = [d for d in asm.blocks if d.module not in INLINED_MODULES]
+    if inlined:
+        files = ", ".join(INLINED_MODULES[m] for m in INLINED_MODULES
+                          if any(d.module == m for d in inlined))
+        parts.append(f"\n\n# -- test helpers ({files}) --\n\n")
+        parts.append("\n\n".join(rewrite(d.source, name).rstrip() for d in inlined) + "\n")
+    parts.append(f"\n\n# -- the test(s) of the rule ({asm.suite_file}) --\n\n")
+    parts.append("\n\n".join(rewrite(d.source, name).rstrip() for d in suite) + "\n\n\n")
+    parts.append("# -- run them as the harness does: each test's outcome, then the rule's --\n")
+    fixtures = "".join(f"lambda: {f}(" + ", ".join(_fixture_args(asm, f, name)) + "), "
+                       for f in asm.fixtures_autouse)
+    for test in asm.tests:
+        parts.extend(_call_lines(test, name, f"({fixtures})" if fixtures else ""))
+    parts.append("repro.finish()\n")
+    return "".join(parts)
+
+
+def _fixture_args(asm: Assembly, fixture: str, name: str) -> list[str]:
+    node = next(d.node for d in asm.blocks if d.name == fixture)
+    return [name if a.arg == "fw" else a.arg for a in node.args.args]
+
+
+def _call_lines(test: TestCase, module: str, fixtures: str) -> list[str]:
+    """One ``repro.check(...)`` line per parameter set of the test."""
     def args(extra: dict) -> str:
         parts = []
         for p in test.params:
             if p == "fw":
                 parts.append(module)
-            elif p == "observe":
-                parts.append("observe")
-            elif p in ("device", "adapter"):
+            elif p in ("device", "adapter", "observe"):
                 parts.append(p)
             else:
                 parts.append(f"{p}={extra[p]!r}")
@@ -587,82 +663,16 @@ def _call_expr(test: TestCase, module: str) -> list[str]:
     lines = []
     for combo in combos:
         label = test.name + ("[" + "-".join(str(v) for v in combo.values()) + "]" if combo else "")
-        lines.append(f"    check({label!r}, lambda: {test.name}({args(combo)})),")
+        extra = f", fixtures={fixtures}" if fixtures else ""
+        lines.append(f"repro.check({label!r}, lambda: {test.name}({args(combo)}){extra})\n")
     return lines
 
 
-def _fixture_wrapper(autouse: list[str], module: str) -> str:
-    """The try-body of ``check``: the call, inside the suite's autouse fixtures."""
-    if not autouse:
-        return "        call()"
-    lines = []
-    indent = "        "
-    for name in autouse:
-        lines.append(f"{indent}_{name} = {name}(adapter, {module})  # the suite's autouse fixture")
-        lines.append(f"{indent}next(_{name})")
-    lines.append(f"{indent}try:")
-    lines.append(f"{indent}    call()")
-    lines.append(f"{indent}finally:")
-    for name in reversed(autouse):
-        lines.append(f"{indent}    next(_{name}, None)")
-    return "\n".join(lines)
-
-
-# -- the public entry points ------------------------------------------------------------------
-def template_path(rule_id: str) -> Path:
-    return TEMPLATES_DIR / f"{rule_id}.py"
-
-
-def header(rule, adapter_name: str, version: str | None, device: str) -> str:
-    what = f"{adapter_name} {version}" if version else adapter_name
-    statement = textwrap.fill(rule.statement, 92, initial_indent="# ", subsequent_indent="# ")
-    return (f"# Reproduces conformance rule {rule.id} [{rule.level}] on {what} ({device}).\n"
-            f"{statement}\n"
-            f"# Standalone: run it with `python this_file.py`; the last line says\n"
-            f"# RESULT: PASS (the rule holds) or RESULT: <OUTCOME>: <why>.\n")
-
-
-def render_template(rule_id: str, adapter_name: str, device: str = "cpu") -> str:
+def render_template(rule_id: str, name: str, preamble: str = "") -> str:
+    """A hand-written template with ``{fw}`` (the framework's name in the script) and
+    ``{preamble}`` (the lines importing it) filled in."""
     text = template_path(rule_id).read_text(encoding="utf-8")
-    module = FRAMEWORK_MODULES.get(adapter_name, adapter_name)
-    return (text.replace("{preamble}", framework_preamble(adapter_name).rstrip("\n"))
-                .replace("{fw}", module).replace("{device}", device))
-
-
-def generate(rule, adapter_name: str, version: str | None = None, device: str = "cpu",
-             suites_dir: Path = SUITES_DIR) -> str:
-    """The standalone script reproducing ``rule`` (a catalogue Rule) on ``adapter_name``."""
-    head = header(rule, adapter_name, version, device)
-    if template_path(rule.id).is_file():
-        return head + "# (hand-written: conformance/repro/templates/" + rule.id + ".py)\n" + \
-            render_template(rule.id, adapter_name, device)
-    asm = assemble(rule.id, suites_dir)
-    module = FRAMEWORK_MODULES.get(adapter_name, adapter_name)
-    if module != "fw" and module in asm.identifiers:
-        raise ReproError(f"the tests already use the name {module!r}")
-    parts = [head, "from __future__ import annotations\n\n"]
-    preamble = framework_preamble(adapter_name)
-    imports = [i for i in asm.imports if i + "\n" not in preamble]
-    parts.append("\n".join(imports) + "\n\n" if imports else "")
-    parts.append(preamble + f"\ndevice = {device!r}\n\n")
-    inlined = [d for d in asm.blocks if d.module in INLINED_MODULES]
-    suite = [d for d in asm.blocks if d.module not in INLINED_MODULES]
-    if inlined:
-        parts.append("\n# -- from the conformance harness (conformance/api.py, liveness.py) ---------\n\n")
-        parts.append("\n\n".join(rewrite(d.source, module).rstrip() for d in inlined) + "\n\n")
-    if asm.uses_adapter or asm.fixtures_autouse:
-        parts.append("\n" + adapter_shim(adapter_name) + "\n")
-    parts.append(f"\n# -- the test(s) of the rule, from conformance/suites/{_suite_file(asm, suites_dir)} --\n\n")
-    parts.append("\n\n".join(rewrite(d.source, module).rstrip() for d in suite) + "\n\n\n")
-    calls = [line for t in asm.tests for line in _call_expr(t, module)]
-    parts.append(RUNNER.format(rule_id=rule.id, level=rule.level, severity=SEVERITY, calls="\n".join(calls),
-                               call_with_fixtures=_fixture_wrapper(asm.fixtures_autouse, module)))
-    return "".join(parts)  # tests run check_standalone() on every script
-
-
-def _suite_file(asm: Assembly, suites_dir: Path) -> str:
-    mods = {d.module for d in asm.blocks if d.module not in INLINED_MODULES}
-    return ", ".join(sorted(m.rsplit(".", 1)[-1] + ".py" for m in mods))
+    return text.replace("{preamble}", preamble.rstrip("\n")).replace("{fw}", name)
 
 
 def _identifiers(node: ast.AST) -> set[str]:
@@ -675,12 +685,15 @@ def _identifiers(node: ast.AST) -> set[str]:
     return out
 
 
-def check_standalone(script: str) -> None:
-    """Raise ReproError if the script does not compile or imports anything of this project."""
+def check_script(script: str, module: str | None = None) -> None:
+    """Raise ReproError unless the script compiles and imports only the standard library,
+    numpy/objgraph, the framework and the harness modules it may (never pytest, never a copy
+    of the harness's classification)."""
     try:
         tree = ast.parse(script)
     except SyntaxError as exc:
         raise ReproError(f"generated script does not compile: {exc}") from exc
+    allowed_project = {*IMPORTED_MODULES, "conformance.repro.runtime"}
     for node in ast.walk(tree):
         mods = []
         if isinstance(node, ast.Import):
@@ -689,10 +702,14 @@ def check_standalone(script: str) -> None:
             mods = [node.module or ""]
         for m in mods:
             top = m.split(".")[0]
-            if top not in sys.stdlib_module_names and top not in ALLOWED_THIRD_PARTY:
+            if top in ("conformance", "adapters"):
+                if m not in allowed_project:
+                    raise ReproError(f"generated script imports {m!r}")
+            elif top not in sys.stdlib_module_names and top not in ALLOWED_THIRD_PARTY \
+                    and top != module:
                 raise ReproError(f"generated script imports {m!r}")
-            if top in ("conformance", "adapters", "pytest"):
-                raise ReproError(f"generated script imports {m!r}")
+    if "def classify" in script or "SEVERITY" in script:
+        raise ReproError("generated script carries its own classification")
 
 
 RESULT_LINE = re.compile(r"^RESULT: (?P<outcome>[A-Z]+)(?::\s*(?P<message>.*))?$", re.M)

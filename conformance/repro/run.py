@@ -6,7 +6,8 @@ Each ``*.py`` in SCRIPTS_DIR is executed as ``__main__`` (``runpy.run_path``) wi
 captured, one after another in this interpreter: the scripts are standalone, and running them in
 one process keeps 160 of them to a few seconds, as the suites themselves run. A script that kills
 the process (a segfault in the framework) is recorded as CRASH by the parent, which starts a new
-process for the scripts after it. ``--standalone`` runs each script in its own ``python`` instead.
+process for the scripts after it; one that faulthandler ended at the run's timeout (a hang the
+alarm could not interrupt, conformance.repro.runtime) is TIMEOUT. ``--standalone`` runs each script in its own ``python`` instead.
 One JSON line per script: ``{"script", "outcome", "message", "output"}``.
 """
 from __future__ import annotations
@@ -14,12 +15,26 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import runpy
 import subprocess
 import sys
 from pathlib import Path
 
 from conformance.repro.derive import parse_result
+
+
+#: What faulthandler writes when ``dump_traceback_later(exit=True)`` ends the process.
+_FAULTHANDLER_TIMEOUT = re.compile(r"^Timeout \(\d+:\d\d:\d\d(\.\d+)?\)!", re.M)
+
+
+def _died(returncode: int, stderr: str) -> tuple[str, str]:
+    """The outcome of a script whose process ended without a RESULT line."""
+    if _FAULTHANDLER_TIMEOUT.search(stderr or ""):
+        return "TIMEOUT", "the test did not finish within the run's timeout (the process was ended)"
+    if returncode < 0:
+        return "CRASH", f"the process died (signal {-returncode})"
+    return "CRASH", f"the process died (exit status {returncode})"
 
 
 def _run_here(path: Path) -> dict:
@@ -58,8 +73,8 @@ def run_all(scripts_dir: Path, out_path: Path, python: str = sys.executable,
             proc = subprocess.run([python, str(path)], capture_output=True, text=True,
                                   timeout=timeout, cwd=path.parent)
             parsed = parse_result(proc.stdout)
-            if proc.returncode < 0:
-                parsed = ("CRASH", f"the process died (signal {-proc.returncode})")
+            if proc.returncode != 0 and (proc.returncode < 0 or parsed is None):
+                parsed = _died(proc.returncode, proc.stderr)
             outcome, message = parsed or ("ERROR", f"no RESULT line; stderr: {proc.stderr[-500:]}")
             results[path.name] = {"script": path.name, "outcome": outcome, "message": message,
                                   "output": proc.stdout[-4000:]}
@@ -79,8 +94,8 @@ def run_all(scripts_dir: Path, out_path: Path, python: str = sys.executable,
                 results[rec["script"]] = rec
                 started = None
         if started is not None and started not in results:
-            results[started] = {"script": started, "outcome": "CRASH",
-                                "message": f"the process died (exit status {proc.returncode})",
+            outcome, message = _died(proc.returncode, proc.stderr)
+            results[started] = {"script": started, "outcome": outcome, "message": message,
                                 "output": proc.stderr[-2000:]}
         elif proc.returncode != 0 and len(results) < len(paths) and started is None:
             raise RuntimeError(f"script runner failed: {proc.stderr[-2000:]}")

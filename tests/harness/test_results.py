@@ -12,6 +12,11 @@ def test_header_lines_and_end(conformance_project):
     header, *tests, end = conformance_project.results("out/results.jsonl")
     assert header["type"] == "run" and header["schema"] == SCHEMA_VERSION
     assert {"suite_revision", "started", "adapter", "framework_version", "python"} <= set(header)
+    # what a reproduction script of any cell is made from (conformance.repro)
+    assert header["adapter_spec"] == "fakefw:FakeAdapter" and header["device"] == "cpu"
+    assert header["suite_digest"] is None  # suites outside a conformance/suites directory
+    assert header["python_executable"] and header["leak_check"] is None
+    assert header["conformance_timeout"] > 0
     assert [t["outcome"] for t in tests] == ["PASS", "DIVERGES"]
     assert tests[0] | {"duration": 0} == {
         "type": "test", "adapter": "fake", "framework_version": "1.0", "device": "cpu",

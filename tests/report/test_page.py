@@ -162,7 +162,7 @@ def test_each_repro_script_in_the_page_reproduces_the_recorded_outcome(report, l
     if run["status"] == "missing" or python is None:
         pytest.skip(f"{label}: {run['detail']}")
     embedded = html.embedded_data(page_path.read_text())
-    scripts = embedded["scripts"][run["framework"]]
+    scripts = embedded["scripts"][label]  # made from this run: its suites, adapter, device
     cells = embedded["cells"]
     for rule_id, script in scripts.items():
         (tmp_path / f"{rule_id}.py").write_text(script)
@@ -197,7 +197,8 @@ def test_each_repro_script_in_the_page_reproduces_the_recorded_outcome(report, l
 
 
 def test_grad_id_script_runs_standalone_and_prints_the_ids(report, tmp_path):
-    """The seed bug's script, run as a user would (its own process, outside the project)."""
+    """The seed bug's script, run as a user would (its own process, outside the project
+    directory, with autograd-conformance importable)."""
     data, page_path = report
     embedded = html.embedded_data(page_path.read_text())
     for label in COLUMNS:
@@ -205,9 +206,10 @@ def test_grad_id_script_runs_standalone_and_prints_the_ids(report, tmp_path):
         if python is None:
             continue
         script = tmp_path / f"{label}.py"
-        script.write_text(embedded["scripts"][COLUMNS[label][0]]["identity.grad-stable-id"])
-        proc = subprocess.run([python, "-I", str(script)], capture_output=True, text=True,
-                              cwd=tmp_path, timeout=300)
+        script.write_text(embedded["scripts"][label]["identity.grad-stable-id"])
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.run([python, str(script)], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=300, env=env)
         assert "id(a.grad) read around allocations" in proc.stdout, proc.stderr[-2000:]
         assert f"RESULT: {embedded['cells']['identity.grad-stable-id'][label]['actual']}" \
             in proc.stdout, proc.stdout

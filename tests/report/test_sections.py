@@ -180,7 +180,7 @@ def test_the_page_stays_under_a_megabyte_with_five_full_columns(tmp_path):
 def test_scripts_stored_as_shared_paragraphs_come_back_exactly():
     scripts = {"torch": {"r": "import torch\n\nx = torch.ones(2)\n\nprint('done')"},
                "oneflow": {"r": "import oneflow\n\nx = oneflow.ones(2)\n\nprint('done')"}}
-    chunks, refs, modules = html._share_paragraphs(scripts)
+    chunks, refs, modules = html._share_paragraphs(scripts, {"torch": "torch", "oneflow": "oneflow"})
     assert len(chunks) == 3  # the same three paragraphs, the module name taken out
     for adapter, by_rule in scripts.items():
         assert html._join_paragraphs(chunks, refs[adapter]["r"], modules[adapter]) == by_rule["r"]

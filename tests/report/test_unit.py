@@ -189,12 +189,13 @@ def test_page_escapes_messages_and_embeds_its_data(results_dir, tmp_path):
     # nothing is fetched: no resource URL (rule sources may quote public URLs as text)
     assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//|url\(\s*["\']?(https?:)?//|@import',
                          text, re.I)
-    assert set(data["scripts"]) == {"reference", "torch", "paddle", "oneflow"}
+    # one set of scripts per column (run), made from that run
+    assert set(data["scripts"]) == {"reference", "torch", "paddle", "oneflow-0.9.0", "oneflow-0.8.0"}
 
 
 # -- reproduction scripts -----------------------------------------------------------------------
-@pytest.mark.parametrize("adapter", ["reference", "torch", "oneflow"])
-def test_every_rule_has_a_standalone_script(adapter):
+@pytest.mark.parametrize("adapter", ["reference", "torch", "paddle", "oneflow"])
+def test_every_rule_has_a_script_that_imports_the_harness_instead_of_copying_it(adapter):
     problems = []
     for rule in CATALOGUE.rules.values():
         try:
@@ -202,13 +203,17 @@ def test_every_rule_has_a_standalone_script(adapter):
         except repro.ReproError as exc:
             problems.append(f"{rule.id}: {exc}")
             continue
-        repro.check_standalone(script)
-        assert 'print(f"RESULT: ' in script or "RESULT: PASS" in script, rule.id
+        repro.check_script(script, repro.framework_of(adapter)[0])
+        assert "from conformance.repro.runtime import Repro" in script and \
+            script.rstrip().endswith("repro.finish()"), rule.id
         assert f"conformance rule {rule.id} [" in script
+        # the harness is imported, never copied: no Unsupported/Blocked class, no classification
+        assert "class Unsupported" not in script and "class Blocked" not in script, rule.id
+        assert "except AssertionError" not in script, rule.id
     assert not problems, "rules without a reproduction script:\n" + "\n".join(problems)
 
 
-def test_every_hand_written_template_names_a_rule_and_uses_the_placeholders():
+def test_every_hand_written_template_names_a_rule_and_defines_the_test():
     templates = sorted(repro.TEMPLATES_DIR.glob("*.py"))
     named = [p for p in templates if p.name != "__init__.py"]
     assert named, "the id(a.grad) repro must be hand-written"
@@ -216,18 +221,19 @@ def test_every_hand_written_template_names_a_rule_and_uses_the_placeholders():
         rule_id = path.name[:-3]
         assert rule_id in CATALOGUE.rules, f"{path.name} names no catalogue rule"
         text = path.read_text()
-        assert "{preamble}" in text and "{fw}" in text, path.name
+        assert "{fw}" in text and "def test_script(" in text, path.name
         for adapter in ("reference", "torch", "oneflow"):
-            ast.parse(repro.render_template(rule_id, adapter))
+            ast.parse(repro.generate(CATALOGUE.rules[rule_id], adapter))
 
 
 def test_id_of_grad_script_prints_the_ids():
     script = repro.generate(CATALOGUE.rules[RULE], "oneflow")
     assert "import oneflow" in script and "_preload_cuda_libraries()" in script
     assert "id(a.grad)" in script and "print(f\"  read {i}: {value}\"" in script
+    assert "adapter_spec='oneflow'" in script
 
 
-def test_derived_script_inlines_fixtures_and_helpers():
+def test_derived_script_inlines_test_helpers_and_imports_the_harness():
     rule = CATALOGUE.rules["gc_cycles.hook-self-closure-nonleaf-collectable"]
     script = repro.generate(rule, "torch")
     assert "\nimport torch\n" in script and "fw." not in script
@@ -237,7 +243,24 @@ def test_derived_script_inlines_fixtures_and_helpers():
                 and isinstance(n.value, ast.Name) and n.value.id in ("liveness", "adapter_fw")]
     assert "\n@rule(" not in script and "@pytest" not in script
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    assert {"watch", "tensor_probe", "gc_disabled", "Unsupported", "check"} <= defined
+    assert {"watch", "tensor_probe", "gc_disabled"} <= defined
+    imported = {a.name for n in tree.body if isinstance(n, ast.ImportFrom)
+                and n.module == "conformance.api" for a in n.names}
+    assert "Diverges" in imported  # the harness's class, so its classification knows it
+
+
+def test_script_follows_the_run_it_was_made_from():
+    """Adapter spec, device, framework version, suite revision, timeout and leak check: what
+    the run's header recorded is what the script asks the runtime for."""
+    header = {"adapter": "mine", "adapter_spec": "adapters.torch_adapter:TorchAdapter",
+              "device": "cuda", "framework_version": "2.13.0", "conformance_timeout": 60,
+              "leak_check": [2, 4], "suite_revision": None, "suite_digest": None}
+    info = repro.RunInfo.of(header, "my-column")
+    script = repro.generate(CATALOGUE.rules[OTHER], info)
+    assert "adapter_spec='adapters.torch_adapter:TorchAdapter'" in script
+    assert "device='cuda'" in script and "framework_version='2.13.0'" in script
+    assert "timeout=60" in script and "leak_check=[2, 4]" in script
+    assert "as run 'my-column'" in script
 
 
 def test_parse_result_reads_the_last_result_line():

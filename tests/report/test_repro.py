@@ -1,0 +1,134 @@
+"""Reproduction scripts made from the run itself: the recorded suite revision (git show when it
+is not the checked-out one), the adapter spec (a third-party ``module:Class`` too), device and
+options, through the harness's own classification; `python -m conformance.repro.check`."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.repro import check, derive, source
+from conformance.results import read_run
+from conformance.rules import load_catalogue
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOGUE = load_catalogue(ROOT / "conformance" / "catalogue")
+#: A torch run recorded at an older suite revision (b301759, before e5dc56d changed the tests
+#: of engine.grad-frees-saved-tensors, engine.retain-grad-does-not-own-tensor and
+#: legacy_function.needs-input-grad), trimmed to eight rules. Written by that revision's harness:
+#: no suite_digest, no adapter_spec yet.
+OLD_RUN = ROOT / "tests" / "report" / "data" / "torch-at-b301759.jsonl"
+OLD_REVISION = "b301759d6f758037b2c8a35208acf733d2fcb8c3"
+
+
+def test_a_run_at_an_older_suite_revision_gets_that_revisions_tests_and_reproduces():
+    header = read_run(OLD_RUN).header
+    assert header["suite_revision"] == OLD_REVISION and "suite_digest" not in header
+    if not source.has_revision(ROOT, OLD_REVISION):
+        pytest.fail(f"git has no commit {OLD_REVISION[:12]} in {ROOT}: the check of scripts from "
+                    f"an older suite revision needs the project's history (git fetch --unshallow)")
+    info = derive.RunInfo.of(header, "old")
+    tree = info.tree()
+    assert isinstance(tree, source.GitTree) and tree.revision == OLD_REVISION
+    # the script carries the test as it was then, not as the checkout has it now
+    rule = CATALOGUE.rules["engine.grad-frees-saved-tensors"]
+    old = derive.generate(rule, info)
+    now = derive.generate(rule, "torch")
+    assert 'raises(RuntimeError, what="a second autograd.grad' in old
+    assert 'raises(Exception, what="a second autograd.grad' in now
+    assert "suite revision b301759d6f75 (git show)" in old
+    rows = check.check_file(OLD_RUN, size=20, python=sys.executable)
+    assert len(rows) == 8 and {r["recorded"] for r in rows} == {"PASS", "OBSERVED", "DIVERGES"}
+    assert [r for r in rows if r["status"] != "ok"] == []
+
+
+def test_a_revision_git_does_not_have_fails_with_what_to_do(tmp_path):
+    lines = OLD_RUN.read_text().splitlines()
+    head = json.loads(lines[0])
+    head.update(suite_revision="0" * 40, suite_digest="sha256:not-this-checkout")
+    path = tmp_path / "gone.jsonl"
+    path.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    with pytest.raises(derive.ReproError, match="git has no such commit.*check out that revision"):
+        derive.RunInfo.of(head).tree()
+    proc = subprocess.run([sys.executable, "-m", "conformance.repro.check", str(path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 1 and "FAILED gone.jsonl: no scripts:" in proc.stdout, proc.stdout
+    # uncommitted suite changes are gone too: say so
+    head.update(suite_revision=OLD_REVISION, suite_dirty=True)
+    with pytest.raises(derive.ReproError, match="uncommitted changes"):
+        derive.RunInfo.of(head).tree()
+
+
+def test_bad_input_is_one_line_and_exit_4(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "conformance.repro.check",
+                           str(tmp_path / "none.jsonl")], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 4 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_the_digest_of_this_checkout_selects_the_working_tree():
+    assert derive.RunInfo.of({"adapter": "torch", "suite_revision": "f" * 40,
+                              "suite_digest": source.digest(ROOT)}).tree().describe() == \
+        "the working tree"
+
+
+THIRD_PARTY = '''
+from adapters.reference_adapter import ReferenceAdapter
+
+
+class NoDualsAdapter(ReferenceAdapter):
+    """A third-party adapter: the reference without forward AD, named by module:Class."""
+    name = "noduals"
+    module = ""
+    unsupported = {**ReferenceAdapter.unsupported, "forward_ad": "noduals has no forward AD"}
+
+    def expectations_file(self):
+        from pathlib import Path
+        return Path(__file__).with_name("none.toml")
+'''
+
+
+def test_third_party_adapter_run_header_and_scripts_reproduce_its_cells(tmp_path):
+    """A ``module:Class`` adapter outside the project: the run records its spec, suite digest
+    and interpreter; scripts made from that header load the same adapter and give each sampled
+    cell's outcome (UNSUPPORTED from its feature table, PASS, OBSERVED)."""
+    (tmp_path / "noduals_adapter.py").write_text(THIRD_PARTY)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    results = tmp_path / "noduals.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                           "--adapter=noduals_adapter:NoDualsAdapter", f"--results={results}",
+                           "conformance/suites/test_forward_levels.py",
+                           "conformance/suites/test_views.py"],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert results.is_file(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    header = read_run(results).header
+    assert header["adapter_spec"] == "noduals_adapter:NoDualsAdapter"
+    assert header["suite_digest"] == source.digest(ROOT)
+    assert header["python_executable"] == sys.executable and header["device"] == "cpu"
+    old_pythonpath = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = env["PYTHONPATH"]  # the script runner's processes find the adapter
+    try:
+        rows = check.check_file(results, size=6, out_dir=tmp_path / "scripts")
+    finally:
+        if old_pythonpath is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = old_pythonpath
+    assert {"UNSUPPORTED", "PASS"} <= {r["recorded"] for r in rows}
+    assert [r for r in rows if r["status"] != "ok"] == [], rows
+    script = (tmp_path / "scripts" / f"{rows[0]['rule']}.py").read_text()
+    assert "adapter_spec='noduals_adapter:NoDualsAdapter'" in script
+    assert "fw = repro.fw" in script  # an adapter that names no module keeps the suites' `fw`
+
+
+def test_sample_takes_one_cell_of_each_outcome_first_and_is_stable():
+    table = {f"r{i}": {"actual": o, "names": set(), "level": "MUST"}
+             for i, o in enumerate(["PASS"] * 20 + ["DIVERGES", "UNSUPPORTED", "CRASH", "TIMEOUT"])}
+    picked = check.sample(table, 6, "torch")
+    assert picked == check.sample(table, 6, "torch") and len(picked) == 6
+    assert {table[r]["actual"] for r in picked} == {"PASS", "DIVERGES", "UNSUPPORTED", "CRASH"}
+    assert "TIMEOUT" in {table[r]["actual"] for r in check.sample(table, 6, "x", True)}
