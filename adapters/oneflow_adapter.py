@@ -70,6 +70,8 @@ class OneFlowAdapter(Adapter):
         "disable_saved_tensors_hooks": "oneflow.autograd.graph has saved_tensors_hooks only, no disable_saved_tensors_hooks",
         "save_on_cpu": "oneflow.autograd.graph has saved_tensors_hooks only, no save_on_cpu",
         "allow_mutation_on_saved_tensors": "oneflow.autograd.graph has no allow_mutation_on_saved_tensors",
+        "weak_tensor_utils": "oneflow.utils has no weak module (WeakIdKeyDictionary, WeakIdRef, TensorWeakRef)",
+        "graph_node_class": "oneflow.autograd.graph has no Node class (grad_fn objects are FunctionNode, with no public base)",
     }
 
     def _import(self):

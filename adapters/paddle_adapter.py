@@ -47,6 +47,8 @@ class PaddleAdapter(Adapter):
         "disable_saved_tensors_hooks": "paddle.autograd has saved_tensors_hooks only, no disable_saved_tensors_hooks",
         "save_on_cpu": "paddle.autograd has saved_tensors_hooks only, no save_on_cpu",
         "allow_mutation_on_saved_tensors": "paddle.autograd has no allow_mutation_on_saved_tensors",
+        "weak_tensor_utils": "paddle.utils has no weak module (WeakIdKeyDictionary, WeakIdRef, TensorWeakRef)",
+        "graph_node_class": "paddle.autograd has no graph.Node class (grad_fn objects are GradNodeBase, an internal class)",
     }
 
     def _import(self):

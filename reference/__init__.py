@@ -15,6 +15,7 @@ from reference import tensor as _tensor
 from reference.tensor import Size, Tensor, device
 
 from reference import autograd  # noqa: E402
+from reference import utils  # noqa: E402,F401
 from reference.autograd.function import Function  # noqa: E402,F401
 from reference.creation import (  # noqa: E402
     arange, empty, empty_like, from_numpy, full, full_like, manual_seed, ones, ones_like, rand, randn,

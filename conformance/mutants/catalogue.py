@@ -253,6 +253,49 @@ def _():
          "return SavedTensor(tensor, False)")
 
 
+def _probe_weak_dict_equal_values():
+    from reference.utils.weak import WeakIdKeyDictionary
+
+    d = WeakIdKeyDictionary()
+    a, b = _fw().ones(2), _fw().ones(2)
+    d[a] = "first"
+    d[b] = "second"
+    return len(d)
+
+
+@mutant("identity.weak-dict-keys-by-value",
+        models="a weak-keyed table built on weakref.WeakKeyDictionary semantics (keys compared by value "
+               "and hashed by contents): equal-valued tensors share one entry",
+        rules="identity.weak-id-key-dictionary-entry-dies-with-tensor", probe=_probe_weak_dict_equal_values)
+def _():
+    """WeakIdRef hashes alike and compares by value."""
+    edit("reference.utils.weak:WeakIdRef.__hash__", "return self._id", "return 0")
+    edit("reference.utils.weak:WeakIdRef.__eq__", "return mine is theirs", "return bool((mine == theirs).all())")
+
+
+_HELD_KEYS: list = []
+
+
+def _probe_weak_dict_holds_keys():
+    from reference.utils.weak import WeakIdKeyDictionary
+
+    d = WeakIdKeyDictionary()
+    d[_fw().ones(2)] = "dead"
+    gc.collect()
+    return len(d)
+
+
+@mutant("identity.weak-dict-holds-keys",
+        models="a side table that keeps its keys alive (a plain dict keyed by id with the tensor kept "
+               "as well): every tensor it ever saw leaks",
+        rules="identity.weak-id-key-dictionary-entry-dies-with-tensor", probe=_probe_weak_dict_holds_keys)
+def _():
+    """WeakIdKeyDictionary keeps a strong reference to each key."""
+    replace("reference.utils.weak:_HELD_KEYS", _HELD_KEYS)
+    edit("reference.utils.weak:WeakIdKeyDictionary.__setitem__", "self.data[self.ref_type(key, self._remove)] = value",
+         "self.data[self.ref_type(key, self._remove)] = value\n    _HELD_KEYS.append(key)")
+
+
 # == gc_cycles ==================================================================================
 def _probe_graph_freed():
     def make():

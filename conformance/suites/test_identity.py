@@ -284,6 +284,120 @@ def test_weakref_dies_with_graph_that_saved_it(fw, device):
     assert wt() is None, "saved tensor alive after its graph was dropped"
 
 
+# -- weak tensor references (utils.weak) --------------------------------------------------
+
+def weak_utils(adapter, fw):
+    """``fw.utils.weak``: WeakIdKeyDictionary, WeakTensorKeyDictionary, WeakIdRef, TensorWeakRef."""
+    return adapter.feature("weak_tensor_utils", lambda: fw.utils.weak)
+
+
+@rule("identity.weak-id-key-dictionary-entry-dies-with-tensor")
+def test_weak_id_key_dictionary_keys_by_identity_and_drops_dead_keys(adapter, fw, device):
+    utils_weak = weak_utils(adapter, fw)
+    for cls in (utils_weak.WeakIdKeyDictionary, utils_weak.WeakTensorKeyDictionary):
+        d = cls()
+        a, b = fw.ones(2, device=device), fw.ones(2, device=device)
+        with diverges_if_raises(TypeError, what=f"a tensor as a {cls.__name__} key"):
+            d[a] = "a"
+            d[b] = "b"
+        assert len(d) == 2 and d[a] == "a" and d[b] == "b", \
+            f"{cls.__name__}: two tensors with equal values are not two entries ({len(d)} entries)"
+        assert fw.ones(2, device=device) not in d, f"{cls.__name__}: an equal-valued new tensor found an entry"
+        del a
+        gc.collect()
+        assert len(d) == 1 and list(d.values()) == ["b"], \
+            f"{cls.__name__}: after its key died: {len(d)} entries, values {list(d.values())}"
+
+
+@rule("identity.weak-id-key-dictionary-survives-framework-ownership")
+def test_weak_id_key_dictionary_entry_of_a_tensor_saved_by_the_graph(adapter, fw, device):
+    d = weak_utils(adapter, fw).WeakIdKeyDictionary()
+    found = []
+
+    class Keep(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (t,) = adapter.saved_tensors(ctx)
+            found.append(d.get(t))
+            return g * 2
+
+    x = fw.ones(2, requires_grad=True, device=device)
+    t = x * 1
+    with diverges_if_raises(TypeError, what="a tensor as a WeakIdKeyDictionary key"):
+        d[t] = "saved"
+    out = Keep.apply(t)
+    del t
+    gc.collect()
+    assert len(d) == 1, "the entry of a tensor only the graph holds (saved for backward) is gone"
+    out.sum().backward()
+    assert found == ["saved"], f"the saved tensor backward unpacked found {found} in the dictionary"
+    del out
+    gc.collect()
+    assert len(d) == 0, "the entry outlived the graph that saved its tensor"
+
+
+@rule("identity.weak-id-key-dictionary-survives-framework-ownership")
+def test_weak_id_key_dictionary_entry_of_a_tensor_held_as_grad(adapter, fw, device):
+    d = weak_utils(adapter, fw).WeakIdKeyDictionary()
+    y = fw.ones(2, device=device)
+    g = fw.zeros(2, device=device)
+    with diverges_if_raises(TypeError, what="a tensor as a WeakIdKeyDictionary key"):
+        d[g] = "grad"
+    y.grad = g
+    del g
+    gc.collect()
+    assert d.get(y.grad) == "grad", "y.grad no longer finds the entry made for the tensor assigned to it"
+    y.grad = None
+    gc.collect()
+    assert len(d) == 0, "the entry outlived the tensor after y.grad let go of it"
+
+
+@rule("identity.tensor-weak-ref")
+def test_tensor_weak_ref_and_weak_id_ref(adapter, fw, device):
+    utils_weak = weak_utils(adapter, fw)
+    a, b = fw.ones(2, device=device), fw.ones(2, device=device)
+    fired = []
+    with diverges_if_raises(TypeError, what="TensorWeakRef / WeakIdRef of a tensor"):
+        r = utils_weak.TensorWeakRef(a)
+        w = utils_weak.WeakIdRef(a, fired.append)
+    assert r() is a and w() is a, "a weak tensor reference does not give back the live tensor"
+    assert hash(w) == id(a), "WeakIdRef does not hash as the tensor's id"
+    assert w == utils_weak.WeakIdRef(a), "two WeakIdRefs of one live tensor are not equal"
+    assert not w == utils_weak.WeakIdRef(b), "WeakIdRefs of two equal-valued tensors are equal"
+    del a
+    gc.collect()
+    assert r() is None and w() is None, "a weak tensor reference outlived its tensor"
+    assert len(fired) == 1 and fired[0] is w, f"the WeakIdRef callback ran {len(fired)} times"
+
+
+@rule("identity.graph-nodes-are-node-instances")
+def test_graph_nodes_are_autograd_graph_node_instances(adapter, fw, device):
+    node_class = adapter.feature("graph_node_class", lambda: fw.autograd.graph.Node)
+
+    class Double(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = x.exp()
+    z = Double.apply(x)
+    for node, what in ((y.grad_fn, "a built-in op's grad_fn"), (producer(adapter, y.grad_fn), "a leaf's accumulator"),
+                       (z.grad_fn, "a custom Function's grad_fn")):
+        assert isinstance(node, node_class), f"{what} ({type(node).__name__}) is no autograd.graph.Node"
+    for obj, what in ((x, "a tensor"), (None, "None"), (Double, "the Function class")):
+        assert not isinstance(obj, node_class), f"{what} is an autograd.graph.Node"
+
+
 # -- saved tensors ------------------------------------------------------------------------
 
 @rule("identity.saved-input-same-object")

@@ -68,7 +68,7 @@ HOOKS_AFTER_FREE = (
 )
 
 
-class Node:
+class Node:  # rule: identity.graph-nodes-are-node-instances -- every node, built-in or custom, is one
     """A backward function: takes gradients w.r.t. its outputs, returns them w.r.t. inputs.
 
     Built-in nodes use ``__slots__`` and have no ``__dict__`` (attributes are refused,

@@ -404,3 +404,65 @@ def test_double_backward_accumulates_into_grad():  # rule: engine.create-graph-d
         np.testing.assert_allclose(arr(y.grad), y_grad + 4)
         x.grad = None
         y.grad = None
+
+
+# -- reference.utils.weak ------------------------------------------------------------------
+
+def test_weak_id_key_dictionary_mapping_methods():  # rule: identity.weak-id-key-dictionary-entry-dies-with-tensor
+    from reference.utils.weak import WeakIdKeyDictionary
+
+    a, b = R.ones(2), R.ones(2)
+    d = WeakIdKeyDictionary({a: 1})
+    assert d.setdefault(b, 2) == 2 and d.setdefault(b, 3) == 2
+    assert [k is a or k is b for k in d] == [True, True] and sorted(d.values()) == [1, 2]
+    assert 5 not in d and [] not in d  # a number cannot be weakly referenced: no key, no error
+    with pytest.raises(KeyError):
+        d[5]
+    copy = d.copy()
+    assert d.pop(a) == 1 and a not in d and copy[a] == 1 and len(copy) == 2
+    del d[b]
+    assert len(d) == 0 and d.get(b) is None
+
+
+def test_weak_id_key_dictionary_iteration_survives_dying_keys():  # rule: identity.weak-id-key-dictionary-entry-dies-with-tensor
+    from reference.utils.weak import WeakIdKeyDictionary
+
+    keys = [R.ones(1) for _ in range(4)]
+    d = WeakIdKeyDictionary()
+    for i, k in enumerate(keys):
+        d[k] = i
+    del k
+    seen = []
+    for key in d:
+        seen.append(d[key])
+        keys.clear()  # every other key dies while the loop holds one
+        del key
+    assert seen[0] == 0 and len(d) == 0
+
+
+def test_weak_id_key_dictionary_makes_no_cycle():  # rule: identity.weak-id-key-dictionary-entry-dies-with-tensor
+    from reference.utils.weak import WeakIdKeyDictionary
+
+    gc.disable()
+    try:
+        d = WeakIdKeyDictionary()
+        t = R.ones(1)
+        d[t] = "v"
+        ref = weakref.ref(d)
+        del d
+        assert ref() is None, "the dictionary is kept alive by its own removal callback"
+        del t  # the key's callback finds no dictionary: nothing happens
+    finally:
+        gc.enable()
+
+
+def test_weak_id_ref_equality_after_death():  # rule: identity.tensor-weak-ref
+    from reference.utils.weak import TensorWeakRef, WeakIdRef
+
+    a = R.ones(2)
+    w1, w2 = WeakIdRef(a), WeakIdRef(a)
+    assert w1 == w2 and not (w1 != w2)
+    del a
+    assert w1() is None and w1 != w2 and w1 == w1
+    with pytest.raises(AssertionError):
+        TensorWeakRef([1.0])
