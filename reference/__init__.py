@@ -4,7 +4,8 @@ Read it top to bottom: ``array_backend`` (numpy or cupy), ``dtypes``, ``grad_mod
 ``tensor`` (the Tensor object), ``autograd.graph`` (nodes, saved tensors, hooks),
 ``ops`` (each op's forward and backward node), ``autograd.engine`` (running backward),
 ``autograd.accumulate`` (how gradients land in ``.grad``), ``autograd.function``
-(custom Functions), ``autograd.forward_ad`` (forward-mode levels and tangents).
+(custom Functions), ``autograd.forward_ad`` (forward-mode levels and tangents),
+``utils.weak`` (weak tensor references keyed by identity).
 Its behaviour is the specification the conformance suites check other engines against.
 """
 import builtins as _builtins
