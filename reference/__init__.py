@@ -11,7 +11,7 @@ Its behaviour is the specification the conformance suites check other engines ag
 import builtins as _builtins
 
 from reference import dtypes as _dtypes
-from reference.array_backend import CudaUnavailable
+from reference.array_backend import CudaUnavailable, cuda_available as _cuda_available, namespace_of as _namespace_of
 from reference import tensor as _tensor
 from reference.tensor import Size, Tensor, device
 
@@ -24,11 +24,17 @@ from reference.creation import (  # noqa: E402
 )
 from reference.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from reference.ops import linalg as _linalg, pointwise as _pointwise, reduction as _reduction, views as _views  # noqa: E402
+from reference.autograd import forward_ad as _forward_ad, graph as _graph, multi_hooks as _multi_hooks  # noqa: E402
 from reference.ops.methods import bind_tensor_methods as _bind_tensor_methods  # noqa: E402
 
-# The layers above the tensor give it its methods: the ops, and Tensor.backward's entry.
+# The few references that point up the reading order, set once everything is imported:
+# the tensor's op methods and Tensor.backward's entry (the ops and autograd make tensors),
+# torch.autograd.graph's functions that need the engine, and the views a dual tensor is.
 _bind_tensor_methods()
 _tensor._autograd_backward = autograd.backward
+_graph.register_multi_grad_hook = _multi_hooks.register_multi_grad_hook
+_graph.increment_version = _multi_hooks.increment_version
+_forward_ad._views = _views
 
 __version__ = "0.1.0"
 
@@ -98,15 +104,11 @@ def equal(a, b) -> bool:
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08) -> bool:
-    from reference.array_backend import namespace_of
-
-    return _builtins.bool(namespace_of(a._data).allclose(a._data, b._data, rtol=rtol, atol=atol))
+    return _builtins.bool(_namespace_of(a._data).allclose(a._data, b._data, rtol=rtol, atol=atol))
 
 
 def cuda_is_available() -> bool:
-    from reference.array_backend import cuda_available
-
-    return cuda_available()
+    return _cuda_available()
 
 
 class cuda:  # noqa: N801 - torch's namespace name

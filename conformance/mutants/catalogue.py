@@ -817,7 +817,7 @@ def _probe_hook_version():
 def _():
     """An in-place op moves the tensor's hooks to its new grad_fn."""
     replace("reference.ops.inplace:_move_hooks", _move_hooks)
-    edit("reference.ops.inplace:rebase_history", "    attach(tensor, node)",
+    edit("reference.ops.recording:rebase_history", "    attach(tensor, node)",
          "    _move_hooks(old, tensor._output_nr, node)\n    attach(tensor, node)")
 
 
@@ -1233,7 +1233,7 @@ def _probe_unpack_fresh():
 
 
 _simple("forward_levels.unpack-returns-dual", "reference.autograd.forward_ad:unpack_dual",
-        "return UnpackedDualTensor(unpack_primal_view(tensor), tangent)", "return UnpackedDualTensor(tensor, tangent)",
+        "return UnpackedDualTensor(_views.unpack_primal_view(tensor), tangent)", "return UnpackedDualTensor(tensor, tangent)",
         models="unpack_dual returning the dual itself as the primal (its tangent then leaks into "
                "computations meant to be tangent-free)",
         rules="forward_levels.unpack-primal-fresh-view", probe=_probe_unpack_fresh)
@@ -1249,7 +1249,7 @@ def _probe_make_dual_alias():
 
 
 _simple("forward_levels.make-dual-copies-primal", "reference.autograd.forward_ad:make_dual",
-        "dual = make_dual_view(tensor)", "dual = make_dual_view(tensor.clone())",
+        "dual = _views.make_dual_view(tensor)", "dual = _views.make_dual_view(tensor.clone())",
         models="make_dual copying the primal (JAX-style value semantics) instead of viewing it",
         rules="forward_levels.make-dual-aliases-primal", probe=_probe_make_dual_alias)
 

@@ -8,7 +8,7 @@ from reference.autograd.function import Function, FunctionCtx, once_differentiab
 from reference.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from reference import creation
 from reference.array_backend import namespace_of
-from reference.autograd import engine, multi_hooks
+from reference.autograd import engine
 from reference.autograd.accumulate import store_grad
 from reference.ops.backward_ops import RAW_OPS, TENSOR_OPS
 from reference.ops.recording import edge
@@ -18,12 +18,6 @@ __all__ = [
     "Variable", "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
     "set_grad_enabled", "is_grad_enabled", "forward_ad", "graph",
 ]
-
-# torch.autograd.graph's functions that need the engine: multi_hooks sits above graph, so they
-# are set on graph here, once both are imported
-graph.register_multi_grad_hook = multi_hooks.register_multi_grad_hook
-graph.increment_version = multi_hooks.increment_version
-
 
 class _ImperativeEngine:
     """``Variable._execution_engine``: the engine's one user-facing entry, queue_callback."""

@@ -18,6 +18,12 @@ import threading
 import weakref
 from collections import namedtuple
 
+from reference.tensor import Tensor
+
+#: ``reference.ops.views``: a dual tensor is a view of its primal. The ops sit above this module
+#: (they propagate its tangents), so ``reference/__init__.py`` sets this once both are imported.
+_views = None
+
 NESTED = "Nested forward mode AD is not supported at the moment"
 NO_LEVEL = "Trying to create a dual Tensor for forward AD but no level exists, make sure to enter_dual_level() first."
 NOT_POSITIVE = "Dual level must be a positive number."
@@ -163,9 +169,6 @@ class dual_level:
 
 def make_dual(tensor, tangent, *, level=None):
     """A view of ``tensor`` carrying ``tangent`` at ``level`` (the open level by default)."""
-    from reference.ops.views import make_dual_view
-    from reference.tensor import Tensor
-
     if level is None:
         level = _registry.current
     if level is None or level != _registry.current:
@@ -197,7 +200,7 @@ def make_dual(tensor, tangent, *, level=None):
     if get_tangent(tangent, level) is not None:  # rule: forward_levels.dual-tangent-refused
         raise RuntimeError(DUAL_TANGENT.format(level))
     # rules: forward_levels.make-dual-aliases-primal, forward_levels.reverse-through-dual
-    dual = make_dual_view(tensor)
+    dual = _views.make_dual_view(tensor)
     set_tangent(dual, tangent, level)
     return dual
 
@@ -205,8 +208,6 @@ def make_dual(tensor, tangent, *, level=None):
 # rules: forward_levels.unpack-dual-namedtuple, forward_levels.unpack-non-dual-tangent-none, forward_levels.unpack-outside-level
 def unpack_dual(tensor, *, level=None):
     """``UnpackedDualTensor(primal, tangent)``: a new tangent-free view, and the tangent."""
-    from reference.ops.views import unpack_primal_view
-
     if level is None:
         level = _registry.current
     if level is None:
@@ -214,7 +215,7 @@ def unpack_dual(tensor, *, level=None):
     tangent = get_tangent(tensor, level)
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
-    return UnpackedDualTensor(unpack_primal_view(tensor), tangent)
+    return UnpackedDualTensor(_views.unpack_primal_view(tensor), tangent)
 
 
 # -- engine side ---------------------------------------------------------------------
@@ -250,6 +251,4 @@ def active(*values) -> bool:
 
 def tangents_of(*values):
     """The open level's tangent of each value (None for non-tensors and tangent-free ones)."""
-    from reference.tensor import Tensor
-
     return tuple(get_tangent(v) if isinstance(v, Tensor) else None for v in values)

@@ -13,9 +13,12 @@ import functools
 import inspect
 import warnings
 
-from reference import grad_mode
+from reference import creation, grad_mode
 from reference.autograd import forward_ad
 from reference.autograd.graph import FREED_MESSAGE, Error, Node, RawSavedTensor, SavedTensor, _sequence
+from reference.ops import inplace
+from reference.ops.recording import attach, edge, rebase_history
+from reference.ops.reduction import sum_to_size
 from reference.tensor import Tensor
 
 LEGACY_CALL = (
@@ -161,8 +164,6 @@ class BackwardCFunction(FunctionCtx):
                 raise RuntimeError(f"expected Variable or None (got {type(result).__name__})")
             shape = info[0]
             if tuple(result.shape) != shape:
-                from reference.ops.reduction import sum_to_size
-
                 try:
                     result = sum_to_size(result, shape)
                 except Exception:
@@ -177,8 +178,6 @@ class BackwardCFunction(FunctionCtx):
 
 
 def _zeros(info):
-    from reference import creation
-
     shape, dtype, device = info
     return creation.zeros(*shape, dtype=dtype, device=device)
 
@@ -205,8 +204,6 @@ def _overrides(fn_cls, name):
 
 def _guard_once_differentiable(results, grad_outputs, next_functions):
     """Results that would be differentiated again go through an Error node."""
-    from reference.ops.recording import attach, edge
-
     if not any(g is not None and g.requires_grad for g in grad_outputs):
         return results
     guarded = []
@@ -287,8 +284,6 @@ def _bind_arguments(fn_cls, args, kwargs, uses_setup_context):
 
 
 def _apply(fn_cls, args, kwargs):
-    from reference.ops.recording import edge
-
     uses_setup_context = _overrides(fn_cls, "setup_context")
     # rule: legacy_function.missing-forward-raises
     if not _overrides(fn_cls, "forward"):
@@ -342,8 +337,6 @@ def _apply(fn_cls, args, kwargs):
             results.append(out)
             continue
         if id(out) in dirty_ids:
-            from reference.ops import inplace
-
             inplace.check_inplace(out)
             result = out
         elif id(out) in input_ids:
@@ -351,14 +344,12 @@ def _apply(fn_cls, args, kwargs):
         else:
             result = out
         if record and id(out) not in non_diff_ids and out.dtype.is_floating_point:
-            from reference.ops import inplace
-
             if id(out) in dirty_ids and result._base is not None and getattr(result, "_view_fn", None) is not None:
                 # rule: views.mark-dirty-on-view-rewrites-base
                 position = next(i for i, value in enumerate(inputs) if value is out)
                 inplace.rebase_view_history(result, ctx, position, index)
             elif id(out) in dirty_ids:
-                inplace.rebase_history(result, ctx)
+                rebase_history(result, ctx)
                 result._output_nr = index
             else:
                 result._node = ctx

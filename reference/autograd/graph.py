@@ -567,3 +567,8 @@ def allow_mutation_on_saved_tensors():
     value is copied just before the first change, and backward uses that copy. A graph
     recorded in the block cannot be backpropagated through after the block ends."""
     return _AllowMutationContext()
+
+
+# torch.autograd.graph's register_multi_grad_hook and increment_version are defined in
+# reference.autograd.multi_hooks (they need the engine, which sits above this module) and
+# set here by reference/__init__.py at package import.

@@ -7,13 +7,19 @@ every node that saved b will refuse to unpack it (version mismatch).
 """
 from __future__ import annotations
 
+import numpy
+
 from reference import grad_mode
-from reference.array_backend import namespace_of
+from reference.array_backend import device_type_of, namespace_of, to_device
 from reference.autograd import forward_ad
 from reference.autograd import graph as _graph
 from reference.autograd.graph import Node
-from reference.ops.pointwise import AddBackward0, DivBackward0, MulBackward0
-from reference.ops.recording import attach, edges, has_tangent, needs_grad, raw, save_input, shape_of
+from reference.creation import zeros_like
+from reference.ops.pointwise import AddBackward0, DivBackward0, MulBackward0, clone
+from reference.ops.recording import (
+    attach, edge, edges, has_tangent, needs_grad, raw, rebase_history, save_input, shape_of,
+)
+from reference.ops.views import _normalize_index, refresh_views, regenerate_view
 from reference.tensor import Tensor
 
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -73,19 +79,6 @@ def _address(array) -> int:
 
 def bump_version(tensor: Tensor) -> None:
     tensor._version_counter[0] += 1
-
-
-def rebase_history(tensor: Tensor, node) -> None:
-    """Make ``node`` the new grad_fn of ``tensor``; retain_grad follows the newest version."""
-    old = tensor._node
-    if tensor._retains_grad and old is not None and old._extras is not None and old._extras.retains_grad:
-        ref = old._extras.retains_grad.pop(tensor._output_nr, None)
-        if ref is not None:
-            extras = node._get_extras()
-            if extras.retains_grad is None:
-                extras.retains_grad = {}
-            extras.retains_grad[0] = ref
-    attach(tensor, node)
 
 
 class CopySlices(Node):
@@ -149,9 +142,6 @@ class CopySlices(Node):
 def rebase_view_history(view: Tensor, fn, self_index: int = 0, fn_output_nr: int = 0) -> None:
     """After ``fn`` modified ``view`` in place: the base's history becomes CopySlices(fn),
     and every view of the base (this one first) gets a history replayed from it."""
-    from reference.ops.recording import edge
-    from reference.ops.views import refresh_views, regenerate_view
-
     base = view._base
     next_functions = list(fn._next_functions)
     next_functions[self_index] = edge(base)
@@ -241,8 +231,6 @@ def _old_self(self):
     """A snapshot of self before it is overwritten, for backward formulas that need it; a
     differentiable clone when self has history, so that double backward reaches it."""
     if self._requires_grad and grad_mode._state.enabled:
-        from reference.ops.pointwise import clone
-
         with forward_ad.suppress_propagation():
             return save_input(clone(self))
     return save_input(Tensor._wrap(self._data.copy()))
@@ -293,8 +281,6 @@ def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=N
         else:
             rebase_history(self, node)
             if getattr(self, "_views", None):
-                from reference.ops.views import refresh_views
-
                 refresh_views(self)  # rule: views.view-history-follows-base
     return self
 
@@ -306,8 +292,6 @@ def _update_tangent(self, other, tangent_rule):
         # writing a dual into a view of a plain tensor: the base gets a (zero) tangent,
         # and the view's tangent is the same view of it, so the write lands in the base's
         if forward_ad.get_tangent(base) is None:
-            from reference.creation import zeros_like
-
             forward_ad.set_tangent(base, zeros_like(base, dtype=t_other.dtype))
         with forward_ad.suppress_propagation():
             t_self = self._view_fn(forward_ad.get_tangent(base))
@@ -319,8 +303,6 @@ def _update_tangent(self, other, tangent_rule):
 
 
 def _broadcast_shape(a, b):
-    import numpy
-
     try:
         return numpy.broadcast_shapes(a, b)
     except ValueError:
@@ -329,8 +311,6 @@ def _broadcast_shape(a, b):
 
 def _fresh_tangent(self, value):
     """A new tangent for a tensor that had none: ``value`` broadcast to self's shape."""
-    from reference.creation import zeros_like
-
     out = zeros_like(self, dtype=value.dtype)
     out.add_(value)
     return out
@@ -419,8 +399,6 @@ def zero_(self):
 
 
 def copy_(self, src, non_blocking=False):
-    from reference.array_backend import device_type_of, to_device
-
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'other' must be Tensor, not {type(src).__name__}")
     src_data = to_device(src._data, device_type_of(self._data))
@@ -443,8 +421,6 @@ def copy_(self, src, non_blocking=False):
 
 
 def setitem(self, index, value):
-    from reference.ops.views import _normalize_index
-
     key, _ = _normalize_index(index)
     raw_value = raw(value)
 
@@ -460,8 +436,6 @@ def setitem(self, index, value):
                 t_self[index] = 0
             return t_self
         if t_self is None:
-            from reference.creation import zeros_like
-
             t_self = zeros_like(self, dtype=t_value.dtype)
         t_self[index] = t_value
         return t_self

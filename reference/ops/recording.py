@@ -72,6 +72,19 @@ def attach(out: Tensor, node, output_nr: int = 0) -> Tensor:
     return out
 
 
+def rebase_history(tensor: Tensor, node) -> None:
+    """Make ``node`` the new grad_fn of ``tensor``; retain_grad follows the newest version."""
+    old = tensor._node
+    if tensor._retains_grad and old is not None and old._extras is not None and old._extras.retains_grad:
+        ref = old._extras.retains_grad.pop(tensor._output_nr, None)
+        if ref is not None:
+            extras = node._get_extras()
+            if extras.retains_grad is None:
+                extras.retains_grad = {}
+            extras.retains_grad[0] = ref
+    attach(tensor, node)
+
+
 def raw(value):
     """The array behind a tensor; Python scalars pass through unchanged."""
     return getattr(value, "_data", value)

@@ -12,7 +12,8 @@ from reference import array_backend, grad_mode
 from reference.array_backend import namespace_of
 from reference.autograd import forward_ad
 from reference.autograd.graph import Node
-from reference.ops.recording import attach, edges, has_tangent, needs_grad, propagate_tangent
+from reference.ops.pointwise import clone
+from reference.ops.recording import attach, edges, has_tangent, needs_grad, propagate_tangent, rebase_history
 from reference.tensor import Tensor
 
 VIEW_INCOMPATIBLE = (
@@ -126,8 +127,6 @@ def regenerate_view(view):
         _replaying = False
     node = replay._node
     if node is not None:
-        from reference.ops.inplace import rebase_history
-
         rebase_history(view, node)
         view._output_nr = replay._output_nr
 
@@ -198,8 +197,6 @@ def reshape(self, *shape):
         return view(self, *shape)
     except RuntimeError:
         pass
-    from reference.ops.pointwise import clone
-
     return view(clone(self), *shape)
 
 
