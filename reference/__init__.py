@@ -1,11 +1,17 @@
 """The reference autograd engine: pure Python on numpy (or cupy), PyTorch's names.
 
-Read it top to bottom: ``array_backend`` (numpy or cupy), ``dtypes``, ``grad_mode``,
-``tensor`` (the Tensor object), ``autograd.graph`` (nodes, saved tensors, hooks),
-``ops`` (each op's forward and backward node), ``autograd.engine`` (running backward),
-``autograd.accumulate`` (how gradients land in ``.grad``), ``autograd.function``
-(custom Functions), ``autograd.forward_ad`` (forward-mode levels and tangents),
-``utils.weak`` (weak tensor references keyed by identity).
+Read it top to bottom; each module imports only modules above it in this list (checked by
+tests/reference/test_imports.py): ``array_backend`` (numpy or cupy), ``dtypes``,
+``grad_mode``, ``handles`` (hook tables), ``tensor`` (the Tensor object), ``creation``,
+``utils.weak`` (weak tensor references keyed by identity),
+``autograd.forward_ad`` (forward-mode levels and tangents), ``autograd.hooks`` (running
+hooks during backward), ``autograd.accumulate`` (how gradients land in ``.grad``),
+``autograd.graph`` (nodes, saved tensors), ``ops.recording`` (how an op joins the graph),
+``ops.pointwise``, ``ops.reduction``, ``ops.linalg``, ``ops.views``, ``ops.inplace`` (each
+op's forward and backward node), ``ops.backward_ops`` (the op-set backward formulas run on),
+``autograd.engine`` (running backward), ``autograd.function`` (custom Functions),
+``autograd.multi_hooks``, ``ops.methods`` (Tensor's op methods), ``autograd`` (backward, grad).
+The few references that point up this order are set at the end of the imports below.
 Its behaviour is the specification the conformance suites check other engines against.
 """
 import builtins as _builtins

@@ -15,6 +15,7 @@ no function-local import at all.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 REFERENCE = Path(__file__).resolve().parents[2] / "reference"
@@ -139,3 +140,23 @@ def test_backward_path_has_no_function_local_import():
 
 def test_backward_path_modules_exist():
     assert sorted(set(BACKWARD_PATH) - set(_modules())) == []
+
+
+def reading_order(root: Path = REFERENCE) -> list[str]:
+    """The modules named in ``reference/__init__.py``'s docstring, in order."""
+    doc = ast.get_docstring(ast.parse((root / "__init__.py").read_text(encoding="utf-8")))
+    modules = _modules(root)
+    names = [f"reference.{name}" for name in re.findall(r"``([a-z_.]+)``", doc)]
+    return [name for name in dict.fromkeys(names) if name in modules]
+
+
+def test_reading_order_is_the_dependency_order():
+    order = reading_order()
+    modules = _modules()
+    packages = {name for name, path in modules.items() if path.name == "__init__.py"}
+    unlisted = sorted(set(modules) - set(order) - packages)  # a package is listed when it has code
+    assert unlisted == [], f"modules missing from the reading order of reference/__init__.py: {unlisted}"
+    position = {name: index for index, name in enumerate(order)}
+    upward = [(name, line, target) for name in order for target, _, line in _imports(name, modules[name], modules)
+              if target in position and position[target] > position[name]]
+    assert upward == [], f"imports of a module later in the reading order (module, line, imported): {upward}"
