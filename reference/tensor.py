@@ -248,6 +248,8 @@ class Tensor:
         self._grad = value
 
     # rule: identity.del-grad-resets
+    # rule: gc_cycles.create-graph-cycle-broken-by-clearing-grad -- the _grad slot is the engine's only
+    # reference to a gradient, so clearing it (= None or del) frees a create_graph gradient's graph
     @grad.deleter
     def grad(self):
         self._grad = None
@@ -300,6 +302,8 @@ class Tensor:
                 self._leaf_hooks = HookDict()
             # rules: hooks.register-hook-returns-handle, hooks.leaf-hooks-persist-across-graphs
             return add_hook(self._leaf_hooks, hook)
+        # rule: hooks.hook-bound-to-version -- kept on this grad_fn under this output_nr: an in-place op
+        # gives the tensor a new grad_fn, and hooks registered before it stay with the old value
         return add_hook(self._node._tensor_hooks_for(self._output_nr), hook)
 
     def register_post_accumulate_grad_hook(self, hook):

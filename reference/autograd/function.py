@@ -80,6 +80,8 @@ class FunctionCtx(Node):
         saved = self._saved
         if saved is None:
             raise RuntimeError(FREED_MESSAGE)
+        # rule: gc_cycles.stashed-ctx-no-crash -- a saved output is re-made from the array the ctx keeps,
+        # so a ctx that outlived its output still returns its values
         return tuple(None if s is None else s.unpack(self, True) for s in saved)
 
     @property
@@ -465,7 +467,9 @@ def _save(ctx, results, outputs, input_ids):
         if tensor is None:
             saved.append(None)
         elif id(tensor) in output_positions and results[output_positions[id(tensor)]] is tensor:
-            saved.append(SavedTensor(tensor, True))  # its own output: saved without owning it
+            # rule: gc_cycles.stashed-ctx-released-with-last-reference -- its own output: saved without
+            # owning it, so a stashed ctx and the output free each other's state by refcount
+            saved.append(SavedTensor(tensor, True))
         else:
             saved.append(SavedTensor(tensor, False))  # hooks apply here too: saved_tensors.custom-function-hooked
     ctx._saved = tuple(saved)

@@ -104,6 +104,7 @@ class Node:  # rule: identity.graph-nodes-are-node-instances -- every node, buil
 
     @property
     def next_functions(self):
+        # rule: identity.next-functions-pairs -- one (node, output_nr) edge per input, as recording.edge made it
         return self._next_functions
 
     @property
@@ -213,8 +214,7 @@ class RawSavedTensor:
         self._index = index
 
     def register_hooks(self, pack_hook, unpack_hook) -> None:
-        """Pack the saved tensor now with ``pack_hook``; ``unpack_hook`` runs on every access.
-        rule: saved_tensors.register-hooks-per-tensor"""
+        """Pack the saved tensor now with ``pack_hook``; ``unpack_hook`` runs on every access."""
         if not callable(pack_hook) or not callable(unpack_hook):
             raise TypeError("register_hooks(): pack_hook and unpack_hook must be callable")
         saved = self._node._saved
@@ -225,6 +225,7 @@ class RawSavedTensor:
             raise RuntimeError("None is forbidden")  # nothing was saved in this slot
         if value._hooks is not None:
             raise RuntimeError(HOOKS_SET_TWICE)  # rule: saved_tensors.register-hooks-twice-raises
+        # rule: saved_tensors.register-hooks-per-tensor -- pack once, now; unpack_hook on every later access
         value._pack(value.unpack(self._node, True), pack_hook, unpack_hook, value._data is not None)
 
     def __repr__(self) -> str:
@@ -279,6 +280,8 @@ class SavedTensor:
         self._version = self._counter[0]
         self._hooks = None  # a _Packed once pack hooks have run
         if is_output:
+            # rule: gc_cycles.saved-tensors-freed-with-graph -- an output is kept as its array, never the
+            # tensor (which owns this node): everything saved goes when the last output does
             self._tensor = None
             self._data = tensor._data
             self._output_nr = tensor._output_nr

@@ -28,18 +28,18 @@ NO_ENGINE_CODE = {
     "gc_cycles.ctx-attribute-cycle-collected": "ctx is an ordinary Python object the cyclic collector traverses",
     "gc_cycles.dict-cycle-collected-unless-grad-holds-it": "tensor __dict__ and .grad are ordinary references",
     "gc_cycles.garbage-cycle-does-not-free-live-graph": "the collector frees only unreachable objects; the engine has no finalizers",
+    "engine.deep-graph-freed": "nodes link through slots and tuples only and have no __del__: CPython's "
+                               "trashcan deallocates a deep chain without recursing",
+    "gc_cycles.deep-graph-freed-without-recursion": "nodes link through slots and tuples only and have no "
+                                                    "__del__: CPython's trashcan deallocates a deep chain "
+                                                    "without recursing",
+    "gc_cycles.finalizer-collect-during-teardown-safe": "no engine object has a finalizer or a teardown of its "
+                                                        "own; a collection started from a user's __del__ "
+                                                        "only meets ordinary Python objects",
 }
 
-#: MUST rules whose engine lines are not named yet (issue 11 in progress): this list only shrinks.
-NOT_YET_NAMED = {
-    "engine.deep-graph-freed",
-    "gc_cycles.deep-graph-freed-without-recursion", "gc_cycles.saved-tensors-freed-with-graph",
-    "gc_cycles.stashed-ctx-no-crash", "gc_cycles.stashed-ctx-released-with-last-reference",
-    "gc_cycles.finalizer-collect-during-teardown-safe", "gc_cycles.create-graph-cycle-broken-by-clearing-grad",
-    "hooks.hook-bound-to-version",
-    "identity.next-functions-pairs",
-    "saved_tensors.register-hooks-per-tensor",
-}
+#: MUST rules whose engine lines are not named yet: this list only shrinks (empty now).
+NOT_YET_NAMED: set[str] = set()
 
 
 def test_every_must_rule_is_named_in_the_reference_or_declared():
