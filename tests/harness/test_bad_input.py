@@ -136,6 +136,33 @@ def custom_backward(returns):
     return case
 
 
+def in_level(make):
+    def case(lib):
+        fwad = lib.autograd.forward_ad
+        with fwad.dual_level():
+            make(lib, fwad)
+    return case
+
+
+def custom_jvp(returns):
+    def make(lib, fwad):
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+            @staticmethod
+            def jvp(ctx, t):
+                return returns(lib, t)
+
+        Double.apply(fwad.make_dual(lib.ones(2), lib.ones(2)))
+    return in_level(make)
+
+
 CASES = {
     # wrong shapes
     "reshape to a size that does not fit": lambda t: t.ones(2, 3).reshape(4, 2),
@@ -165,6 +192,11 @@ CASES = {
     # forward AD
     "make_dual outside a level": lambda t: t.autograd.forward_ad.make_dual(t.ones(2), t.ones(2)),
     "exit a level when none is open": lambda t: t.autograd.forward_ad.exit_dual_level(),
+    "make_dual with a dual as tangent": in_level(lambda t, fwad: fwad.make_dual(
+        t.ones(2), fwad.make_dual(t.ones(2), t.ones(2)))),
+    "custom jvp returns two tangents for one output": custom_jvp(lambda t, g: (g, g)),
+    "custom jvp returns another shape": custom_jvp(lambda t, g: t.ones(3)),
+    "custom jvp returns a float": custom_jvp(lambda t, g: 1.0),
 }
 # (were known differences, fixed in the reference since)
 CASES.update({
