@@ -49,6 +49,8 @@ def scripts_for(data: dict[str, Any]) -> tuple[dict[str, dict[str, str]], dict[s
     for run in data["runs"]:
         label = run["label"]
         scripts[label], errors[label] = {}, {}
+        if not run.get("tests"):
+            continue  # a column without results (not installed, not run): nothing to reproduce
         info = repro.RunInfo.of(run, label)
         try:
             tree = info.tree()

@@ -550,6 +550,8 @@ def template_path(rule_id: str) -> Path:
 
 
 def header(rule_id: str, level: str, statement: str, run: RunInfo, tree: Tree | None) -> str:
+    """Two comment paragraphs: the rule (the same in every run's script of it), then the run
+    (the same in every script of that run), so that the report stores each once."""
     what = run.adapter_spec + (f" {run.framework_version}" if run.framework_version else "")
     if isinstance(tree, _source.GitTree):
         suites = f"suite revision {tree.revision[:12]} (git show)"
@@ -558,17 +560,16 @@ def header(rule_id: str, level: str, statement: str, run: RunInfo, tree: Tree | 
     else:
         suites = "this checkout's suites"
     text = textwrap.fill(statement, 92, initial_indent="# ", subsequent_indent="# ")
-    return (f"# Reproduces conformance rule {rule_id} [{level}] on {what} ({run.device}), with\n"
-            f"# the tests of {suites}" + (f", as run {run.label!r}" if run.label else "") + ".\n"
-            f"{text}\n"
+    return (f"# Reproduces conformance rule {rule_id} [{level}]:\n{text}\n\n"
+            f"# Run: {what} on {run.device}" + (f" (report column {run.label!r})" if run.label else "")
+            + f", with the tests of\n# {suites}.\n"
             f"# Run it with `python this_file.py` where autograd-conformance and the framework are\n"
             f"# installed; the last line says RESULT: PASS (the rule holds) or RESULT: <OUTCOME>: <why>,\n"
             f"# decided by the harness's own classification (conformance.repro.runtime).\n")
 
 
-def _repro_call(rule_id: str, level: str, run: RunInfo) -> str:
-    args = [repr(rule_id), repr(level), f"adapter_spec={run.adapter_spec!r}",
-            f"device={run.device!r}"]
+def _run_args(run: RunInfo) -> str:
+    args = [f"adapter_spec={run.adapter_spec!r}", f"device={run.device!r}"]
     if run.framework_version:
         args.append(f"framework_version={run.framework_version!r}")
     if run.suite_revision:
@@ -577,7 +578,7 @@ def _repro_call(rule_id: str, level: str, run: RunInfo) -> str:
         args.append(f"timeout={run.timeout:g}")
     if run.leak_check:
         args.append(f"leak_check={list(run.leak_check)!r}")
-    return "repro = Repro(" + ", ".join(args) + ")\n"
+    return "RUN = dict(" + ", ".join(args) + ")\n"
 
 
 def _head(rule_id: str, level: str, run: RunInfo, name: str, preamble: str,
@@ -588,10 +589,13 @@ def _head(rule_id: str, level: str, run: RunInfo, name: str, preamble: str,
     parts.append("\n".join([*harness, "from conformance.repro.runtime import Repro"]) + "\n\n")
     if preamble:
         parts.append(preamble.rstrip("\n") + "\n\n")
-    parts.append(_repro_call(rule_id, level, run))
+    parts.append(f"RULE, LEVEL = {rule_id!r}, {level!r}\n\n")
+    parts.append("# the run this script reproduces: its adapter (by the spec it used), device, "
+                 "options\n" + _run_args(run) + "\n")
     binding = (f"{name} = repro.fw  # the namespace the suites call `fw`: the adapter's"
                if name != "fw" else "fw = repro.fw  # the adapter's framework namespace")
-    parts.append(binding + "\nadapter, device, observe = repro.adapter, repro.device, repro.observe\n")
+    parts.append("repro = Repro(RULE, LEVEL, **RUN)\n" + binding +
+                 "\nadapter, device, observe = repro.adapter, repro.device, repro.observe\n")
     return "".join(parts)
 
 

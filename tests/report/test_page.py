@@ -205,7 +205,7 @@ def test_grad_id_script_runs_standalone_and_prints_the_ids(report, tmp_path):
         python = interpreter(label)
         if python is None:
             continue
-        script = tmp_path / f"{label}.py"
+        script = tmp_path / f"repro-{label}.py"  # not torch.py: it would shadow the framework
         script.write_text(embedded["scripts"][label]["identity.grad-stable-id"])
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         proc = subprocess.run([python, str(script)], capture_output=True, text=True,

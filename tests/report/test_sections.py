@@ -8,6 +8,7 @@ import json
 import xml.etree.ElementTree as ET
 
 from conformance.report import aggregate, html, rootcause, schema
+from conformance.repro import derive
 from conformance.report.build import build, discover_columns
 from tests.report.test_unit import CATALOGUE, write_run
 
@@ -163,18 +164,23 @@ def test_the_page_stays_under_a_megabyte_with_five_full_columns(tmp_path):
     labels = {"reference": ("reference", "0.1"), "torch": ("torch", "2.13.0"),
               "oneflow-0.9.0": ("oneflow", "0.9.0"), "oneflow-0.8.0": ("oneflow", "0.8.0"),
               "paddle": ("paddle", "3.3.1")}
+    suite_tests = derive.tests_by_rule()
     for n, (label, (adapter, version)) in enumerate(labels.items()):
         tests = []
         for i, rule in enumerate(CATALOGUE.rules.values()):
-            for k in range(2):
+            for k, name in enumerate(suite_tests[rule.id][1]):
                 broken = (i + n) % 3 == 0 and label != "reference"
-                tests.append((rule.id, f"test_{rule.id.replace('.', '_')}_{k}",
+                tests.append((rule.id, name,
                               "XFAIL" if broken else "PASS", "DIVERGES" if broken else "PASS",
                               f"AssertionError: {rule.id} broke in case {k}" if broken else ""))
         write_run(d / f"{label}.jsonl", adapter, version, tests)
     _, page = build(d, tmp_path / "out")
     size = page.stat().st_size
     assert size < 1_000_000, size
+    # with a reproduction script in every cell of every column, each made from its run
+    scripts = html.embedded_data(page.read_text())["scripts"]
+    assert {label: len(by_rule) for label, by_rule in scripts.items()} == \
+        {label: len(CATALOGUE.rules) for label in labels}
 
 
 def test_scripts_stored_as_shared_paragraphs_come_back_exactly():
