@@ -1,4 +1,7 @@
-"""How a gradient lands in ``.grad``: leaves (AccumulateGrad; its hooks are in ``autograd.hooks``) and retained non-leaves.
+"""How a gradient lands in ``.grad``: leaves (AccumulateGrad's body) and retained non-leaves.
+
+A leaf's hooks, the tensor hooks before and the post-accumulate hooks after, are run by
+``autograd.hooks``.
 
 PyTorch's contract, kept here: the first gradient is stored as a tensor of its own (never
 an alias of another tensor's gradient, never the variable itself); later ones are added
