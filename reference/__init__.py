@@ -10,7 +10,8 @@ hooks during backward), ``autograd.accumulate`` (how gradients land in ``.grad``
 ``ops.pointwise``, ``ops.reduction``, ``ops.linalg``, ``ops.views``, ``ops.inplace`` (each
 op's forward and backward node), ``ops.backward_ops`` (the op-set backward formulas run on),
 ``autograd.engine`` (running backward), ``autograd.function`` (custom Functions),
-``autograd.multi_hooks``, ``ops.methods`` (Tensor's op methods), ``autograd`` (backward, grad).
+``autograd.multi_hooks``, ``ops.methods`` (Tensor's op methods), ``autograd`` (backward, grad),
+``autograd.gradcheck`` (gradients against finite differences; installed as ``autograd.gradcheck``).
 The few references that point up this order are set at the end of the imports below.
 Its behaviour is the specification the conformance suites check other engines against.
 """
@@ -22,6 +23,9 @@ from reference import tensor as _tensor
 from reference.tensor import Size, Tensor, device
 
 from reference import autograd  # noqa: E402
+from reference.autograd import gradcheck as _gradcheck  # noqa: E402
+
+autograd.gradcheck, autograd.gradgradcheck = _gradcheck.gradcheck, _gradcheck.gradgradcheck
 from reference import utils  # noqa: E402,F401
 from reference.autograd.function import Function  # noqa: E402,F401
 from reference.creation import (  # noqa: E402
@@ -99,6 +103,8 @@ t = _tensor_function("t", _views.t)
 squeeze = _tensor_function("squeeze", _views.squeeze)
 unsqueeze = _tensor_function("unsqueeze", _views.unsqueeze)
 flatten = _tensor_function("flatten", _views.flatten)
+narrow = _tensor_function("narrow", _views.narrow)
+select = _tensor_function("select", _views.select)
 
 
 def is_tensor(obj) -> bool:

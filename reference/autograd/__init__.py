@@ -33,9 +33,15 @@ class _VariableMeta(type):
 
 
 class Variable(metaclass=_VariableMeta):
-    """torch's legacy name for a tensor; kept for ``Variable._execution_engine``."""
+    """torch's legacy name for a tensor; kept for ``Variable._execution_engine`` and the legacy
+    constructor ``Variable(tensor, requires_grad=False)``: a new leaf sharing the tensor's data."""
 
     _execution_engine = _ImperativeEngine()
+
+    def __new__(cls, data, requires_grad=False):
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        return data.detach().requires_grad_(requires_grad)
 
 
 CREATE_GRAPH_WARNING = (

@@ -487,3 +487,11 @@ def once_differentiable(fn):
 
     wrapper._once_differentiable = True
     return wrapper
+
+
+class InplaceFunction(Function):
+    """torch's base for Functions that may work in place: a Function whose instances carry ``inplace``."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace

@@ -356,6 +356,35 @@ def getitem(self, index):
     return out
 
 
+
+def _dim(self, dim: int) -> int:
+    ndim = self._data.ndim
+    if ndim == 0 or not -ndim <= dim < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(ndim, 1)}, {max(ndim, 1) - 1}], "
+                         f"but got {dim})")
+    return dim % ndim
+
+
+def narrow(self, dim, start, length):
+    """``x.narrow(dim, start, length)``: the view ``x[..., start:start + length, ...]`` along ``dim``."""
+    d = _dim(self, dim)
+    size = self._data.shape[d]
+    start = int(start.item()) if isinstance(start, Tensor) else start
+    start = start + size if start < 0 else start
+    if not (0 <= start <= size and 0 <= length and start + length <= size):
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return getitem(self, (slice(None),) * d + (slice(start, start + length),))
+
+
+def select(self, dim, index):
+    """``x.select(dim, index)``: the view ``x[..., index, ...]``, ``dim`` removed."""
+    d = _dim(self, dim)
+    size = self._data.shape[d]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(self._data.shape)} "
+                         f"at dimension {dim}")
+    return getitem(self, (slice(None),) * d + (index % size,))
+
 def alias(self, cls=Tensor):
     """A new object of ``cls`` with the same data, version counter and history."""
     out = _make_view(self, self._data.view(), AliasBackward0, cls=cls, view_fn=alias)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 
 import reference as R
 from reference.autograd import Function, once_differentiable
@@ -472,3 +473,23 @@ def test_node_hooks_on_custom_function():
     y.grad_fn.register_hook(lambda gi, go: (gi[0] + 1,))
     y.sum().backward()
     np.testing.assert_allclose(arr(x.grad), [21.0])
+
+
+def test_legacy_variable_constructor_makes_a_leaf_sharing_data():
+    from reference.autograd import Variable
+
+    data = R.ones(2) * 4
+    v = Variable(data, requires_grad=True)
+    assert v.requires_grad and v.is_leaf and v is not data and isinstance(v, Variable)
+    data.add_(1)  # shares the array (and version counter, as detach does)
+    np.testing.assert_allclose(v.detach().numpy(), [5, 5])
+    assert not Variable(R.ones(1)).requires_grad
+
+
+def test_inplace_function_carries_its_flag():
+    from reference.autograd.function import InplaceFunction
+
+    with pytest.warns(DeprecationWarning, match="should not be instantiated"):  # as torch warns
+        assert InplaceFunction(inplace=True).inplace and not InplaceFunction().inplace
+    with pytest.raises(NotImplementedError):  # no forward: torch raises the same (a RuntimeError)
+        InplaceFunction.apply(R.ones(1, requires_grad=True))

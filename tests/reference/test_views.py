@@ -134,3 +134,28 @@ def test_increment_version_of_several():
     a, b = R.ones(1), R.ones(1)
     increment_version([a, b])
     assert (a._version, b._version) == (1, 1)
+
+
+def test_narrow_and_select_are_views_of_their_base():
+    base = R.tensor([[0.0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]])
+    narrowed, selected = base.narrow(1, 1, 2), R.select(base, 0, -1)
+    np.testing.assert_allclose(narrowed.numpy(), [[1, 2], [5, 6], [9, 10]])
+    np.testing.assert_allclose(selected.numpy(), [8, 9, 10, 11])
+    assert narrowed._base is base and selected._base is base
+    narrowed.mul_(10)
+    assert base._version == narrowed._version == selected._version == 1
+    np.testing.assert_allclose(selected.numpy(), [8, 90, 100, 11])
+    with pytest.raises(RuntimeError, match="exceeds dimension size"):
+        base.narrow(1, 3, 2)
+    with pytest.raises(IndexError, match="out of range"):
+        base.select(0, 3)
+
+
+def test_inplace_on_narrowed_view_of_a_clone_reaches_the_leaf():  # rule: views.inplace-on-view-rewrites-base
+    def fn(a):
+        b = a.clone()
+        b.narrow(0, 0, 1).mul_(2)
+        b.select(1, 1).mul_(3)
+        return b
+
+    np.testing.assert_allclose(grad_of(fn, [[1.0, 1.0], [1.0, 1.0]]), [[2, 6], [1, 3]])
