@@ -2,7 +2,9 @@
 
 ``python -m conformance.differential.fuzz --adapter torch --workers 2 --seconds 300`` runs
 ``hypothesis fuzz`` (HypoFuzz) on the target in ``fuzz_targets.py`` with ``--workers``
-processes for ``--seconds`` seconds, then stops them and prints what they found.
+processes for ``--seconds`` seconds from when all of them run (starting may take a while on a
+busy machine; at most ``--startup`` seconds), then stops them and prints what they found. A run
+in which no worker ran a program fails (exit status 2) with HypoFuzz's output.
 
 What the processes share is Hypothesis's example database (``--database``: a directory, which
 may be on a shared file system, or ``redis://host:port/db``): HypoFuzz keeps there the corpus
@@ -12,8 +14,9 @@ whole corpus. Distribution is HypoFuzz's and Hypothesis's; nothing here schedule
 A target never fails: a divergence whose signature this run has not recorded yet is shrunk
 (``runner.shrink_greedy``), rendered as a standalone script (``render.py``) and appended,
 under a file lock, to the same results file ``nox -s explore`` writes
-(``reports/results/explore-<adapter>.jsonl``, schema in docs/differential.md), so the
-processes go on searching for other divergences. The settings travel to the worker
+(``reports/results/explore-<adapter>.jsonl``, written and read through ``conformance.results``;
+schema in docs/differential.md; ``nox -s report`` shows it), so the processes go on searching
+for other divergences. The settings travel to the worker
 processes in environment variables (``ENV``).
 """
 from __future__ import annotations
@@ -32,6 +35,8 @@ import time
 import uuid
 from pathlib import Path
 
+from conformance import results as _results
+
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = Path(__file__).with_name("fuzz_targets.py")
 DEFAULT_DATABASE = ROOT / ".hypothesis" / "differential-fuzz"
@@ -48,7 +53,7 @@ ENV = {  # option -> environment variable read by fuzz_targets.py in each worker
 
 
 def default_results(adapter: str) -> Path:
-    return ROOT / "reports" / "results" / f"explore-{adapter}.jsonl"
+    return _results.explore_path(ROOT / "reports" / "results", adapter)
 
 
 def database(spec: str | os.PathLike, adapter: str):
@@ -66,18 +71,7 @@ def database(spec: str | os.PathLike, adapter: str):
     return DirectoryBasedExampleDatabase(str(Path(spec) / adapter))
 
 
-@contextlib.contextmanager
-def locked(path: Path):
-    """An exclusive lock next to ``path`` (fcntl; works across processes and over NFS)."""
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{path}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+locked = _results.locked  # an exclusive flock next to the file (across processes, over NFS)
 
 
 def stats_dir(results: Path, run: str) -> Path:
@@ -100,20 +94,11 @@ def collect_stats(results: Path, run: str) -> list[dict]:
 
 def records_of_run(path: Path, run: str, kind: str = "divergence") -> list[dict]:
     """The records of type ``kind`` of fuzz run ``run`` in the results file ``path``."""
-    found = []
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return found
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("type") == kind \
-                and record.get("fuzz_run") == run:
-            found.append(record)
-    return found
+        records = _results.findings_lines(Path(path))
+    except (OSError, _results.ResultsSchemaError):
+        return []
+    return [r for r in records if r.get("type") == kind and r.get("fuzz_run") == run]
 
 
 class Recorder:
@@ -171,8 +156,7 @@ class Recorder:
             if div.signature in self._recorded():
                 self.seen.add(div.signature)
                 return
-            with open(self.results, "a", encoding="utf-8") as out:
-                out.write(json.dumps(record) + "\n")
+            _results.append_findings(self.results, record, lock=False)
         self.seen.add(div.signature)
 
 
@@ -190,6 +174,20 @@ def _stop(proc: subprocess.Popen, grace: float = 20.0) -> None:
             os.killpg(proc.pid, sig)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=wait)
+
+
+def _wait_for_workers(proc: subprocess.Popen, stats: Path, workers: int, limit: float) -> int:
+    """Wait until ``workers`` processes have each run a program (their stats files), HypoFuzz
+    ended, or ``limit`` seconds passed; how many run. Starting (HypoFuzz collects the target in
+    every process) can take long on a busy machine; the fuzzing time counts from here."""
+    deadline = time.monotonic() + limit
+    running = 0
+    while proc.poll() is None and time.monotonic() < deadline:
+        running = len(list(stats.glob("*.json"))) if stats.is_dir() else 0
+        if running >= workers:
+            break
+        time.sleep(0.2)
+    return len(list(stats.glob("*.json"))) if stats.is_dir() else 0
 
 
 def main(argv=None) -> int:
@@ -214,10 +212,14 @@ def main(argv=None) -> int:
     parser.add_argument("--max-steps", type=int, default=16, metavar="N", help="program length")
     parser.add_argument("--python", default=None, metavar="PATH",
                         help="run the framework in a worker subprocess under this Python")
+    parser.add_argument("--startup", type=float, default=300.0, metavar="S",
+                        help="at most S seconds for the workers to start (collect the target, run "
+                             "a first program); --seconds counts from when all of them run "
+                             "(default: 300)")
     parser.add_argument("--plant", default=None, help=argparse.SUPPRESS)  # tests: a planted bug
     args = parser.parse_args(argv)
-    if args.workers < 1 or args.seconds < 0:
-        print("error: --workers must be >= 1 and --seconds >= 0", file=sys.stderr)
+    if args.workers < 1 or args.seconds < 0 or args.startup <= 0:
+        print("error: --workers must be >= 1, --seconds >= 0 and --startup > 0", file=sys.stderr)
         return 4
     try:
         import hypofuzz  # noqa: F401
@@ -241,15 +243,13 @@ def main(argv=None) -> int:
         if getattr(args, key):
             env[ENV[key]] = getattr(args, key)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    results.parent.mkdir(parents=True, exist_ok=True)
-    with locked(results), open(results, "a", encoding="utf-8") as out:
-        out.write(json.dumps({
-            "type": "run", "schema": 1, "engine": "hypofuzz", "fuzz_run": run,
-            "adapter": args.adapter, "workers": args.workers, "seconds": args.seconds,
-            "database": spec, "max_steps": args.max_steps, "host": socket.gethostname(),
-            "python": platform.python_version(),
-            "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "argv": sys.argv if argv is None else argv}) + "\n")
+    _results.append_findings(results, {
+        "type": "run", "schema": _results.EXPLORE_SCHEMA, "engine": "hypofuzz", "fuzz_run": run,
+        "adapter": args.adapter, "workers": args.workers, "seconds": args.seconds,
+        "database": spec, "max_steps": args.max_steps, "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "argv": sys.argv if argv is None else argv})
     cmd = [sys.executable, "-c", HYPOTHESIS_CLI, "fuzz", "-n", str(args.workers),
            "--no-dashboard", "--", str(TARGETS), "-p", "no:cacheprovider", "-q"]
     print(f"[fuzz] {args.workers} HypoFuzz worker(s) on {args.adapter}, database {spec}, "
@@ -260,37 +260,44 @@ def main(argv=None) -> int:
     log = open(log_path, "w", encoding="utf-8")
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True, stdout=log,
                             stderr=subprocess.STDOUT)
+    running = 0
+    fuzzing_since = None
     try:
-        proc.wait(timeout=args.seconds or None)
+        running = _wait_for_workers(proc, stats_dir(results, run), args.workers, args.startup)
+        fuzzing_since = time.monotonic()
+        if running and proc.poll() is None:
+            proc.wait(timeout=args.seconds or None)
     except (subprocess.TimeoutExpired, KeyboardInterrupt):
         pass
     finally:
         _stop(proc)
         log.close()
     duration = time.monotonic() - started
+    startup = (fuzzing_since or time.monotonic()) - started
     found = records_of_run(results, run)
     workers = collect_stats(results, run)
     examples = sum(w.get("examples", 0) for w in workers)
-    with locked(results), open(results, "a", encoding="utf-8") as out:
-        for worker in workers:
-            out.write(json.dumps({"type": "fuzz-worker", "fuzz_run": run, **worker}) + "\n")
-        out.write(json.dumps({
-            "type": "end", "engine": "hypofuzz", "fuzz_run": run, "examples": examples,
-            "divergences": len(found),
-            "unexpected": sum(1 for r in found if not r.get("expectation")),
-            "duration": round(duration, 1)}) + "\n")
-    print(f"[fuzz] {duration:.0f}s, {args.workers} worker(s), {examples} programs: "
-          f"{len(found)} divergence(s) -> {results} (HypoFuzz's output: {log_path})")
+    _results.append_findings(
+        results, *({"type": "fuzz-worker", "fuzz_run": run, **worker} for worker in workers),
+        {"type": "end", "engine": "hypofuzz", "fuzz_run": run, "examples": examples,
+         "divergences": len(found), "unexpected": sum(1 for r in found if not r.get("expectation")),
+         "duration": round(duration, 1), "startup": round(startup, 1)})
+    print(f"[fuzz] {duration:.0f}s ({startup:.0f}s starting), {len(workers)} of {args.workers} "
+          f"worker(s) ran, {examples} programs: {len(found)} divergence(s) -> {results} "
+          f"(HypoFuzz's output: {log_path})")
     for record in found:
         tag = "expected" if record.get("expectation") else "NEW"
         print(f"[{tag}] {record['category']}: {record['signature']}  ({record['script_lines']} "
               f"lines, found by {record['worker']})")
         print(record["script"])
-    if proc.returncode not in (0, None) and duration < (args.seconds or float("inf")) - 1:
+    ended_early = proc.returncode not in (0, None) and fuzzing_since is not None and \
+        duration - startup < (args.seconds or float("inf")) - 1
+    if not workers or ended_early:
         tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
         print("\n".join(tail), file=sys.stderr)
-        print(f"error: hypothesis fuzz ended early with exit status {proc.returncode} "
-              f"(its output: {log_path})", file=sys.stderr)
+        why = (f"no HypoFuzz worker ran a program within {args.startup:g}s" if not workers else
+               f"hypothesis fuzz ended early with exit status {proc.returncode}")
+        print(f"error: {why} (its output: {log_path})", file=sys.stderr)
         return 2
     return 1 if any(not r.get("expectation") for r in found) else 0
 

@@ -31,6 +31,7 @@ except ImportError:  # Python 3.10
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hyp_seed, settings
 from hypothesis.errors import Flaky
 
+from conformance import results as _results
 from conformance.differential.compare import Divergence, compare
 from conformance.differential.interpreter import CRASH, MISSING_API, TIMEOUT, probe_features, run_steps
 from conformance.differential.program import Program
@@ -38,7 +39,7 @@ from conformance.differential.render import render_script
 from conformance.differential.strategies import ALL_FEATURES, programs
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = _results.EXPLORE_SCHEMA  # the findings file (conformance.results)
 
 # Divergences torch shows on purpose, mapped to the rule whose expectation explains them:
 # (adapter, signature prefix) -> rule id (its reason comes from adapters/expectations/).
@@ -374,35 +375,31 @@ def main(argv=None) -> int:
     oracle = InProcessTarget("reference")
     target = make_target(args.adapter, args.python, args.subprocess, args.plant)
     features = oracle.features & target.features
-    results = Path(args.results or ROOT / "reports" / "results" / f"explore-{args.adapter}.jsonl")
-    results.parent.mkdir(parents=True, exist_ok=True)
+    results = Path(args.results or _results.explore_path(ROOT / "reports" / "results", args.adapter))
     started = time.monotonic()
-    with results.open("a") as out:
-        out.write(json.dumps({
-            "type": "run", "schema": SCHEMA_VERSION, "adapter": target.name, "adapter_spec": args.adapter,
-            "framework_version": target.version, "reference_version": oracle.version,
-            "features": sorted(features), "examples": args.examples, "seed": args.seed,
-            "max_steps": args.max_steps, "python": platform.python_version(),
-            "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "argv": sys.argv if argv is None else argv}) + "\n")
-        out.flush()
+    _results.append_findings(results, {
+        "type": "run", "schema": SCHEMA_VERSION, "adapter": target.name, "adapter_spec": args.adapter,
+        "framework_version": target.version, "reference_version": oracle.version,
+        "features": sorted(features), "examples": args.examples, "seed": args.seed,
+        "max_steps": args.max_steps, "python": platform.python_version(),
+        "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "argv": sys.argv if argv is None else argv})
 
-        def on_finding(finding):
-            record = divergence_record(finding, target, oracle.version)
-            out.write(json.dumps(record) + "\n")
-            out.flush()
-            tag = "expected" if finding.expectation else "NEW"
-            print(f"[{tag}] {record['category']}: {record['signature']}  ({record['script_lines']} lines)")
-            print(record["script"])
+    def on_finding(finding):
+        record = divergence_record(finding, target, oracle.version)
+        _results.append_findings(results, record)
+        tag = "expected" if finding.expectation else "NEW"
+        print(f"[{tag}] {record['category']}: {record['signature']}  ({record['script_lines']} lines)")
+        print(record["script"])
 
-        search = Search(oracle, target, features, args.max_steps, on_finding=on_finding)
-        search.run(args.examples, args.seed, max_rounds=args.max_findings)
-        duration = time.monotonic() - started
-        out.write(json.dumps({
-            "type": "end", "examples": search.examples, "statuses": search.statuses,
-            "divergences": len(search.findings),
-            "unexpected": sum(1 for f in search.findings if not f.expectation),
-            "crashes": getattr(target, "crashes", 0), "duration": round(duration, 1)}) + "\n")
+    search = Search(oracle, target, features, args.max_steps, on_finding=on_finding)
+    search.run(args.examples, args.seed, max_rounds=args.max_findings)
+    duration = time.monotonic() - started
+    _results.append_findings(results, {
+        "type": "end", "examples": search.examples, "statuses": search.statuses,
+        "divergences": len(search.findings),
+        "unexpected": sum(1 for f in search.findings if not f.expectation),
+        "crashes": getattr(target, "crashes", 0), "duration": round(duration, 1)})
     target.close()
     print(f"{search.examples} programs in {duration:.1f}s: {search.statuses}; "
           f"{len(search.findings)} divergences -> {results}")

@@ -97,6 +97,9 @@ def build(results_dir: Path, out_dir: Path, columns=None, catalogue_dir: Path | 
     mutants = mutants_summary(out_dir / "mutants.json")
     if mutants:
         data["mutants"] = mutants
+    findings = findings_summary(results_dir)
+    if findings:
+        data["findings"] = findings
     schema.write(data, out_dir / "results.json")
     junit.write_all(data, out_dir / "junit")
     page = html.write(data, out_dir / "index.html")
@@ -114,7 +117,59 @@ def mutants_summary(path: Path) -> dict | None:
     return {"date": found.get("date"), "killed": curated.get("killed"), "total": curated.get("total"),
             "score": curated.get("score"), "partial": found.get("partial", False),
             "survivors": [{k: e.get(k) for k in keep} for e in curated.get("survivors", [])],
-            "baseline": found.get("baseline"), "generic": found.get("generic")}
+            "baseline": found.get("baseline"), "generic": _generic_summary(found.get("generic"))}
+
+
+def _generic_summary(generic) -> dict | None:
+    """The long mode's result (mutmut over reference/) without its full survivor list."""
+    if not isinstance(generic, dict):
+        return None
+    kept = {k: v for k, v in generic.items() if k not in ("survivors", "detail")}
+    kept["survivors_by_function"] = dict(list((generic.get("survivors_by_function") or {}).items())[:10])
+    kept["survivors_shown"] = [s for s in generic.get("survivors") or [] if s.get("kind") != "text"][:20]
+    return kept
+
+
+def findings_summary(results_dir: Path, per_adapter: int = 40) -> list[dict]:
+    """The differential search's findings (``explore-<adapter>.jsonl``, random and HypoFuzz
+    searches): per adapter its searches and each divergence signature once, with the shortest
+    script that shows it."""
+    found = []
+    for path in sorted(Path(results_dir).glob(f"{_results.EXPLORE_PREFIX}*.jsonl")):
+        try:
+            searches = _results.read_findings(path)
+        except (OSError, _results.ResultsSchemaError):
+            continue
+        if not searches:
+            continue
+        by_signature: dict = {}
+        for search in searches:
+            engine = search["run"].get("engine", "random")
+            for d in search["divergences"]:
+                if not isinstance(d.get("signature"), str):
+                    continue
+                entry = by_signature.setdefault(d["signature"], {"times": 0, "engines": set()})
+                entry["times"] += 1
+                entry["engines"].add(engine)
+                best = entry.get("record")
+                if best is None or (d.get("script_lines") or 1e9) < (best.get("script_lines") or 1e9):
+                    entry["record"] = d
+        keep = ("signature", "category", "summary", "expectation", "script", "script_lines", "found",
+                "framework_version", "worker")
+        divergences = [{**{k: e["record"].get(k) for k in keep}, "times_found": e["times"],
+                        "engines": sorted(e["engines"])} for e in by_signature.values()]
+        divergences.sort(key=lambda d: (bool(d["expectation"]), d["category"] or "", d["signature"]))
+        runs = [{"engine": s["run"].get("engine", "random"), "started": s["run"].get("started"),
+                 "workers": s["run"].get("workers", 1), "host": s["run"].get("host"),
+                 "programs": (s["end"] or {}).get("examples", sum(w.get("examples", 0) for w in s["workers"])),
+                 "seconds": (s["end"] or {}).get("duration"), "divergences": len(s["divergences"]),
+                 "complete": s["end"] is not None} for s in searches]
+        found.append({"adapter": path.stem[len(_results.EXPLORE_PREFIX):], "file": path.name,
+                      "searches": len(runs), "programs": sum(r["programs"] or 0 for r in runs),
+                      "last_searches": runs[-5:], "divergences": divergences[:per_adapter],
+                      "signatures": len(divergences),
+                      "unexpected": sum(1 for d in divergences if not d["expectation"])})
+    return found
 
 
 def _column(text: str) -> tuple[str, tuple[str, str | None]]:

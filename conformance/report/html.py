@@ -137,6 +137,7 @@ def context(data: dict[str, Any]) -> dict[str, Any]:
             "only_one": aggregate.only_one(data, table), "causes": causes,
             "versions": aggregate.version_changes(data, table),
             "mixed": aggregate.mixed, "bar_colours": aggregate.BAR_COLOURS, "mutants": data.get("mutants"),
+            "findings": data.get("findings") or [],
             "styles": list(aggregate.STYLE.items()),
             "style_of": lambda o: aggregate.STYLE.get(o, aggregate.STYLE["ERROR"]),
             "generated": data.get("generated"), "schema_version": data["version"],

@@ -1,0 +1,88 @@
+"""The differential search's findings (explore-<adapter>.jsonl, conformance.results) in the
+report: HypoFuzz searches whose lines interleave, each signature once with its shortest
+script, in results.json and on the page; and the long mutation mode's survivors."""
+from __future__ import annotations
+
+import json
+
+from conformance import results as R
+from conformance.report.build import build
+from tests.report.test_sections import make_dir
+
+
+def divergence(signature: str, script: str, **extra) -> dict:
+    return {"type": "divergence", "schema": 1, "adapter": "torch", "framework_version": "2.13.0",
+            "category": signature.split("|")[0], "signature": signature, "summary": "hook order",
+            "script": script, "script_lines": script.count("\n"), "expectation": None, **extra}
+
+
+def test_searches_are_read_apart_even_when_fuzz_workers_interleave(tmp_path):
+    path = R.explore_path(tmp_path, "torch")
+    long = "import torch\n" + "x = 1\n" * 9 + "assert ev == []\n"
+    short = "import torch\nassert ev == []\n"
+    R.append_findings(path, {"type": "run", "schema": 1, "adapter": "torch", "examples": 10},
+                      divergence("hooks|Backward|order:hook", long),
+                      {"type": "end", "examples": 10, "divergences": 1, "duration": 1.0})
+    R.append_findings(path, {"type": "run", "schema": 1, "engine": "hypofuzz", "fuzz_run": "a",
+                             "workers": 2})
+    R.append_findings(path, {"type": "run", "schema": 1, "engine": "hypofuzz", "fuzz_run": "b",
+                             "workers": 1})
+    R.append_findings(path, divergence("hooks|Backward|order:hook", short, fuzz_run="a", worker="h:1"),
+                      divergence("engine|Grad|agrad:values", long, fuzz_run="b", worker="h:9"),
+                      {"type": "fuzz-worker", "fuzz_run": "a", "worker": "h:1", "examples": 40},
+                      {"type": "fuzz-worker", "fuzz_run": "a", "worker": "h:2", "examples": 35},
+                      {"type": "end", "fuzz_run": "a", "examples": 75, "divergences": 1})
+    with open(path, "a") as out:
+        out.write('{"type": "divergence", "cut off')  # a worker killed mid-write
+    plain, fuzz_a, fuzz_b = R.read_findings(path)
+    assert [len(s["divergences"]) for s in (plain, fuzz_a, fuzz_b)] == [1, 1, 1]
+    assert [w["examples"] for w in fuzz_a["workers"]] == [40, 35] and fuzz_a["end"]["examples"] == 75
+    assert fuzz_b["end"] is None  # still running, or died
+
+    (tmp_path / "runs").mkdir()
+    results_dir = make_dir(tmp_path / "runs")
+    (results_dir / path.name).write_text(path.read_text())
+    data, page = build(results_dir, tmp_path / "out")
+    (torch,) = data["findings"]
+    assert torch["adapter"] == "torch" and torch["searches"] == 3 and torch["programs"] == 85
+    by_sig = {d["signature"]: d for d in torch["divergences"]}
+    assert by_sig["hooks|Backward|order:hook"]["script"] == short  # the shortest of two finds
+    assert by_sig["hooks|Backward|order:hook"]["times_found"] == 2
+    assert by_sig["hooks|Backward|order:hook"]["engines"] == ["hypofuzz", "random"]
+    loaded = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert loaded["findings"][0]["signatures"] == 2 and loaded["findings"][0]["unexpected"] == 2
+    text = page.read_text()
+    assert 'id="findings"' in text and "engine|Grad|agrad:values" in text
+    assert "hypofuzz (2 workers)" in text
+
+
+def test_a_newer_findings_schema_is_refused_and_left_out_of_the_report(tmp_path):
+    path = R.explore_path(tmp_path, "paddle")
+    R.append_findings(path, {"type": "run", "schema": R.EXPLORE_SCHEMA + 1})
+    try:
+        R.read_findings(path)
+    except R.ResultsSchemaError as exc:
+        assert "newer" in str(exc)
+    else:
+        raise AssertionError("a newer schema was read")
+
+
+def test_the_long_mutation_mode_shows_its_survivors_by_function(tmp_path):
+    d = make_dir(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    survivors = [{"mutant": "reference.tensor.xǁTensorǁt__mutmut_3", "function": "reference.tensor.Tensor.t",
+                  "change": ["-if x < 0:", "+if x < 1:"], "kind": "behaviour"},
+                 {"mutant": "reference.tensor.xǁTensorǁt__mutmut_4", "function": "reference.tensor.Tensor.t",
+                  "change": ["-raise E('a')", "+raise E('XXaXX')"], "kind": "text"}]
+    (out / "mutants.json").write_text(json.dumps({
+        "type": "mutants", "date": "2026-11-23T17:00:00+00:00",
+        "curated": {"killed": 90, "total": 91, "score": 0.989, "survivors": []},
+        "generic": {"tool": "mutmut", "seed": 5, "summary": "300/400 killed (75.0%)",
+                    "survivors_by_function": {"reference.tensor.Tensor.t": 2}, "survivors": survivors}}))
+    data, page = build(d, out)
+    generic = json.loads((out / "results.json").read_text())["mutants"]["generic"]
+    assert "survivors" not in generic and [s["kind"] for s in generic["survivors_shown"]] == ["behaviour"]
+    text = page.read_text()
+    assert "300/400 killed (75.0%)" in text and "reference.tensor.Tensor.t</code>: 2" in text
+    assert "+if x &lt; 1:" in text
