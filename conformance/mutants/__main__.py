@@ -9,7 +9,9 @@ the tests of the rules expected to catch the mutant first, then (if they
 miss it) every suite, the mutant's own area first. Prints killed/total, each survivor with the
 rules that should have caught it, and the score recorded before new rules were added
 (baseline.json); writes ``reports/mutants.json``. ``--long --budget S`` also runs mutmut over
-``reference/`` for at most S seconds (conformance/mutants/generic.py) and reports its score.
+``reference/`` for at most S seconds (conformance/mutants/generic.py) and reports its score
+(``--long-only``: that alone, kept beside the curated score already in the file); a run without
+``--long`` keeps the file's last long-mode result.
 
 Exit status: 0 when the score reaches ``--min-score`` and every survivor carries a reason,
 1 otherwise, 4 on a usage error.
@@ -187,7 +189,11 @@ def _parse(argv):
     parser.add_argument("--record-baseline", action="store_true",
                         help="write this run's score to conformance/mutants/baseline.json")
     parser.add_argument("--long", action="store_true", help="also run mutmut over reference/")
+    parser.add_argument("--long-only", action="store_true",
+                        help="run only mutmut over reference/ (the curated result in --json stays)")
     parser.add_argument("--budget", type=int, default=600, help="seconds for --long (default 600)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="the long mode's random sample (default: a new one, recorded)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -200,6 +206,8 @@ def _parse(argv):
 
 def main(argv=None) -> int:
     args = _parse(argv)
+    if args.long_only:
+        return _long_only(args)
     registry = M.load()
     scored = [m for m in registry.values() if m.scored]
     if args.only:
@@ -271,11 +279,9 @@ def main(argv=None) -> int:
                     "note": "measured before any rule was added for the survivors (issue 16)"}
         BASELINE.write_text(json.dumps(baseline, indent=2) + "\n")
 
-    long_result = None
+    long_result = _previous(args.json).get("generic")  # the last long-mode run, dated, unless rerun
     if args.long:
-        from conformance.mutants import generic
-
-        long_result = generic.run(args.budget)
+        long_result = _generic(args)
 
     print()
     print(f"curated mutants: {curated['killed']}/{curated['total']} killed"
@@ -289,7 +295,8 @@ def main(argv=None) -> int:
     for e in curated["invalid"]:
         print(f"  invalid  {e['id']}: {e['reason']}")
     if long_result is not None:
-        print(f"generic (mutmut over reference/): {long_result.get('summary')}")
+        print(f"generic (mutmut over reference/{'' if args.long else ', ' + str(long_result.get('date'))}): "
+              f"{long_result.get('summary')}")
 
     if args.json:
         out = Path(args.json)
@@ -305,6 +312,40 @@ def main(argv=None) -> int:
     unexplained = [e for e in curated["survivors"] if not e["reason"]]
     low = curated["score"] is None or curated["score"] < args.min_score
     return 1 if (unexplained or curated["invalid"] or low) else 0
+
+
+def _previous(path) -> dict:
+    """The mutants file written before (empty when there is none or it is unreadable)."""
+    try:
+        found = json.loads(Path(path).read_text(encoding="utf-8")) if path else {}
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _generic(args) -> dict:
+    from conformance.mutants import generic
+
+    print(f"mutmut over reference/: at most {args.budget} s, {args.jobs} at a time", flush=True)
+    result = generic.run(args.budget, jobs=args.jobs, seed=args.seed)
+    result["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return result
+
+
+def _long_only(args) -> int:
+    """``--long-only``: mutmut alone; its result replaces the file's ``generic`` entry."""
+    result = _generic(args)
+    print(f"generic (mutmut over reference/): {result.get('summary')}")
+    for function, count in list(result.get("survivors_by_function", {}).items())[:15]:
+        print(f"  {count:3} survived in {function}")
+    if args.json:
+        out = Path(args.json)
+        found = _previous(out) or {"type": "mutants", "schema": 1, "curated": None, "baseline": None}
+        found["generic"] = result
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(found, indent=2) + "\n")
+        print(f"written: {out}")
+    return 0 if result.get("checked") else 1
 
 
 if __name__ == "__main__":

@@ -1,16 +1,32 @@
 """Long mode: a generic mutation tool (mutmut 3) over ``reference/``, within a time budget.
 
-mutmut writes its mutants into a copy of the sources (``mutants/``) and runs the conformance
-suites against the reference adapter for each, as the curated run does; it has no time budget of
-its own, so it runs in a scratch copy of the repository and is stopped at the budget. What it
-checked by then is read from its ``.meta`` files (mutant name -> pytest exit code) and scored:
-killed / (killed + survived + timeout). The score covers only the mutants checked, which the
-result says.
+mutmut writes every mutant of ``reference/`` into a copy of the sources (``mutants/``, each
+function a trampoline to its variants), maps each function to the suite tests that call it, and
+runs those tests against the reference adapter once per mutant. A full run takes hours on two
+cores (about 5,800 mutants, 1 to 4 s each), and mutmut takes mutants in order of the
+estimated time of their tests, so a run stopped at a budget would score only the functions with
+the fewest tests. Hence two steps, in a scratch copy of the repository:
+
+1. *prepare*: ``mutmut run`` generates the mutants and collects which tests reach which
+   function, then stops (it is given a mutant name that matches none);
+2. *check*: a random sample (seeded, recorded) of the mutants some test reaches, sized to what
+   is left of the budget, is given to ``mutmut run`` by name; it is stopped at the budget.
+
+The verdicts are read from mutmut's ``.meta`` files (mutant name -> exit code of the test run)
+and scored: killed / checked, where a crash or a timeout counts as killed (the harness reports
+both). A mutant in a function no suite test calls is *not reached* and counts apart, as does a
+sampled mutant left unchecked at the budget. Each survivor is named with its change; one that
+only changes text (an error message) is marked ``text``, since the suites judge behaviour, not
+wording.
 """
 from __future__ import annotations
 
+import ast
+import difflib
 import json
+import math
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -20,6 +36,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+MUTMUT = "mutmut==3.8.1"  # the version whose files this driver reads (pyproject's extra "mutants")
 SETUP_CFG = """[mutmut]
 source_paths=reference/
 pytest_add_cli_args_test_selection=conformance/suites/
@@ -29,14 +46,28 @@ pytest_add_cli_args=
     no:cacheprovider
 also_copy=conformance/
     adapters/
+use_git_change_detection=false
 """
-KILLED = {1, 3}  # mutmut: a failing test run (3: pytest internal error) kills the mutant
+NO_MATCH = "autograd-conformance-prepare-only"  # a mutant name that matches none: prepare, then stop
+# mutmut's exit codes of a mutant's test run (mutmut/stats.py), grouped as this score counts them
+KILLED = {1, 3}  # a test failed (3: pytest's internal error)
+TIMEOUT = {24, -24, 36, 152, 255}  # the run went past its CPU time limit: a hang the harness reports
+CRASH = {-11, -9, -6}  # the run died by a signal: a crash the harness reports
 SURVIVED = {0}
-TIMEOUT = {36, 24, -24, 152}
+NOT_REACHED = {5, 33}  # no test calls the function
+PER_MUTANT_S = 1.6  # a mutant's fixed cost (fork, pytest start, collection) on this 2-core machine
+SLOWDOWN = 3.0  # a test under mutmut's trampolines against its time when the stats were collected
 
 
 def _mutmut() -> list[str] | None:
-    exe = shutil.which("mutmut", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    """mutmut's command: $AUTOGRAD_CONFORMANCE_MUTMUT (a command line), else ``mutmut`` beside
+    this Python or on PATH."""
+    if os.environ.get("AUTOGRAD_CONFORMANCE_MUTMUT"):
+        import shlex
+
+        return shlex.split(os.environ["AUTOGRAD_CONFORMANCE_MUTMUT"])
+    path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    exe = shutil.which("mutmut", path=path)
     return [exe] if exe else None
 
 
@@ -49,59 +80,257 @@ def _version() -> str:
         return "unknown"
 
 
-def run(budget: int, keep: Path | None = None) -> dict:
+def _run_until(cmd: list[str], cwd: Path, deadline: float) -> tuple[int | None, str]:
+    """Run ``cmd`` in its own process group until it ends or ``deadline`` (monotonic) passes;
+    (exit status or None when stopped, the tail of its output)."""
+    env = {**os.environ, "PYTHONPATH": ""}
+    env.pop("AUTOGRAD_CONFORMANCE_MUTANT", None)
+    log = cwd / f"mutmut-{len(list(cwd.glob('mutmut-*.log')))}.log"
+    with open(log, "w", encoding="utf-8") as out:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            code = None
+            for sig, grace in ((signal.SIGINT, 15), (signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    proc.wait(timeout=grace)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+    text = log.read_text(encoding="utf-8", errors="replace").replace("\r", "\n")
+    lines = [line for line in text.splitlines() if line.strip() and "⠋" not in line
+             and not any(c in line for c in "⠙⠹⠸⠼⠴⠦⠧⠇⠏")]
+    return code, "\n".join(lines[-12:])
+
+
+def read_meta(work: Path) -> dict[str, int | None]:
+    """Every mutant mutmut generated in ``work`` -> its exit code (None: not checked)."""
+    codes: dict[str, int | None] = {}
+    mutants = work / "mutants"
+    for meta in sorted(mutants.rglob("*.meta")) if mutants.is_dir() else ():
+        try:
+            codes.update(json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {}))
+        except (OSError, ValueError, AttributeError):
+            continue
+    return codes
+
+
+def read_stats(work: Path) -> tuple[dict[str, list[str]], dict[str, float]]:
+    """mutmut's map function -> the tests that call it, and test -> its duration."""
+    try:
+        stats = json.loads((work / "mutants" / "mutmut-stats.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}, {}
+    return stats.get("tests_by_mangled_function_name", {}), stats.get("duration_by_test", {})
+
+
+def function_of(mutant: str) -> str:
+    """``reference.tensor.xǁTensorǁdetach___mutmut_2`` -> ``reference.tensor.xǁTensorǁdetach_``."""
+    return mutant.partition("__mutmut_")[0]
+
+
+def readable(function: str) -> str:
+    """mutmut's mangled function name as Python spells it: ``reference.tensor.Tensor.detach_``."""
+    module, _, name = function.rpartition(".")
+    if name.startswith("xǁ"):
+        name = name[2:].replace("ǁ", ".")
+    elif name.startswith("x_"):
+        name = name[2:]
+    return f"{module}.{name}"
+
+
+def estimate(mutant: str, tests_by_function: dict, duration: dict) -> float:
+    """Seconds one worker spends on ``mutant`` (its tests' recorded time, slowed, plus the fixed cost)."""
+    tests = tests_by_function.get(function_of(mutant), ())
+    return PER_MUTANT_S + SLOWDOWN * sum(duration.get(t, 0.0) for t in tests)
+
+
+def choose(reached: list[str], tests_by_function: dict, duration: dict, seconds: float, jobs: int,
+           seed: int) -> list[str]:
+    """A random sample of ``reached`` whose estimated time on ``jobs`` workers fits ``seconds``."""
+    order = sorted(reached)
+    random.Random(seed).shuffle(order)
+    chosen, spent = [], 0.0
+    for mutant in order:
+        cost = estimate(mutant, tests_by_function, duration) / jobs
+        if chosen and spent + cost > seconds:
+            break
+        chosen.append(mutant)
+        spent += cost
+    return chosen
+
+
+def _function_sources(path: Path) -> dict[str, ast.AST]:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    return {node.name: node for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "__mutmut_" in node.name}
+
+
+def _blank_text(node: ast.AST) -> str:
+    """The function with every string constant emptied: equal for two functions that differ in text only."""
+    class Blank(ast.NodeTransformer):
+        def visit_Constant(self, c):  # noqa: N802 - ast's naming
+            return ast.copy_location(ast.Constant(""), c) if isinstance(c.value, str) else c
+
+        def visit_FunctionDef(self, f):  # noqa: N802
+            f = self.generic_visit(f)
+            f.name = "f"
+            return f
+
+    return ast.dump(Blank().visit(ast.parse(ast.unparse(node))))
+
+
+def _short(line: str, width: int = 160) -> str:
+    return line if len(line) <= width else line[:width] + "…"
+
+
+def describe(work: Path, mutants: list[str]) -> dict[str, dict]:
+    """Each mutant's change: ``-``/``+`` lines against the original function, and whether it
+    changes text only (a string constant such as an error message)."""
+    by_file: dict[Path, list[str]] = {}
+    for mutant in mutants:
+        module = function_of(mutant).rpartition(".")[0]
+        rel = Path(*module.split("."))
+        path = work / "mutants" / (str(rel) + ".py")
+        if not path.is_file():
+            path = work / "mutants" / rel / "__init__.py"
+        by_file.setdefault(path, []).append(mutant)
+    found = {}
+    for path, names in by_file.items():
+        functions = _function_sources(path)
+        for mutant in names:
+            local = mutant.rpartition(".")[2]
+            orig = functions.get(local.partition("__mutmut_")[0] + "__mutmut_orig")
+            variant = functions.get(local)
+            if orig is None or variant is None:
+                found[mutant] = {"change": None, "kind": "unknown"}
+                continue
+            a, b = ast.unparse(orig).splitlines()[1:], ast.unparse(variant).splitlines()[1:]
+            change = [line for line in difflib.unified_diff(a, b, lineterm="", n=0)
+                      if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+            kind = "text" if _blank_text(orig) == _blank_text(variant) else "behaviour"
+            found[mutant] = {"change": [_short(c[0] + c[1:].strip()) for c in change][:4],
+                             "kind": kind}
+    return found
+
+
+def wilson(killed: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
+    """95% interval of the share killed among all reached mutants, from a random sample."""
+    if not n:
+        return None
+    p = killed / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)
+
+
+def summarize(codes: dict[str, int | None], sample: list[str], tests_by_function: dict,
+              changes: dict | None = None) -> dict:
+    """The counts and score of a long-mode run from mutmut's verdicts (``read_meta``)."""
+    generated = len(codes)
+    reached = [m for m in codes if tests_by_function.get(function_of(m)) and codes[m] not in NOT_REACHED]
+    checked = {m: codes.get(m) for m in sample if codes.get(m) is not None}
+    killed = sorted(m for m, c in checked.items() if c in KILLED)
+    timeout = sorted(m for m, c in checked.items() if c in TIMEOUT)
+    crash = sorted(m for m, c in checked.items() if c in CRASH)
+    survived = sorted(m for m, c in checked.items() if c in SURVIVED)
+    other = sorted(m for m, c in checked.items() if c not in KILLED | TIMEOUT | CRASH | SURVIVED)
+    detected = len(killed) + len(timeout) + len(crash)
+    scored = detected + len(survived)
+    changes = changes or {}
+    survivors = [{"mutant": m, "function": readable(function_of(m)), **changes.get(m, {})}
+                 for m in survived]
+    by_function: dict[str, int] = {}
+    for s in survivors:
+        by_function[s["function"]] = by_function.get(s["function"], 0) + 1
+    text_only = sum(1 for s in survivors if s.get("kind") == "text")
+    return {
+        "generated": generated, "reached": len(reached), "not_reached": generated - len(reached),
+        "sampled": len(sample), "checked": scored, "killed": detected,
+        "killed_by_test": len(killed), "timeout": len(timeout), "crash": len(crash),
+        "survived": len(survived), "survived_text_only": text_only,
+        "suspicious": len(other), "not_checked": len(sample) - len(checked),
+        "score": round(detected / scored, 4) if scored else None,
+        "score_interval_95": wilson(detected, scored),
+        "score_behaviour": (round(detected / (scored - text_only), 4) if scored - text_only else None),
+        "survivors_by_function": dict(sorted(by_function.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "survivors": survivors,
+    }
+
+
+def summary_line(result: dict) -> str:
+    if not result.get("checked"):
+        return f"no mutant checked within {result.get('budget_s')} s ({result.get('status')})"
+    low, high = result.get("score_interval_95") or (None, None)
+    interval = f", 95% interval {low:.0%}-{high:.0%} of the {result['reached']} reached" \
+        if low is not None and result["sampled"] < result["reached"] else ""
+    return (f"{result['killed']}/{result['checked']} killed ({result['score']:.1%}{interval}) in a random "
+            f"sample of {result['sampled']} of {result['generated']} generated mutants "
+            f"({result['not_reached']} in code no suite test calls; {result['survived_text_only']} of the "
+            f"{result['survived']} survivors change only text; {result['not_checked']} sampled left "
+            f"unchecked at the {result['budget_s']} s budget)")
+
+
+def run(budget: int, keep: Path | None = None, jobs: int = 2, seed: int | None = None) -> dict:
     """Run mutmut over reference/ for at most ``budget`` seconds; its counts and score."""
     cmd = _mutmut()
     if cmd is None:
-        return {"tool": "mutmut", "status": "unavailable",
-                "summary": "mutmut is not installed (nox -s mutants -- --long installs it)"}
-    work = Path(tempfile.mkdtemp(prefix="mutmut-")) if keep is None else keep
+        return {"tool": "mutmut", "status": "unavailable", "budget_s": budget,
+                "summary": f"mutmut is not installed (pip install -e '.[mutants]', i.e. {MUTMUT}; "
+                           "nox -s mutants -- --long installs it)"}
+    seed = random.SystemRandom().randrange(1 << 30) if seed is None else seed
+    started = time.monotonic()
+    deadline = started + budget
+    work = Path(tempfile.mkdtemp(prefix="mutmut-")) if keep is None else Path(keep)
+    result = {"tool": "mutmut", "version": _version(), "budget_s": budget, "jobs": jobs, "seed": seed}
     try:
+        work.mkdir(parents=True, exist_ok=True)
         for name in ("reference", "conformance", "adapters"):
+            shutil.rmtree(work / name, ignore_errors=True)
             shutil.copytree(ROOT / name, work / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        for name in ("pyproject.toml",):
-            if (ROOT / name).is_file():
-                shutil.copy2(ROOT / name, work / name)
         (work / "setup.cfg").write_text(SETUP_CFG)
-        env = {**os.environ, "PYTHONPATH": ""}
-        env.pop("AUTOGRAD_CONFORMANCE_MUTANT", None)
-        started = time.monotonic()
-        proc = subprocess.Popen([*cmd, "run", "--max-children", "2"], cwd=work, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
-        try:
-            _, err = proc.communicate(timeout=budget)
-            finished = True
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                _, err = proc.communicate(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                _, err = proc.communicate()
-            finished = False
-        elapsed = round(time.monotonic() - started, 1)
-        codes = []
-        for meta in (work / "mutants").rglob("*.meta") if (work / "mutants").is_dir() else ():
-            try:
-                codes += list(json.loads(meta.read_text()).get("exit_code_by_key", {}).values())
-            except (OSError, ValueError):
-                continue
-        killed = sum(1 for c in codes if c in KILLED)
-        survived = sum(1 for c in codes if c in SURVIVED)
-        timeout = sum(1 for c in codes if c in TIMEOUT)
-        checked = killed + survived + timeout
-        result = {"tool": "mutmut", "version": _version(), "status": "done" if finished else "budget reached",
-                  "budget_s": budget, "seconds": elapsed, "generated": len(codes), "checked": checked,
-                  "killed": killed, "survived": survived, "timeout": timeout,
-                  "score": round((killed + timeout) / checked, 4) if checked else None}
-        if not codes:
-            result["status"] = "no mutants checked"
-            result["detail"] = (err or "")[-600:]
-        result["summary"] = (
-            f"{killed + timeout}/{checked} killed ({result['score']:.1%}) of {len(codes)} generated, "
-            f"{'all checked' if finished else f'stopped at the {budget} s budget'}"
-            if checked else f"no mutant checked within {budget} s ({result['status']})")
+        shutil.copy2(ROOT / "pyproject.toml", work / "pyproject.toml")  # pytest's settings, no [tool.mutmut]
+
+        code, tail = _run_until([*cmd, "run", "--max-children", str(jobs), NO_MATCH], work, deadline)
+        result["prepare_s"] = round(time.monotonic() - started, 1)
+        codes = read_meta(work)
+        tests_by_function, duration = read_stats(work)
+        if not codes or not tests_by_function:
+            why = "the budget ran out" if code is None else f"mutmut exited {code}"
+            return {**result, "status": "failed to prepare", "seconds": round(time.monotonic() - started, 1),
+                    "summary": f"mutmut generated {len(codes)} mutants but mapped no test ({why})",
+                    "detail": tail[-1500:]}
+
+        reached = [m for m in codes if tests_by_function.get(function_of(m))]
+        check_started = time.monotonic()
+        # mutmut's clean run of the sample's tests and its forced-failure check come first
+        overhead = SLOWDOWN * sum(duration.values()) + 15
+        sample = choose(reached, tests_by_function, duration,
+                        max(0.0, deadline - check_started - overhead), jobs, seed)
+        finished = True
+        if sample:
+            code, tail = _run_until([*cmd, "run", "--max-children", str(jobs), *sample], work, deadline)
+            finished = code is not None
+        result["check_s"] = round(time.monotonic() - check_started, 1)
+        codes = read_meta(work)
+        survived = [m for m in sample if codes.get(m) in SURVIVED]
+        result.update(summarize(codes, sample, tests_by_function, describe(work, survived)))
+        result["seconds"] = round(time.monotonic() - started, 1)
+        result["status"] = ("all reached mutants checked" if finished and len(sample) == len(reached)
+                            else "sample checked" if finished and not result["not_checked"]
+                            else "budget reached")
+        if not result["checked"]:
+            result["detail"] = tail[-1500:]
+        result["summary"] = summary_line(result)
         return result
     finally:
         if keep is None:
