@@ -101,8 +101,22 @@ def scatter_index(grad, shape, index):
     """A zero array of ``shape`` with ``grad`` added at ``index``."""
     xp = namespace_of(grad)
     out = xp.zeros(shape, dtype=grad.dtype)
-    out[index] += grad
+    if _is_basic(index):
+        out[index] += grad
+    else:  # an advanced index may repeat a position (b[[1, 1]]): every occurrence adds
+        add_at = getattr(xp.add, "at", None)
+        if add_at is not None:
+            add_at(out, index, grad)
+        else:  # older cupy
+            import cupyx
+
+            cupyx.scatter_add(out, index, grad)
     return out
+
+
+def _is_basic(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return all(item is None or item is Ellipsis or isinstance(item, (int, slice)) for item in items)
 
 
 def zero_at_index(grad, index):

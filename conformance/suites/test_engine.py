@@ -244,6 +244,16 @@ def test_second_backward_after_retained_then_freed_raises(fw, device):
 
 
 @rule("engine.second-backward-error")
+def test_second_backward_through_list_index_raises(adapter, fw, device):
+    b = fw.ones(3, requires_grad=True, device=device)
+    y = b[[1, 1]].sum()           # indexing with a list saves its indices
+    y.backward()
+    close(adapter, b.grad, [0.0, 2.0, 0.0])
+    with raises(Exception, what="second backward through b[[1, 1]]"):
+        y.backward()
+
+
+@rule("engine.second-backward-error")
 def test_second_backward_through_custom_function_raises(adapter, fw, device):
     class Sq(fw.autograd.Function):
         @staticmethod

@@ -369,6 +369,33 @@ def test_materialize_grads(fw, adapter, device, materialize):
     np.testing.assert_allclose(adapter.to_numpy(x.grad), [1.0, 1.0])
 
 
+@rule("legacy_function.materialize-grads")
+def test_materialized_zero_grad_is_a_well_formed_tensor(fw, adapter, device):
+    seen = []
+
+    class Two(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone(), x.clone()
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            seen.append(g2)
+            return g1
+
+    x = fw.ones(2, requires_grad=True, device=device, dtype=fw.float64)
+    Two.apply(x)[0].sum().backward()
+    (g2,) = seen
+    assert isinstance(g2, fw.Tensor), f"the materialised gradient is a {type(g2).__name__}"
+    with diverges_if_raises(Exception, what="reading the materialised zero gradient (dtype, shape, repr)"):
+        dtype, shape, text = g2.dtype, tuple(g2.shape), repr(g2)
+        zeros = adapter.to_numpy(g2 * 1)
+    assert dtype == x.dtype, f"the materialised gradient has dtype {dtype}, the output {x.dtype}"
+    assert shape == (2,), f"the materialised gradient has shape {shape}"
+    assert text, "repr() of the materialised gradient is empty"
+    np.testing.assert_allclose(zeros, [0.0, 0.0])
+
+
 @rule("legacy_function.once-differentiable-no-grad")
 def test_once_differentiable_runs_without_grad(fw, adapter, device):
     once = once_differentiable(adapter, fw)
@@ -505,6 +532,24 @@ def test_none_grads_leave_grad_unset(fw, device):
     assert u.grad is None, f"backward returned None, but u.grad = {u.grad!r}"
 
 
+@rule("legacy_function.none-grads-leave-grad-unset")
+def test_none_grad_passes_through_built_in_ops(fw, device):
+    class Stop(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    x = fw.ones(2, requires_grad=True, device=device)
+    with diverges_if_raises(TypeError, RuntimeError,
+                            what="None from a custom backward reaching built-in ops (pow, exp, mul)"):
+        Stop.apply((x ** 2).exp() * 3).sum().backward()
+    assert x.grad is None, f"backward returned None, but x.grad = {x.grad!r}"
+
+
 def _setup_context_square(adapter, fw):
     class MySquare(fw.autograd.Function):
         @staticmethod
@@ -533,6 +578,34 @@ def test_setup_context_style(fw, adapter, device):
     np.testing.assert_allclose(adapter.to_numpy(y), [2.25, 4.0])
     (gx,) = fw.autograd.grad(y.sum(), x)
     np.testing.assert_allclose(adapter.to_numpy(gx), [3.0, -4.0])
+
+
+@rule("legacy_function.setup-context-gets-defaults")
+def test_setup_context_sees_forward_defaults(fw, adapter, device):
+    seen = []
+
+    class Scale(fw.autograd.Function):
+        @staticmethod
+        def forward(x, k=3.0):
+            return x * k
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            seen.append(tuple(inputs))
+            ctx.k = inputs[-1]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+
+    x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
+    with diverges_if_raises(TypeError, what="Function with setup_context (forward without ctx)"):
+        y = Scale.apply(x)
+    (inputs,) = seen
+    assert len(inputs) == 2, f"setup_context got {len(inputs)} input(s), not 2: forward's default k is missing"
+    assert inputs[0] is x and inputs[1] == 3.0, f"setup_context got {inputs!r}"
+    y.sum().backward()
+    np.testing.assert_allclose(adapter.to_numpy(x.grad), [3.0, 3.0])
 
 
 def _ctx_style_cube(adapter, fw):

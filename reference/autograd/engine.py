@@ -72,7 +72,9 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
                 if node not in executable:
                     continue
             if extras is None:
-                grad_inputs = node.apply(ops, grads)
+                # rule: legacy_function.none-grads-leave-grad-unset -- no gradient in, none out
+                grad_inputs = node.apply(ops, grads) if grads[0] is not None or not node._none_passes \
+                    else (None,) * len(node._next_functions)
             else:
                 grad_inputs = run_node_with_hooks(node, extras, grads, ops,
                                                   dependencies if captures is not None else None)

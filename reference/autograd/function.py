@@ -112,6 +112,7 @@ class BackwardCFunction(FunctionCtx):
 
     __slots__ = ()
     _forward_cls = None
+    _none_passes = False  # backward runs, with materialised zeros (legacy_function.materialize-grads)
 
     @property
     def num_outputs(self) -> int:
@@ -124,8 +125,8 @@ class BackwardCFunction(FunctionCtx):
             if grad is None and self._materialize_grads:
                 info = self._output_info[index]
                 if info is not None:
-                    # rule: legacy_function.materialize-grads
-                    grads[index] = _zeros(info)
+                    # rule: legacy_function.materialize-grads -- an engine value like the others
+                    grads[index] = ops.from_tensor(_zeros(info))
         tensors = [None if g is None else ops.as_tensor(g) for g in grads]
         backward_fn = _backward_of(fn_cls)
         once = getattr(backward_fn, "_once_differentiable", False)
@@ -272,8 +273,11 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
 
 
 def _bind_arguments(fn_cls, args, kwargs, uses_setup_context):
-    """Keyword arguments become positional inputs, in forward's parameter order."""
-    if not kwargs:
+    """Keyword arguments become positional inputs, in forward's parameter order; with
+    setup_context, forward's defaults fill in the arguments not given, as in torch, so that
+    setup_context sees every input."""
+    # rule: legacy_function.setup-context-gets-defaults
+    if not kwargs and not (uses_setup_context and _has_defaults(fn_cls)):
         return args
     signature = inspect.signature(fn_cls.forward)
     params = list(signature.parameters)
@@ -283,6 +287,16 @@ def _bind_arguments(fn_cls, args, kwargs, uses_setup_context):
     bound.apply_defaults()
     values = [bound.arguments[p] for p in params if p in bound.arguments]
     return tuple(values)
+
+
+def _has_defaults(fn_cls) -> bool:
+    """Whether forward has parameters with defaults (cached on the class)."""
+    cached = fn_cls.__dict__.get("_forward_has_defaults")
+    if cached is None or cached[0] is not fn_cls.forward:
+        parameters = inspect.signature(fn_cls.forward).parameters.values()
+        cached = (fn_cls.forward, any(p.default is not inspect.Parameter.empty for p in parameters))
+        type.__setattr__(fn_cls, "_forward_has_defaults", cached)
+    return cached[1]
 
 
 def _apply(fn_cls, args, kwargs):

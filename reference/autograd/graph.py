@@ -79,6 +79,9 @@ class Node:  # rule: identity.graph-nodes-are-node-instances -- every node, buil
     __slots__ = ("_next_functions", "_seq", "_saved", "_extras", "__weakref__")
     #: names of the saved tensors, in the order of ``_saved`` (exposed as ``_saved_<name>``)
     saved_names: tuple[str, ...] = ()
+    #: a built-in node that receives no gradient (None) sends none on without running its
+    #: formula, as PyTorch's generated nodes do; a custom Function's backward still runs
+    _none_passes = True
 
     def __init__(self, next_functions=()):
         self._next_functions = next_functions

@@ -80,7 +80,10 @@ def run_node_with_hooks(node, extras, grads, ops, task_nodes=None):
     post_hooks = extras.post_hooks
     if post_hooks:
         grad_outputs = tuple(None if g is None else ops.as_tensor(g) for g in grads)
-    grad_inputs = node.apply(ops, grads)
+    if grads[0] is None and node._none_passes:
+        grad_inputs = (None,) * len(node._next_functions)
+    else:
+        grad_inputs = node.apply(ops, grads)
     if post_hooks:
         if task_nodes is not None:
             grad_inputs = [g if child is not None and child in task_nodes else None

@@ -58,8 +58,14 @@ class SliceBackward0(_IndexNode):
     __slots__ = ()
 
 
-class IndexBackward0(_IndexNode):
-    __slots__ = ()
+class IndexBackward0(Node):
+    """Indexing with tensors or lists: the indices are saved (and freed by backward without
+    retain_graph, as PyTorch's saved ``indices``)."""
+
+    __slots__ = ("_shape",)
+
+    def apply(self, ops, grads):
+        return (ops.scatter_index(grads[0], self._shape, self._unpack(0, False)),)
 
 
 class AliasBackward0(Node):
@@ -349,7 +355,8 @@ def getitem(self, index):
     out = Tensor._wrap(data)
     if needs_grad(self):
         node = IndexBackward0(edges(self))
-        configure(node)
+        node._shape = shape
+        node._saved = (key,)  # rule: engine.second-backward-error
         attach(out, node)
     if has_tangent(self):
         propagate_tangent(out, lambda t: None if t is None else getitem(t, index), self)
