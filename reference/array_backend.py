@@ -104,13 +104,7 @@ def scatter_index(grad, shape, index):
     if _is_basic(index):
         out[index] += grad
     else:  # an advanced index may repeat a position (b[[1, 1]]): every occurrence adds
-        add_at = getattr(xp.add, "at", None)
-        if add_at is not None:
-            add_at(out, index, grad)
-        else:  # older cupy
-            import cupyx
-
-            cupyx.scatter_add(out, index, grad)
+        xp.add.at(out, index, grad)  # (cupy has ufunc.at since version 13)
     return out
 
 

@@ -224,6 +224,19 @@ def test_ready_order_independent_of_combination_order(fw, device):
 
 # -- retain_graph and freeing -------------------------------------------------------------
 
+@rule("engine.saved-detached-inplace-raises")
+def test_backward_through_saved_tensor_detached_in_place_raises(adapter, fw, device):
+    a = fw.ones(3, requires_grad=True, device=device)
+    b = a * 2
+    c = b * b                     # saves b (twice)
+    if not hasattr(b, "detach_"):
+        raise Unsupported("no Tensor.detach_()")
+    b.detach_()
+    with raises(Exception, what="backward through a saved tensor detached in place"):
+        c.sum().backward()
+    assert a.grad is None, f"backward raised, but a.grad = {a.grad!r}"
+
+
 @rule("engine.second-backward-error")
 def test_second_backward_with_saved_values_raises(fw, device):
     b = fw.ones(3, requires_grad=True, device=device)

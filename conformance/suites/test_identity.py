@@ -202,6 +202,24 @@ def test_subclass_survives_as_saved_tensor(adapter, fw, device):
     tag.check(got["b"], "the saved subclass instance")
 
 
+@rule("identity.subclass-survives-framework-ownership")
+def test_subclass_survives_as_input_saved_by_builtin_op(adapter, fw, device):
+    cls, s = as_subclass(adapter, fw, fw.ones(2, device=device))
+    s.requires_grad_()
+    tag = Tag(s)
+    sid = id(s)
+    y = s.mul(s)
+    node = y.grad_fn
+    while node.name().startswith("Alias"):      # torch's __torch_function__ wraps the result
+        node = producer(adapter, node)
+    del s
+    churn(fw, device)
+    saved = adapter.feature("saved_tensor_attributes", lambda: node._saved_self)
+    assert type(saved) is cls, f"the input saved by mul came back as {type(saved).__name__}, not {cls.__name__}"
+    assert id(saved) == sid, "saved subclass instance re-created"
+    tag.check(saved, "the subclass instance saved by mul")
+
+
 @rule("identity.weakref-survives-framework-ownership")
 def test_weakref_valid_while_held_as_grad(adapter, fw, device):
     fired = []

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
+from conformance import liveness
 from conformance.api import Diverges, Unsupported, diverges_if_raises, raises, rule
 from conformance.suites._helpers import key_words
 
@@ -445,6 +446,58 @@ def test_once_differentiable_double_backward_raises(fw, adapter, device):
     with raises(RuntimeError, match="differentiate twice a function that was marked with @once_differentiable",
                 what="double backward through once_differentiable"):
         g.backward()
+
+
+@rule("legacy_function.once-differentiable-error-node-keeps-no-history")
+def test_once_differentiable_result_does_not_keep_grad_output_history(fw, adapter, device):
+    once = once_differentiable(adapter, fw)
+
+    class F(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @once
+        def backward(ctx, g):
+            (x,) = adapter.saved_tensors(ctx)
+            return 2 * x * g
+
+    x = fw.tensor([3.0], requires_grad=True, device=device)
+    w = fw.ones(1, requires_grad=True, device=device)
+    go = w * 2                             # a grad_output with a history of its own (w)
+    (g,) = fw.autograd.grad(F.apply(x), x, grad_outputs=go, create_graph=True)
+    assert g.requires_grad, "with a differentiable grad_output, the result should carry an error node"
+    with diverges_if_raises(TypeError, what="weakref to a tensor"):
+        probe = liveness.tensor_probe(w, "w, the leaf in grad_output's history", allow_hook=False)
+    del w, go
+    liveness.assert_freed(probe, by="gc", context="(only the once_differentiable result g is kept)")
+    with raises(RuntimeError, match="differentiate twice", what="double backward through once_differentiable"):
+        g.sum().backward()
+
+
+@rule("legacy_function.input-returned-as-is-keeps-class")
+def test_input_returned_as_is_keeps_its_subclass(fw, adapter, device):
+    class Tagged(fw.Tensor):
+        pass
+
+    class Identity(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = adapter.subclass_instance(Tagged, fw.ones(2, device=device))
+    x.requires_grad_()
+    y = Identity.apply(x)
+    assert y is not x, "apply returned the input object itself (it must be a new tensor with the Function's node)"
+    assert type(y) is Tagged, f"an input returned as-is came back as {type(y).__name__}, not {Tagged.__name__}"
+    y.sum().backward()
+    np.testing.assert_allclose(adapter.to_numpy(x.grad), [1.0, 1.0])
 
 
 def _non_tensor_fn(adapter, fw, log):

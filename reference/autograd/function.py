@@ -209,9 +209,18 @@ def _guard_once_differentiable(results, grad_outputs, next_functions):
     """Results that would be differentiated again go through an Error node."""
     if not any(g is not None and g.requires_grad for g in grad_outputs):
         return results
+    # rule: legacy_function.once-differentiable-error-node-keeps-no-history -- the error node's
+    # inputs are fresh leaves aliasing the results (as torch's DelayedError), never the incoming
+    # gradients' history, which the results would otherwise keep alive
+    stand_ins = []
+    for result in results:
+        if result is not None:
+            leaf = result.detach()
+            leaf._requires_grad = True
+            stand_ins.append(edge(leaf))
     guarded = []
     # rule: legacy_function.once-differentiable-double-backward-raises
-    error = Error(ONCE_DIFFERENTIABLE, tuple(edge(g) for g in grad_outputs if g is not None))
+    error = Error(ONCE_DIFFERENTIABLE, tuple(stand_ins))
     for result in results:
         if result is None:
             guarded.append(None)
@@ -356,7 +365,7 @@ def _apply(fn_cls, args, kwargs):
             inplace.check_inplace(out)
             result = out
         elif id(out) in input_ids:
-            result = out.detach() if not record else _alias_output(out)
+            result = _alias_output(out)
         else:
             result = out
         if record and id(out) not in non_diff_ids and out.dtype.is_floating_point:
@@ -442,8 +451,14 @@ def _check_jvp_results(outputs, results, out_tangents, non_diff_ids):
 
 
 def _alias_output(tensor):
-    """An input returned as-is becomes a new object sharing its data (as in PyTorch)."""
-    out = Tensor._wrap(tensor._data)
+    """An input returned as-is becomes a new object sharing its data and version counter (as in
+    PyTorch), of the input's class: a Tensor subclass stays that subclass, outside the graph too."""
+    cls = type(tensor)
+    if cls is Tensor:
+        out = Tensor._wrap(tensor._data)
+    else:  # rule: legacy_function.input-returned-as-is-keeps-class
+        out = cls.__new__(cls)
+        out._data = tensor._data
     out._version_counter = tensor._version_counter
     return out
 

@@ -38,6 +38,12 @@ INPLACE_HINT = (
 )
 
 
+DETACHED_INPLACE = (
+    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not "
+    "supported, please use out-of-place `.detach()` instead"
+)
+
+
 class _SavedHooksState(threading.local):
     """Per thread, as in torch: the stack of (pack, unpack) pairs and the disabled message."""
 
@@ -169,6 +175,11 @@ class Node:  # rule: identity.graph-nodes-are-node-instances -- every node, buil
             raise RuntimeError(FREED_MESSAGE)
         value = saved[index]
         if type(value) is SavedTensor:
+            tensor = value._tensor
+            if tensor is not None and tensor._node is None and value._had_grad_fn:
+                # rule: engine.saved-detached-inplace-raises -- a saved input's history was cut by
+                # detach_(): the formula refuses it (ctx.saved_tensors and _saved_* still read it, as in torch)
+                raise RuntimeError(DETACHED_INPLACE)
             return value.unpack(self, as_tensor)
         return value  # a saved number (a scalar operand, an exponent)
 
@@ -191,7 +202,13 @@ class NodeExtras:
 
 def _saved_getter(index: int):
     def getter(self):
-        return self._unpack(index, True)  # rule: saved_tensors.unpack-result-is-saved-value
+        saved = self._saved
+        if saved is None:
+            raise RuntimeError(FREED_MESSAGE)
+        value = saved[index]
+        if type(value) is SavedTensor:
+            return value.unpack(self, True)  # rule: saved_tensors.unpack-result-is-saved-value
+        return value
 
     return getter
 
@@ -276,7 +293,8 @@ class SavedTensor:
     itself would make output -> node -> output a reference cycle.
     """
 
-    __slots__ = ("_tensor", "_data", "_counter", "_version", "_output_nr", "_requires_grad", "_dtype", "_hooks")
+    __slots__ = ("_tensor", "_data", "_counter", "_version", "_output_nr", "_requires_grad", "_dtype", "_hooks",
+                 "_had_grad_fn")
 
     def __init__(self, tensor, is_output: bool):
         self._counter = tensor._version_counter
@@ -293,6 +311,7 @@ class SavedTensor:
         else:
             self._tensor = tensor
             self._data = None
+            self._had_grad_fn = tensor._node is not None
         # rule: saved_tensors.pack-once-at-save -- the hot path's one check: a global count
         if _open_hook_contexts and _saved_hooks.stack:
             pack_hook, unpack_hook = _saved_hooks.stack[-1]  # rule: saved_tensors.innermost-hooks-win
