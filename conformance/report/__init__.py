@@ -1,5 +1,5 @@
 """Comparison reports: results.json (versioned schema), JUnit XML per run, and the HTML page
-with the rule-by-framework matrix, leak-chain pictures and standalone reproduction scripts.
+with the rule-by-framework matrix, leak-chain pictures and reproduction scripts made from each run.
 
 Modules: :mod:`schema` (results.json), :mod:`aggregate` (cells and counts), :mod:`junit`,
 :mod:`html` (+ ``templates/index.html.j2``), :mod:`svg` (keep-alive chains), :mod:`build` (the

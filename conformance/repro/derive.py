@@ -59,7 +59,7 @@ ALLOWED_THIRD_PARTY = {"numpy", "objgraph", "conformance", "adapters"}
 
 
 class ReproError(Exception):
-    """A rule's tests cannot be turned into a standalone script."""
+    """A rule's tests cannot be turned into a reproduction script."""
 
 
 # -- source model -----------------------------------------------------------------------------

@@ -3,11 +3,12 @@
 ``python -m conformance.repro.run SCRIPTS_DIR OUT.jsonl [--standalone]``
 
 Each ``*.py`` in SCRIPTS_DIR is executed as ``__main__`` (``runpy.run_path``) with its output
-captured, one after another in this interpreter: the scripts are standalone, and running them in
-one process keeps 160 of them to a few seconds, as the suites themselves run. A script that kills
-the process (a segfault in the framework) is recorded as CRASH by the parent, which starts a new
-process for the scripts after it; one that faulthandler ended at the run's timeout (a hang the
-alarm could not interrupt, conformance.repro.runtime) is TIMEOUT. ``--standalone`` runs each script in its own ``python`` instead.
+captured, one after another in one interpreter: the scripts are independent of each other, and
+running them in one process keeps 200 of them to a few seconds, as the suites themselves run. A
+script that kills the process (a segfault in the framework) is recorded as CRASH by the parent,
+which starts a new process for the scripts after it; one that faulthandler ended at the run's
+timeout (a hang the alarm could not interrupt, conformance.repro.runtime) is TIMEOUT.
+``--standalone`` runs each script in its own ``python`` instead.
 One JSON line per script: ``{"script", "outcome", "message", "output"}``.
 """
 from __future__ import annotations
