@@ -29,7 +29,8 @@ autograd.gradcheck, autograd.gradgradcheck = _gradcheck.gradcheck, _gradcheck.gr
 from reference import utils  # noqa: E402,F401
 from reference.autograd.function import Function  # noqa: E402,F401
 from reference.creation import (  # noqa: E402
-    arange, empty, empty_like, from_numpy, full, full_like, manual_seed, ones, ones_like, rand, randn,
+    arange, empty, empty_like, from_numpy, full, full_like, manual_seed, ones, ones_like, rand, rand_like, randint,
+    randn, randn_like,
     tensor, zeros, zeros_like,
 )
 from reference.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
@@ -104,6 +105,8 @@ squeeze = _tensor_function("squeeze", _views.squeeze)
 unsqueeze = _tensor_function("unsqueeze", _views.unsqueeze)
 flatten = _tensor_function("flatten", _views.flatten)
 narrow = _tensor_function("narrow", _views.narrow)
+all = _tensor_function("all", _reduction.all)  # noqa: A001
+any = _tensor_function("any", _reduction.any)  # noqa: A001
 select = _tensor_function("select", _views.select)
 
 

@@ -95,6 +95,15 @@ def rand(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _leaf(array_backend.to_device(host, _device_type(device)), requires_grad)
 
 
+def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high), int64 by default."""
+    if size is None:  # randint(high, size)
+        low, high, size = 0, low, high
+    dt = _resolve_dtype(dtype, dtypes.int64)
+    host = _generator.integers(low, high, size=_shape((size,))).astype(dt.numpy)
+    return _leaf(array_backend.to_device(host, _device_type(device)), requires_grad)
+
+
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
     if end is None:  # arange(end)
         start, end = 0, start
@@ -140,6 +149,16 @@ def zeros_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:  
 
 def empty_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
     return _like(0, input, dtype, device, requires_grad)
+
+
+def rand_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
+    return rand(*input.shape, dtype=input.dtype if dtype is None else dtype,
+                device=input.device if device is None else device, requires_grad=requires_grad)
+
+
+def randn_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
+    return randn(*input.shape, dtype=input.dtype if dtype is None else dtype,
+                 device=input.device if device is None else device, requires_grad=requires_grad)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002

@@ -1,4 +1,4 @@
-"""Reductions: sum and mean over all or some dimensions, and sum_to_size."""
+"""Reductions: sum and mean over all or some dimensions, all / any (not differentiable), and sum_to_size."""
 from __future__ import annotations
 
 from reference import array_backend
@@ -84,6 +84,20 @@ def mean(self, dim=None, keepdim=False):
     if has_tangent(self):
         propagate_tangent(out, lambda t: None if t is None else mean(t, dim, keepdim), self)
     return out
+
+
+def all(self, dim=None, keepdim=False):  # noqa: A001 - torch's name
+    """Whether every element (along ``dim``) is nonzero: a bool tensor, never differentiable."""
+    data = self._data
+    axes = None if dim is None or data.ndim == 0 else _normalize_dims(dim, data.ndim)
+    return Tensor._wrap(array_backend.namespace_of(data).asarray(data.astype(bool).all(axis=axes, keepdims=keepdim)))
+
+
+def any(self, dim=None, keepdim=False):  # noqa: A001 - torch's name
+    """Whether some element (along ``dim``) is nonzero: a bool tensor, never differentiable."""
+    data = self._data
+    axes = None if dim is None or data.ndim == 0 else _normalize_dims(dim, data.ndim)
+    return Tensor._wrap(array_backend.namespace_of(data).asarray(data.astype(bool).any(axis=axes, keepdims=keepdim)))
 
 
 class SumToSizeBackward0(Node):
