@@ -132,3 +132,38 @@ def test_sample_takes_one_cell_of_each_outcome_first_and_is_stable():
     assert picked == check.sample(table, 6, "torch") and len(picked) == 6
     assert {table[r]["actual"] for r in picked} == {"PASS", "DIVERGES", "UNSUPPORTED", "CRASH"}
     assert "TIMEOUT" in {table[r]["actual"] for r in check.sample(table, 6, "x", True)}
+
+
+# -- the runtime: the harness's timeout, leak check and classification ----------------------------
+class _Hoard:
+    pass
+
+
+_HOARD = []
+
+
+def test_runtime_gives_timeout_leak_and_blocked_as_the_harness_does(capsys):
+    import time
+
+    from conformance.api import prerequisite
+    from conformance.repro.runtime import Repro
+
+    repro = Repro("engine.some-rule", "MUST", adapter_spec="reference", timeout=0.5)
+    assert repro.check("sleeps", lambda: time.sleep(5))[0] == "TIMEOUT"
+
+    def blocked_by_other():
+        with prerequisite("engine.other-rule", what="a step"):
+            raise AssertionError("the step failed")
+
+    def blocked_by_own():
+        with prerequisite("engine.some-rule", what="its own step"):
+            raise AssertionError("the step failed")
+
+    assert repro.check("other", blocked_by_other)[0] == "BLOCKED"
+    assert repro.check("own", blocked_by_own)[0] == "DIVERGES"  # a verdict on its own rule
+    assert repro.finish() == "TIMEOUT"
+    assert capsys.readouterr().out.rstrip().splitlines()[-1].startswith("RESULT: TIMEOUT: ")
+
+    leaky = Repro("engine.some-rule", "MUST", adapter_spec="reference", leak_check=[1, 3])
+    assert leaky.check("hoards", lambda: _HOARD.append(_Hoard()))[0] == "LEAK"
+    assert leaky.check("clean", lambda: None)[0] == "PASS"
