@@ -10,8 +10,9 @@ A root cause gathers the tests that fail for one reason:
 
 A BLOCKED test belongs to the root cause of the rule named in its ``blocked_by``: that cause
 *blocks* the test's rule. Rank: causes that break rules (DIVERGES, ERROR, CRASH, TIMEOUT, LEAK)
-or block others come first (``kind`` "breaks": what an author fixes first), causes whose tests
-are only UNSUPPORTED (a missing feature, ``kind`` "unsupported") after them; within each kind,
+come first (``kind`` "breaks": what an author fixes first; a cause known only from the tests it
+blocks too), causes whose tests are only UNSUPPORTED (a missing feature, ``kind``
+"unsupported") after them, even when they block other rules; within each kind,
 the number of rules a cause breaks plus those it blocks (most first), then MUST before SHOULD,
 then suite order of its first rule.
 """
@@ -115,8 +116,7 @@ def root_causes(run: dict[str, Any], catalogue: Iterable[dict[str, Any]]) -> lis
         first = min((order.get(r, len(order)) for r in rules + blocks), default=len(order))
         ident = g["slug"] or "auto-" + hashlib.sha1(repr(key).encode()).hexdigest()[:8]
         # only a missing feature: ranked after every cause that breaks or blocks a rule
-        kind = KINDS[1] if g["outcomes"] == {Outcome.UNSUPPORTED.value} and not blocks \
-            else KINDS[0]
+        kind = KINDS[1] if g["outcomes"] == {Outcome.UNSUPPORTED.value} else KINDS[0]
         out.append({"id": ident, "summary": g["summary"], "source": g["source"], "kind": kind,
                     "outcomes": sorted(g["outcomes"]), "rules": rules, "tests": g["tests"],
                     "blocks": blocks, "level": LEVELS[level] if level < len(LEVELS) else None,

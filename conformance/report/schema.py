@@ -23,7 +23,7 @@ The run keys from ``suite_revision`` to ``leak_check`` are its results header's 
 older harness did not record them): what a reproduction script of the run's cells is made from
 (conformance.repro). ``root_causes`` (conformance.report.rootcause): per run, ranked; ``id`` is the expectations'
 ``root_cause`` slug or ``auto-<hash>`` for a cluster; ``blocks`` the rules whose tests are
-BLOCKED by it; ``kind`` "breaks" (it breaks or blocks rules) or "unsupported" (its tests are only
+BLOCKED by it; ``kind`` "breaks" (it breaks rules) or "unsupported" (its own tests are only
 UNSUPPORTED: a missing feature), every "breaks" cause ranked before every "unsupported" one.
 
 Version 2 added ``blocked_by`` (the prerequisite rule of a BLOCKED test, else null) and

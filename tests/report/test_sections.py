@@ -70,6 +70,13 @@ def test_causes_that_break_rules_rank_before_missing_features():
         (A, "test_a", "UNSUPPORTED", "x", None, {**no_fwad, "outcome": "DIVERGES"}),
         (B, "test_b", "DIVERGES", "y", None, {**no_fwad, "outcome": "DIVERGES"})), ENTRIES)
     assert [c["kind"] for c in mixed] == ["breaks"]
+    # a missing feature stays in its group even when it blocks another rule's test
+    blocking = rootcause.root_causes(run_of(
+        (A, "test_a", "UNSUPPORTED", "no forward AD", None, no_fwad),
+        (B, "test_b", "BLOCKED", f"blocked by {A}", A, None),
+        (C, "test_c", "DIVERGES", TWICE.format("leaf"), None, None)), ENTRIES)
+    assert [(c["kind"], c["rules"], c["blocks"]) for c in blocking] == \
+        [("breaks", [C], []), ("unsupported", [A], [B])]
 
 
 def test_page_lists_missing_features_as_their_own_group_after_the_breaking_causes(tmp_path):
