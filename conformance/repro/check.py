@@ -5,7 +5,8 @@
 
 For each results file: the cells (rule -> the worst framework outcome of its tests, as the
 report's cell) of a sample of rules, one of each outcome the run has first, then others up to
-``--sample`` (chosen by a hash of the file's label, so the same sample each time); their
+``--sample`` (chosen by a hash of the file's label, so the same sample each time; cells whose
+expectation says the framework is flaky there are left out of a sample); their
 scripts, generated from the run itself (its recorded suite revision, adapter spec, framework
 version and device: :mod:`conformance.repro.derive`), run in ``--python`` (default: the
 interpreter the run recorded, when it still exists, else this one) and must end with the
@@ -40,11 +41,14 @@ def cells(tests: list[dict]) -> dict[str, dict]:
         rule = t.get("rule")
         if not rule:
             continue
-        cell = by_rule.setdefault(rule, {"outcomes": set(), "names": set(), "level": t.get("level")})
+        cell = by_rule.setdefault(rule, {"outcomes": set(), "names": set(), "level": t.get("level"),
+                                         "flaky": False})
         cell["outcomes"].add(t.get("actual") or t.get("outcome") or "ERROR")
         cell["names"].add(t["nodeid"].split("::")[-1].split("[")[0])
+        cell["flaky"] = cell["flaky"] or bool((t.get("expectation") or {}).get("flaky"))
     return {rule: {"actual": outcomes.worst(c["outcomes"], outcomes.ACTUAL_SEVERITY),
-                   "names": c["names"], "level": c["level"]} for rule, c in by_rule.items()}
+                   "names": c["names"], "level": c["level"], "flaky": c["flaky"]}
+            for rule, c in by_rule.items()}
 
 
 def sample(table: dict[str, dict], size: int, seed: str, include_timeouts: bool = False) -> list[str]:
@@ -53,8 +57,9 @@ def sample(table: dict[str, dict], size: int, seed: str, include_timeouts: bool 
     def key(rule: str) -> str:
         return hashlib.sha256(f"{seed}:{rule}".encode()).hexdigest()
 
-    rules = sorted((r for r, c in table.items()
-                    if include_timeouts or c["actual"] != outcomes.Outcome.TIMEOUT.value), key=key)
+    rules = sorted((r for r, c in table.items() if not c.get("flaky")
+                    and (include_timeouts or c["actual"] != outcomes.Outcome.TIMEOUT.value)),
+                   key=key)
     chosen: list[str] = []
     for outcome in outcomes.ACTUAL_SEVERITY:
         first = next((r for r in rules if table[r]["actual"] == outcome.value), None)
