@@ -263,3 +263,24 @@ def test_graph_of_in_place_on_view_freed_by_refcount(fw, device):
             raise Unsupported("the graph keeps what it saved, not the Python tensor object: nothing to watch")
         del b, v
         liveness.assert_freed(saved, by="refcount", context="after dropping the base and the view")
+
+
+@rule("views.inplace-on-multi-output-view")
+def test_write_into_an_output_of_unbind_is_refused_or_recorded(adapter, fw, device):
+    a = fw.ones(4, requires_grad=True, device=device)
+    b = a * 1
+    parts = b.unbind()
+    with fw.no_grad():
+        adapter.inplace(parts[1], "mul_", 2)
+    if adapter.to_numpy(b.detach())[1] != 2:
+        raise Unsupported("the outputs of unbind are copies, not views of their input")
+    try:
+        adapter.inplace(parts[0], "mul_", 3)
+    except RuntimeError:  # refused, as torch does: nothing written
+        close(adapter, b.detach(), [1, 2, 1, 1], "the base's values after the refused op")
+    else:  # accepted: the base's history must include the write
+        (b * fw.arange(1.0, 5.0, device=device)).sum().backward()
+        close(adapter, a.grad, [3, 2, 3, 4], "the leaf's gradient through a write into unbind()[0]")
+    p = fw.zeros(4, device=device)
+    adapter.inplace(p.unbind()[0], "add_", 1)  # nothing requires grad: allowed
+    close(adapter, p, [1, 0, 0, 0], "a plain tensor after a plain in-place op on its unbind output")

@@ -28,6 +28,10 @@ VIEW_INPLACE_UNSUPPORTED = (
     "the reference engine does not record in-place operations on this kind of view (the body of "
     "a dual tensor). Apply the op out of place, or modify the base tensor directly."
 )
+MULTI_VIEW_INPLACE = (
+    "This view is the output of a function that returns multiple views. Such functions do not allow the "
+    "output views to be modified inplace. You should replace the inplace operation by an out-of-place one."
+)
 NO_GRAD_VIEW_INPLACE = (
     "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given "
     "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
@@ -50,10 +54,16 @@ def check_inplace(tensor: Tensor) -> None:
 
 def check_view_inplace(tensor: Tensor, other) -> None:
     """A view made under no_grad may not be modified in place in grad mode when the result
-    would require grad. rule: views.inplace-on-no-grad-view-refused"""
-    if (grad_mode._state.enabled and getattr(tensor, "_view_no_grad", False)
-            and (tensor._base._requires_grad or getattr(other, "_requires_grad", False))):
+    would require grad (rule: views.inplace-on-no-grad-view-refused); nor, the same way, an
+    output of unbind / split / chunk or a view of one (rule: views.inplace-on-multi-output-view)."""
+    if not grad_mode._state.enabled or not (tensor._base._requires_grad or getattr(other, "_requires_grad", False)):
+        return
+    if getattr(tensor, "_view_no_grad", False):
         raise RuntimeError(NO_GRAD_VIEW_INPLACE)
+    multi = getattr(tensor, "_multi_view", None)
+    if multi is not None:
+        # rule: views.inplace-on-multi-output-view
+        raise RuntimeError(f"Output {multi[0]} of {multi[1]} is a view and is being modified inplace. {MULTI_VIEW_INPLACE}")
 
 
 def _check_overlap(tensor: Tensor, other) -> None:

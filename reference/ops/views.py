@@ -6,6 +6,8 @@ gives a view; indexing with tensors or lists gives a copy.
 """
 from __future__ import annotations
 
+import builtins
+
 import weakref
 
 from reference import array_backend, grad_mode
@@ -91,6 +93,9 @@ def _make_view(self, data, node_cls=None, configure=None, cls=Tensor, view_fn=No
         if configure is not None:
             configure(node)
         attach(out, node)
+    multi = getattr(self, "_multi_view", None)
+    if multi is not None:  # a view of an output of unbind / split: the same restriction
+        out._multi_view = multi
     if view_fn is not None:
         parent_fn = getattr(self, "_view_fn", None) if self._base is not None else None
         out._view_fn = view_fn if parent_fn is None else (lambda t: view_fn(parent_fn(t)))
@@ -391,6 +396,70 @@ def select(self, dim, index):
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(self._data.shape)} "
                          f"at dimension {dim}")
     return getitem(self, (slice(None),) * d + (index % size,))
+
+
+def _multi_output(views, name):
+    """Mark the views one call returned together (unbind, split, chunk): in grad mode they may
+    not be modified in place. rule: views.inplace-on-multi-output-view"""
+    for index, view in enumerate(views):
+        view._multi_view = (index, name)
+    return views
+
+
+def unbind(self, dim=0):
+    """``x.unbind(dim)``: the slices along ``dim``, each a view of ``x``."""
+    d = _dim(self, dim)
+    return _multi_output(tuple(select(self, d, i) for i in range(self._data.shape[d])), "Unbind")
+
+
+def _sections(self, sizes, dim):
+    d = _dim(self, dim)
+    if builtins.sum(sizes) != self._data.shape[d] or builtins.any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {self._data.shape[d]} "
+                           f"(input tensor's size at dimension {dim}), but got split_sizes={list(sizes)}")
+    starts = [builtins.sum(sizes[:i]) for i in range(len(sizes))]
+    return tuple(narrow(self, d, start, size) for start, size in zip(starts, sizes))
+
+
+def _split_sizes(self, split_size, dim):
+    if not isinstance(split_size, int):
+        return list(split_size)
+    if split_size <= 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of "
+                           f"{self._data.shape[_dim(self, dim)]}")
+    size = self._data.shape[_dim(self, dim)]
+    return [min(split_size, size - start) for start in range(0, size, split_size)] or [0]
+
+
+def split(self, split_size_or_sections, dim=0):
+    """``x.split(size or sizes, dim)``: consecutive views along ``dim``."""
+    return _multi_output(_sections(self, _split_sizes(self, split_size_or_sections, dim), dim), "Split")
+
+
+def split_with_sizes(self, split_sizes, dim=0):
+    return _multi_output(_sections(self, list(split_sizes), dim), "SplitWithSizes")
+
+
+def chunk(self, chunks, dim=0):
+    """``x.chunk(n, dim)``: at most ``n`` views of equal size (the last may be smaller)."""
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    size = self._data.shape[_dim(self, dim)]
+    return split(self, max(-(-size // chunks), 1), dim)
+
+
+def unsafe_split(self, split_size, dim=0):
+    """``split`` whose outputs may be modified in place (the caller vouches for it)."""
+    return _sections(self, _split_sizes(self, split_size, dim), dim)
+
+
+def unsafe_split_with_sizes(self, split_sizes, dim=0):
+    return _sections(self, list(split_sizes), dim)
+
+
+def unsafe_chunk(self, chunks, dim=0):
+    size = self._data.shape[_dim(self, dim)]
+    return unsafe_split(self, max(-(-size // chunks), 1), dim)
 
 def alias(self, cls=Tensor):
     """A new object of ``cls`` with the same data, version counter and history."""

@@ -159,3 +159,22 @@ def test_inplace_on_narrowed_view_of_a_clone_reaches_the_leaf():  # rule: views.
         return b
 
     np.testing.assert_allclose(grad_of(fn, [[1.0, 1.0], [1.0, 1.0]]), [[2, 6], [1, 3]])
+
+
+def test_outputs_of_unbind_split_and_chunk_refuse_recorded_writes():  # rule: views.inplace-on-multi-output-view
+    a = R.ones(6, requires_grad=True)
+    b = a * 1
+    for parts in (b.unbind(), b.split(4), b.chunk(3), R.split(b, [1, 5])):
+        assert all(p._base is b for p in parts)
+        with pytest.raises(RuntimeError, match="output of a function that returns multiple views"):
+            parts[-1].mul_(2)
+        with pytest.raises(RuntimeError, match="returns multiple views"):
+            parts[0].view(-1).add_(1)  # a view of such an output too
+    assert [p.shape[0] for p in b.split(4)] == [4, 2] and [p.shape[0] for p in b.chunk(4)] == [2, 2, 2]
+    with R.no_grad():
+        b.unbind()[0].mul_(5)
+    first, rest = b.unsafe_split(2)[0], b.unsafe_chunk(3)[1]
+    first.mul_(2)  # the unsafe variants opt out
+    rest.mul_(3)
+    (b * R.arange(1.0, 7.0)).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [2, 4, 9, 12, 5, 6])  # the no_grad write is not recorded
