@@ -777,6 +777,58 @@ def test_autograd_grad_through_10000_op_chain(adapter, fw, device):
     close(adapter, g, [1.0])
 
 
+NESTED = 1000
+
+
+@rule("engine.nested-backward-depth")
+def test_backward_nested_1000_deep_in_custom_backwards(adapter, fw, device):
+    calls = []
+
+    class Nest(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            calls.append(len(calls))
+            if len(calls) <= NESTED:       # a backward of its own, inside this one
+                with fw.enable_grad():
+                    inner = fw.ones(1, requires_grad=True, device=device)
+                    Nest.apply(inner).sum().backward()
+            return g * 2
+
+    limit = sys.getrecursionlimit()
+    x = fw.ones(1, requires_grad=True, device=device)
+    with diverges_if_raises(Exception, what=f"backwards nested {NESTED} deep"):
+        Nest.apply(x).sum().backward()
+    assert sys.getrecursionlimit() == limit, "the recursion limit was changed"
+    assert len(calls) == NESTED + 1, f"{len(calls)} of the {NESTED + 1} nested backwards ran"
+    close(adapter, x.grad, [2.0])
+
+
+@rule("engine.nested-backward-depth")
+def test_backward_nested_1000_deep_in_tensor_hooks(adapter, fw, device):
+    depths = []
+
+    def level(depth):
+        with fw.enable_grad():             # hooks run with grad mode off
+            x = fw.ones(1, requires_grad=True, device=device)
+            y = x * 3
+            if depth > 0:
+                def hook(g):               # a backward of its own, inside this one
+                    level(depth - 1)
+                y.register_hook(hook)
+            y.sum().backward()
+        depths.append(depth)
+        return x.grad
+
+    with diverges_if_raises(Exception, what=f"backwards nested {NESTED} deep through hooks"):
+        grad = level(NESTED)
+    assert len(depths) == NESTED + 1, f"{len(depths)} of the {NESTED + 1} nested backwards completed"
+    close(adapter, grad, [3.0])
+
+
 class _Unraisables:
     def __init__(self):
         self.seen = []

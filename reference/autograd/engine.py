@@ -21,13 +21,61 @@ import itertools
 import threading
 
 from reference import grad_mode
+from reference.autograd import forward_ad, graph
 from reference.autograd.accumulate import store_grad
 from reference.autograd.graph import AccumulateGrad
 from reference.autograd.hooks import run_leaf_hooks, run_node_with_hooks, run_tensor_pre_hooks
 from reference.ops.backward_ops import RAW_OPS, TENSOR_OPS
 
 
+#: a backward started inside a backward (a hook's, a custom backward's) runs on this thread
+#: up to this nesting depth; the next level runs on a fresh thread (with this thread's grad
+#: mode, saved-tensor hooks and forward-AD state), so nesting is bounded by memory, not by
+#: Python's recursion limit (PyTorch hands deep reentrant backwards to a worker thread too)
+NESTED_PER_THREAD = 16
+
+
 def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, accumulate_leaves=True):
+    """Run one graph task (see ``_execute``), on a fresh thread when nested deep."""
+    stack = getattr(_tasks, "stack", None)
+    if not stack or len(stack) % NESTED_PER_THREAD:
+        return _execute(root_edges, root_grads, retain_graph, create_graph, captures, accumulate_leaves)
+    # rule: engine.nested-backward-depth
+    return _on_fresh_thread(_execute, (root_edges, root_grads, retain_graph, create_graph, captures,
+                                       accumulate_leaves))
+
+
+def _on_fresh_thread(fn, args):
+    """``fn(*args)`` on a new thread that starts with this thread's autograd state; waits for
+    it and returns its result or raises its exception."""
+    grad_enabled = grad_mode._state.enabled
+    hooks_stack, hooks_disabled = list(graph._saved_hooks.stack), graph._saved_hooks.disabled
+    suppressed = forward_ad._suppressed.depth
+    outcome = []
+
+    def run():
+        grad_mode._state.enabled = grad_enabled
+        graph._saved_hooks.stack[:] = hooks_stack
+        graph._saved_hooks.disabled = hooks_disabled
+        forward_ad._suppressed.depth = suppressed
+        try:
+            outcome.append((True, fn(*args)))
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.append((False, exc))
+
+    worker = threading.Thread(target=run, name="reference-nested-backward", daemon=True)
+    worker.start()
+    worker.join()
+    ok, value = outcome.pop()
+    if ok:
+        return value
+    try:
+        raise value
+    finally:
+        del value
+
+
+def _execute(root_edges, root_grads, retain_graph, create_graph, captures=None, accumulate_leaves=True):
     """Run one graph task.
 
     ``root_edges``: (node, output_nr) per root; ``root_grads``: matching arrays/tensors.
