@@ -98,6 +98,7 @@ matmul = _tensor_function("matmul", _linalg.matmul)
 mm = _tensor_function("mm", _linalg.matmul)
 sum = _tensor_function("sum", _reduction.sum)  # noqa: A001
 mean = _tensor_function("mean", _reduction.mean)
+var_mean = _tensor_function("var_mean", _reduction.var_mean)
 reshape = _tensor_function("reshape", _views.reshape)
 transpose = _tensor_function("transpose", _views.transpose)
 t = _tensor_function("t", _views.t)

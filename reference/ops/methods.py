@@ -35,6 +35,7 @@ def bind_tensor_methods() -> None:
         "gt": pointwise.gt, "ge": pointwise.ge,
         "matmul": linalg.matmul, "mm": linalg.matmul,
         "sum": reduction.sum, "mean": reduction.mean, "all": reduction.all, "any": reduction.any,
+        "var_mean": reduction.var_mean,
         "reshape": views.reshape, "view": views.view, "view_as": views.view_as,
         "reshape_as": views.reshape_as, "transpose": views.transpose, "t": views.t,
         "expand": views.expand, "expand_as": views.expand_as, "squeeze": views.squeeze,

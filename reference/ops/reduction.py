@@ -1,9 +1,11 @@
-"""Reductions: sum and mean over all or some dimensions, all / any (not differentiable), and sum_to_size."""
+"""Reductions: sum, mean and var_mean over all or some dimensions, all / any (not differentiable), and sum_to_size."""
 from __future__ import annotations
+
+import builtins
 
 from reference import array_backend
 from reference.autograd.graph import Node
-from reference.ops.recording import attach, edges, has_tangent, needs_grad, propagate_tangent
+from reference.ops.recording import attach, edges, has_tangent, needs_grad, propagate_tangent, save_input
 from reference.tensor import Tensor
 
 
@@ -84,6 +86,61 @@ def mean(self, dim=None, keepdim=False):
     if has_tangent(self):
         propagate_tangent(out, lambda t: None if t is None else mean(t, dim, keepdim), self)
     return out
+
+
+class VarMeanBackward0(Node):
+    """One node, two outputs (variance, mean); either may have received no gradient."""
+
+    __slots__ = ("_shape", "_dims", "_keepdim", "_count", "_correction")
+    saved_names = ("self",)
+    _none_passes = False  # runs when only the mean's gradient arrived
+
+    @property
+    def num_outputs(self) -> int:
+        return 2
+
+    def _spread(self, ops, g):
+        return g if self._keepdim or not self._dims else ops.unsqueeze_dims(g, self._dims)
+
+    def apply(self, ops, grads):
+        g_var, g_mean = grads
+        total = None
+        if g_mean is not None:
+            total = ops.expand_to(self._spread(ops, g_mean), self._shape) / self._count
+        if g_var is not None:
+            x = self._unpack(0, ops.differentiable)
+            centered = x - ops.sum_dims(x, self._dims, True) / self._count
+            term = centered * (2.0 / builtins.max(self._count - self._correction, 0)) * self._spread(ops, g_var)
+            total = term if total is None else total + term
+        return (total,)
+
+
+def var_mean(self, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """``(variance, mean)`` over ``dim`` (all dims by default); one node, two outputs."""
+    data = self._data
+    if data.dtype.kind != "f":
+        raise RuntimeError(f"std and var only support floating point and complex dtypes, got {self.dtype.name}")
+    correction = (1 if unbiased is None or unbiased else 0) if correction is None else correction
+    axes = None if dim is None or data.ndim == 0 else _normalize_dims(dim, data.ndim)
+    dims = tuple(range(data.ndim)) if axes is None else axes
+    count = 1
+    for d in dims:
+        count *= data.shape[d]
+    xp = array_backend.namespace_of(data)
+    mean_data = data.mean(axis=axes, keepdims=keepdim)
+    var_data = xp.asarray(data.var(axis=axes, keepdims=keepdim, ddof=correction) if count > correction
+                          else xp.full(mean_data.shape, xp.nan, dtype=data.dtype)).astype(data.dtype, copy=False)
+    var, mean = Tensor._wrap(xp.asarray(var_data)), Tensor._wrap(xp.asarray(mean_data).astype(data.dtype, copy=False))
+    if has_tangent(self):
+        raise NotImplementedError("Trying to use forward AD with var_mean that does not support it")
+    if needs_grad(self):
+        node = VarMeanBackward0(edges(self))
+        node._shape, node._dims, node._keepdim = data.shape, dims, keepdim
+        node._count, node._correction = count, correction
+        node._saved = (save_input(self),)
+        attach(var, node, 0)
+        attach(mean, node, 1)
+    return var, mean
 
 
 def all(self, dim=None, keepdim=False):  # noqa: A001 - torch's name
