@@ -17,7 +17,7 @@ from reference.autograd.graph import Node
 from reference.creation import zeros_like
 from reference.ops.pointwise import AddBackward0, DivBackward0, MulBackward0, clone
 from reference.ops.recording import (
-    attach, edge, edges, has_tangent, needs_grad, raw, rebase_history, save_input, shape_of,
+    attach, edge, edges, has_tangent, needs_grad, raw, rebase_history, save_input, save_output, shape_of,
 )
 from reference.ops.views import _normalize_index, refresh_views, regenerate_view
 from reference.tensor import Tensor
@@ -182,6 +182,40 @@ class DivBackward1(DivBackward0):
     """self /= other"""
 
     __slots__ = ()
+
+
+class _UnaryInplaceBackward(Node):
+    """``x.f_()``: the gradient through ``f``, from the saved result (exp_, relu_: saved after the
+    write, so a later write into ``x`` is caught by the version check) or from a snapshot of the
+    old values (sin_, cos_: they are gone once written over)."""
+
+    __slots__ = ("_shapes",)
+    saved_names = ("result",)
+
+    def apply(self, ops, grads):
+        return (grads[0] * self.derivative(ops, self._unpack(0, ops.differentiable)),)
+
+
+class ExpBackward1(_UnaryInplaceBackward):
+    __slots__ = ()
+    derivative = staticmethod(lambda ops, result: result)
+
+
+class ReluBackward1(_UnaryInplaceBackward):
+    __slots__ = ()
+    derivative = staticmethod(lambda ops, result: ops.positive_mask(result))
+
+
+class SinBackward1(_UnaryInplaceBackward):
+    __slots__ = ()
+    saved_names = ("self",)
+    derivative = staticmethod(lambda ops, old: ops.cos(old))
+
+
+class CosBackward1(_UnaryInplaceBackward):
+    __slots__ = ()
+    saved_names = ("self",)
+    derivative = staticmethod(lambda ops, old: -ops.sin(old))
 
 
 class FillBackward2(Node):
@@ -451,3 +485,38 @@ def setitem(self, index, value):
         return t_self
 
     _apply_inplace(self, value, IndexPutBackward0, mutate, configure, tangent_rule)
+
+
+def _unary_inplace(self, node_cls, compute, tangent_factor):
+    """``self = f(self)`` in place; ``tangent_factor(old self)`` scales a tangent (forward AD)."""
+    created = []
+
+    def configure(node):
+        created.append(node)
+        if node_cls.saved_names == ("self",):
+            node._saved = (_old_self(self),)
+
+    def tangent_rule(t_self, t_other):
+        return None if t_self is None else t_self.mul_(tangent_factor(self))
+
+    _apply_inplace(self, None, node_cls, lambda data: compute(namespace_of(data), data), configure, tangent_rule)
+    if created and node_cls.saved_names == ("result",):
+        created[0]._saved = (save_output(self),)  # after the write: the version it must still have
+    return self
+
+
+def exp_(self):
+    return _unary_inplace(self, ExpBackward1, lambda xp, data: xp.exp(data, out=data), lambda old: old.exp())
+
+
+def relu_(self):
+    return _unary_inplace(self, ReluBackward1, lambda xp, data: xp.maximum(data, 0, out=data),
+                          lambda old: (old > 0).to(old.dtype))
+
+
+def sin_(self):
+    return _unary_inplace(self, SinBackward1, lambda xp, data: xp.sin(data, out=data), lambda old: old.cos())
+
+
+def cos_(self):
+    return _unary_inplace(self, CosBackward1, lambda xp, data: xp.cos(data, out=data), lambda old: -old.sin())

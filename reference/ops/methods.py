@@ -45,6 +45,7 @@ def bind_tensor_methods() -> None:
         "unsafe_split_with_sizes": views.unsafe_split_with_sizes, "unsafe_chunk": views.unsafe_chunk,
         "add_": inplace.add_, "sub_": inplace.sub_, "mul_": inplace.mul_, "div_": inplace.div_,
         "zero_": inplace.zero_, "copy_": inplace.copy_, "fill_": inplace.fill_,
+        "exp_": inplace.exp_, "relu_": inplace.relu_, "sin_": inplace.sin_, "cos_": inplace.cos_,
     }
     for name, fn in methods.items():
         setattr(Tensor, name, fn)
