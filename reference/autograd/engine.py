@@ -35,16 +35,6 @@ from reference.ops.backward_ops import RAW_OPS, TENSOR_OPS
 NESTED_PER_THREAD = 16
 
 
-def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, accumulate_leaves=True):
-    """Run one graph task (see ``_execute``), on a fresh thread when nested deep."""
-    stack = getattr(_tasks, "stack", None)
-    if not stack or len(stack) % NESTED_PER_THREAD:
-        return _execute(root_edges, root_grads, retain_graph, create_graph, captures, accumulate_leaves)
-    # rule: engine.nested-backward-depth
-    return _on_fresh_thread(_execute, (root_edges, root_grads, retain_graph, create_graph, captures,
-                                       accumulate_leaves))
-
-
 def _on_fresh_thread(fn, args):
     """``fn(*args)`` on a new thread that starts with this thread's autograd state; waits for
     it and returns its result or raises its exception."""
@@ -75,8 +65,8 @@ def _on_fresh_thread(fn, args):
         del value
 
 
-def _execute(root_edges, root_grads, retain_graph, create_graph, captures=None, accumulate_leaves=True):
-    """Run one graph task.
+def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, accumulate_leaves=True):
+    """Run one graph task (nested deep inside other backwards, on a fresh thread).
 
     ``root_edges``: (node, output_nr) per root; ``root_grads``: matching arrays/tensors.
     ``captures``: optional {(node, output_nr): callback(grad)} for autograd.grad and
@@ -84,6 +74,11 @@ def _execute(root_edges, root_grads, retain_graph, create_graph, captures=None, 
     tensor hooks, is handed to the callback. With captures, only the nodes on a path to
     a captured edge (or to a node in the set ``accumulate_leaves``) run.
     """
+    stack = getattr(_tasks, "stack", None)
+    if stack and not len(stack) % NESTED_PER_THREAD:
+        # rule: engine.nested-backward-depth
+        return _on_fresh_thread(execute, (root_edges, root_grads, retain_graph, create_graph, captures,
+                                          accumulate_leaves))
     ops = TENSOR_OPS if create_graph else RAW_OPS
     targets = None
     if captures is not None:
@@ -109,6 +104,9 @@ def _execute(root_edges, root_grads, retain_graph, create_graph, captures=None, 
             grads = buffers.pop(node)
             extras = node._extras
             if extras is not None or type(node) is AccumulateGrad:
+                # stale names of the loop would count as holders of a leaf's gradient
+                # (rule: identity.grad-takes-over-unshared-buffer)
+                grad_inputs = grad = previous = None
                 # rules: engine.backward-call-chain, hooks.tensor-prehooks-before-node-prehooks
                 _run_tensor_hooks(node, extras, grads, ops)
             if captures is not None:
