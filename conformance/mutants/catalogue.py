@@ -474,6 +474,23 @@ def _simple(id, target, old, new, *more, models, rules, probe, setter=False, sur
     mutant(id, models=models, rules=rules, probe=probe, survivor_reason=survivor_reason)(patch)
 
 
+def _probe_kept_gradient():
+    x = _leaf()
+    kept = []
+    x.register_hook(lambda g: kept.append(g))
+    (x * 2).sum().backward()
+    (x * 3).sum().backward()
+    return kept[0].tolist()
+
+
+_simple("identity.grad-steals-held-buffer", "reference.autograd.accumulate:can_take_over",
+        "if sys.getrefcount(grad) > held + 2 or getattr(grad, \"base\", True) is not None:",
+        "if getattr(grad, \"base\", True) is not None:",
+        models="an engine that always makes the incoming gradient the leaf's .grad, without asking "
+               "whether anything else (a hook, the user) still holds it",
+        rules="identity.grad-takes-over-unshared-buffer", probe=_probe_kept_gradient)
+
+
 # == hooks ======================================================================================
 def _probe_hook_order():
     x = _leaf()
@@ -641,8 +658,8 @@ def _probe_post_accumulate_sees():
 def _():
     """Post-accumulate-grad hooks run before the gradient is stored."""
     replace("reference.autograd.accumulate:_post_hooks_first", _post_hooks_first)
-    edit("reference.autograd.accumulate:accumulate_into_leaf", "store_grad(variable, grad, ops)",
-         "_post_hooks_first(variable)\n    store_grad(variable, grad, ops)\n    return")
+    edit("reference.autograd.accumulate:accumulate_into_leaf", "store_grad(variable, grad, ops, steal)",
+         "_post_hooks_first(variable)\n    store_grad(variable, grad, ops, steal)\n    return")
 
 
 def _post_hooks_first(variable):

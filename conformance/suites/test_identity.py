@@ -15,7 +15,7 @@ import weakref
 import numpy as np
 
 from conformance import liveness
-from conformance.api import Blocked, diverges_if_raises, raises, rule
+from conformance.api import Blocked, diverges_if_raises, prerequisite, raises, rule
 from conformance.suites._helpers import TENSOR_ATTRIBUTES, producer, set_attr, tensor_weakref
 
 MISSING = object()
@@ -218,6 +218,42 @@ def test_subclass_survives_as_input_saved_by_builtin_op(adapter, fw, device):
     assert type(saved) is cls, f"the input saved by mul came back as {type(saved).__name__}, not {cls.__name__}"
     assert id(saved) == sid, "saved subclass instance re-created"
     tag.check(saved, "the subclass instance saved by mul")
+
+
+@rule("identity.grad-takes-over-unshared-buffer")
+def test_grad_is_the_buffer_the_accumulator_received(adapter, fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    accumulator = producer(adapter, (x * 1).grad_fn)
+    seen = {}
+
+    def post(grad_inputs, grad_outputs):
+        seen["incoming"] = grad_outputs[0]
+
+    def scale(t):
+        t.grad.mul_(10)
+
+    with prerequisite("hooks.node-hooks-builtin", what="a post-hook on x's AccumulateGrad"):
+        adapter.register_node_hook(accumulator, post)
+    adapter.feature("post_accumulate_grad_hooks", lambda: x.register_post_accumulate_grad_hook)(scale)
+    (x * 2).sum().backward()
+    np.testing.assert_allclose(adapter.to_numpy(x.grad), [20.0, 20.0, 20.0])
+    incoming = adapter.to_numpy(seen["incoming"])
+    assert incoming.tolist() == [20.0, 20.0, 20.0], (
+        f"the gradient the accumulator received reads {incoming.tolist()} after the post-accumulate hook "
+        f"scaled x.grad in place: .grad is a copy of it, not the buffer itself")
+
+
+@rule("identity.grad-takes-over-unshared-buffer")
+def test_grad_a_hook_kept_is_not_taken_over(adapter, fw, device):
+    y = fw.ones(3, requires_grad=True, device=device)
+    kept = []
+    y.register_hook(lambda g: kept.append(g))
+    (y * 2).sum().backward()
+    (y * 3).sum().backward()               # accumulates into y.grad in place
+    np.testing.assert_allclose(adapter.to_numpy(y.grad), [5.0, 5.0, 5.0])
+    first = adapter.to_numpy(kept[0]).tolist()
+    assert first == [2.0, 2.0, 2.0], (
+        f"the gradient a hook kept reads {first}: .grad took over a buffer the user still held")
 
 
 @rule("identity.weakref-survives-framework-ownership")

@@ -10,6 +10,7 @@ where the sum is a new differentiable tensor and old references keep their old v
 """
 from __future__ import annotations
 
+import sys
 import threading
 
 from reference.autograd.hooks import run_post_accumulate_hooks
@@ -19,17 +20,30 @@ from reference.autograd.hooks import run_post_accumulate_hooks
 _grad_lock = threading.Lock()
 
 
-def store_grad(variable, grad, ops) -> None:
-    """Add ``grad`` (an array, or a tensor under create_graph) into ``variable.grad``."""
+def can_take_over(grad, held) -> bool:
+    """Whether the raw gradient ``grad`` may become ``.grad`` itself: an array that owns its
+    writable, C-contiguous memory and that nothing holds but the ``held`` references the
+    engine knows of (as PyTorch steals the incoming buffer when its use count says so)."""
+    # + this function's parameter and getrefcount's argument
+    if sys.getrefcount(grad) > held + 2 or getattr(grad, "base", True) is not None:
+        return False
+    flags = grad.flags
+    return flags.c_contiguous and getattr(flags, "writeable", True)
+
+
+def store_grad(variable, grad, ops, steal=False) -> None:
+    """Add ``grad`` (an array, or a tensor under create_graph) into ``variable.grad``;
+    with ``steal``, a first gradient is stored as it is instead of copied."""
     with _grad_lock:
-        _store_grad_locked(variable, grad, ops)
+        _store_grad_locked(variable, grad, ops, steal)
 
 
-def _store_grad_locked(variable, grad, ops) -> None:
+def _store_grad_locked(variable, grad, ops, steal=False) -> None:
     current = variable._grad
     # rules: engine.accumulate-across-calls, gc_cycles.hook-returning-own-tensor
     if current is None:
-        variable._grad = ops.fresh_grad(grad)
+        # rule: identity.grad-takes-over-unshared-buffer
+        variable._grad = ops.as_tensor(grad) if steal else ops.fresh_grad(grad)
     # rule: identity.create-graph-accumulates-out-of-place
     elif ops.differentiable:
         variable._grad = current + grad
@@ -41,11 +55,12 @@ def _store_grad_locked(variable, grad, ops) -> None:
         current._version_counter[0] += 1
 
 
-def accumulate_into_leaf(variable, grad, ops) -> None:
-    """AccumulateGrad's body: store the gradient, then run post-accumulate-grad hooks."""
+def accumulate_into_leaf(variable, grad, ops, steal=False) -> None:
+    """AccumulateGrad's body: store the gradient, then run post-accumulate-grad hooks.
+    ``steal``: nothing else holds ``grad`` (an array), so a first gradient may be it."""
     if grad is None:
         return
     # rule: hooks.post-accumulate-after-grad-in-order -- store first, then the hooks
-    store_grad(variable, grad, ops)
+    store_grad(variable, grad, ops, steal)
     if variable._post_accumulate_hooks:
         run_post_accumulate_hooks(variable)

@@ -19,7 +19,7 @@ import weakref
 
 from reference import grad_mode
 from reference.array_backend import device_type_of, to_device, to_host
-from reference.autograd.accumulate import accumulate_into_leaf
+from reference.autograd.accumulate import accumulate_into_leaf, can_take_over
 from reference.handles import HookDict, RemovableHandle, add_hook  # noqa: F401 - re-exported
 from reference.tensor import Tensor
 
@@ -409,7 +409,18 @@ class AccumulateGrad(Node):
         self.variable = variable
 
     def apply(self, ops, grads):
-        accumulate_into_leaf(self.variable, grads[0], ops)
+        grad = grads[0]
+        steal = False
+        if grad is not None and not ops.differentiable and self.variable._grad is None:
+            # rule: identity.grad-takes-over-unshared-buffer -- the engine holds the gradient
+            # in ``grads`` (cleared of stale names by the engine), here in ``grad``, and, with
+            # post-hooks on this node, in the tensor of their grad_outputs (as torch allows)
+            extras = self._extras
+            if extras is None:
+                steal = can_take_over(grad, 2)
+            elif not extras.pre_hooks:
+                steal = can_take_over(grad, 3 if extras.post_hooks else 2)
+        accumulate_into_leaf(self.variable, grad, ops, steal)
         return ()
 
 
