@@ -541,7 +541,7 @@ class _MutableSaved:
     """What allow_mutation_on_saved_tensors packs: the saved data, and a copy of it taken
     just before the first in-place change to that data."""
 
-    __slots__ = ("data", "counter", "copy", "context", "__weakref__")
+    __slots__ = ("data", "counter", "copy", "copy_version", "context", "__weakref__")
 
 
 class _AllowMutationContext:
@@ -570,18 +570,42 @@ class _AllowMutationContext:
         return Tensor._wrap(saved.copy)
 
     def before_mutation(self, tensor) -> None:
-        """Called by every in-place op before it writes: copy what a node saved from it."""
+        """Called by every in-place op before it writes: copy what a node saved from it, once
+        for all the entries that saved this version (as torch clones once per tensor version)."""
         refs = self.watched.get(id(tensor._version_counter))
         if not refs:
             return
+        copy = None
         for ref in refs:
             saved = ref()
             if saved is not None and saved.copy is None and saved.counter is tensor._version_counter:
                 # rule: saved_tensors.allow-mutation-keeps-saved-value
-                saved.copy = saved.data.copy()
+                if copy is None:
+                    copy = saved.data.copy()
+                saved.copy = copy
+                saved.copy_version = tensor._version
+
+    @property
+    def cloned(self) -> dict:
+        """``{(tensor id, version): copy}`` of the copies still kept (torch's name): one per
+        version a saved tensor had when written over, gone with the graphs that saved it."""
+        out = {}
+        for key, refs in self.watched.items():
+            for ref in refs:
+                saved = ref()
+                if saved is not None and saved.copy is not None:
+                    out[(key, saved.copy_version)] = saved.copy
+        return out
+
+    @property
+    def tid_to_weakhandle(self) -> dict:
+        """``{tensor id: weak handles}`` of the tensors whose saved values are still watched (torch's name)."""
+        return {key: refs for key, refs in self.watched.items() if any(ref() is not None for ref in refs)}
 
     def __enter__(self):
         global _mutation_watch
+        if _mutation_watch is not None:
+            raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
         self._hooks = saved_tensors_hooks(self.pack, self.unpack)
         self._hooks.__enter__()
         self._previous, _mutation_watch = _mutation_watch, self

@@ -203,3 +203,24 @@ def test_allow_mutation_cleans_up_and_owns_nothing():
         assert ref() is None, "the context is kept alive by a cycle"
     finally:
         gc.enable()
+
+
+def test_allow_mutation_copies_once_per_version_and_drops_copies_with_their_graph():
+    with allow_mutation_on_saved_tensors() as ctx:
+        a = R.randn(2, 3, requires_grad=True) * 1
+        b, c = a ** 2, a * a  # a saved three times, at version 0
+        assert len(ctx.tid_to_weakhandle) == 1 and ctx.cloned == {}
+        a.sin_()
+        assert len(ctx.cloned) == 1, "one copy for every entry that saved version 0"
+        d = a ** 2  # saved at version 1
+        a.sin_()
+        assert len(ctx.cloned) == 2
+        del b, c
+        assert len(ctx.cloned) == 1, "the version-0 copy goes with the graphs that saved it"
+        del d
+        assert ctx.cloned == {}
+        with pytest.raises(RuntimeError, match="cannot be nested"):
+            with allow_mutation_on_saved_tensors():
+                pass
+        assert graph._mutation_watch is ctx, "a refused nested context leaves the open one in place"
+    assert ctx.cloned == {}
