@@ -27,6 +27,10 @@ LEGACY_CALL = (
     "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)"
 )
 ONCE_DIFFERENTIABLE = "trying to differentiate twice a function that was marked with @once_differentiable"
+CLEARED_ON_ACCESS = (
+    "saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on the "
+    "autograd.Function. Either access saved_tensors only once, or set clear_saved_tensors_on_access=False."
+)
 
 
 class FunctionCtx(Node):
@@ -78,11 +82,26 @@ class FunctionCtx(Node):
     # rules: legacy_function.saved-tensors-after-free-message, gc_cycles.stashed-ctx-after-backward-raises
     def saved_tensors(self):
         saved = self._saved
+        if getattr(getattr(self, "_forward_cls", None), "clear_saved_tensors_on_access", False):
+            return self._saved_tensors_once()
         if saved is None:
             raise RuntimeError(FREED_MESSAGE)
         # rule: gc_cycles.stashed-ctx-no-crash -- a saved output is re-made from the array the ctx keeps,
         # so a ctx that outlived its output still returns its values
         return tuple(None if s is None else s.unpack(self, True) for s in saved)
+
+    def _saved_tensors_once(self):
+        """``clear_saved_tensors_on_access = True`` on the Function: the saved tensors are handed
+        over once, and the node lets go of them (backward's locals are then their only owners)."""
+        if self.__dict__.get("_saved_accessed"):
+            raise RuntimeError(CLEARED_ON_ACCESS)
+        saved = self._saved
+        if saved is None:
+            raise RuntimeError(FREED_MESSAGE)
+        tensors = tuple(None if s is None else s.unpack(self, True) for s in saved)
+        self._saved_accessed = True
+        self._saved = None
+        return tensors
 
     @property
     def _raw_saved_tensors(self):

@@ -475,6 +475,8 @@ class saved_tensors_hooks:  # noqa: N801 - torch's name
 
     def __exit__(self, *exc):
         global _open_hook_contexts
+        if not _saved_hooks.stack:  # more exits than entries (an unpack hook leaving early): nothing to pop
+            return False
         _saved_hooks.stack.pop()
         with _hooks_lock:
             _open_hook_contexts -= 1

@@ -493,3 +493,30 @@ def test_inplace_function_carries_its_flag():
         assert InplaceFunction(inplace=True).inplace and not InplaceFunction().inplace
     with pytest.raises(NotImplementedError):  # no forward: torch raises the same (a RuntimeError)
         InplaceFunction.apply(R.ones(1, requires_grad=True))
+
+
+def test_clear_saved_tensors_on_access_hands_them_over_once():
+    import weakref
+
+    seen = []
+
+    class Cleared(Function):
+        clear_saved_tensors_on_access = True
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            seen.append(weakref.ref(x))
+            with pytest.raises(RuntimeError, match="can only be accessed once"):
+                ctx.saved_tensors
+            return grad * 2
+
+    a = R.ones(2, requires_grad=True)
+    Cleared.apply(a * 1).sum().backward()
+    assert seen[0]() is None, "the node kept what it handed over"
+    np.testing.assert_allclose(a.grad.numpy(), [2, 2])

@@ -224,3 +224,12 @@ def test_allow_mutation_copies_once_per_version_and_drops_copies_with_their_grap
                 pass
         assert graph._mutation_watch is ctx, "a refused nested context leaves the open one in place"
     assert ctx.cloned == {}
+
+
+def test_an_extra_exit_of_a_hooks_context_is_harmless():
+    ctx = saved_tensors_hooks(lambda t: t, lambda t: t)
+    ctx.__enter__()
+    ctx.__exit__(None, None, None)
+    ctx.__exit__(None, None, None)  # one exit too many: nothing left to pop
+    y = R.ones(2, requires_grad=True).exp()
+    y.grad_fn._raw_saved_result.register_hooks(lambda t: t, lambda t: t)  # no default hooks left open
