@@ -338,6 +338,10 @@ def _long_only(args) -> int:
     print(f"generic (mutmut over reference/): {result.get('summary')}")
     for function, count in list(result.get("survivors_by_function", {}).items())[:15]:
         print(f"  {count:3} survived in {function}")
+    unreached = result.get("not_reached_by_function", {})
+    if unreached:
+        print("  not reached by any suite test (mutants): "
+              + ", ".join(f"{f} ({n})" for f, n in list(unreached.items())[:10]))
     if args.json:
         out = Path(args.json)
         found = _previous(out) or {"type": "mutants", "schema": 1, "curated": None, "baseline": None}

@@ -3,21 +3,24 @@
 mutmut writes every mutant of ``reference/`` into a copy of the sources (``mutants/``, each
 function a trampoline to its variants), maps each function to the suite tests that call it, and
 runs those tests against the reference adapter once per mutant. A full run takes hours on two
-cores (about 5,800 mutants, 1 to 4 s each), and mutmut takes mutants in order of the
-estimated time of their tests, so a run stopped at a budget would score only the functions with
-the fewest tests. Hence two steps, in a scratch copy of the repository:
+cores (about 6,200 mutants, 4,500 of them reached by some test, 2 to 5 s each), and mutmut takes
+mutants in order of the estimated time of their tests, so a run stopped at a budget would score
+only the functions with the fewest tests. Hence, in a scratch copy of the repository:
 
 1. *prepare*: ``mutmut run`` generates the mutants and collects which tests reach which
    function, then stops (it is given a mutant name that matches none);
-2. *check*: a random sample (seeded, recorded) of the mutants some test reaches, sized to what
-   is left of the budget, is given to ``mutmut run`` by name; it is stopped at the budget.
+2. *check*, in stages: the reached mutants in a random order (seeded, recorded); each stage
+   gives ``mutmut run`` by name the next ones that fit the time left, at the costs the stages
+   before measured (the first takes a quarter of the time, to measure them); the last is
+   stopped at the budget. Every prefix of a random order is a random sample, so the score
+   estimates the share killed among all reached mutants (with a 95% interval).
 
 The verdicts are read from mutmut's ``.meta`` files (mutant name -> exit code of the test run)
 and scored: killed / checked, where a crash or a timeout counts as killed (the harness reports
 both). A mutant in a function no suite test calls is *not reached* and counts apart, as does a
 sampled mutant left unchecked at the budget. Each survivor is named with its change; one that
-only changes text (an error message) is marked ``text``, since the suites judge behaviour, not
-wording.
+only changes a string constant (mostly an error message) is marked ``text``, since the suites
+judge behaviour, not wording.
 """
 from __future__ import annotations
 
@@ -55,8 +58,13 @@ TIMEOUT = {24, -24, 36, 152, 255}  # the run went past its CPU time limit: a han
 CRASH = {-11, -9, -6}  # the run died by a signal: a crash the harness reports
 SURVIVED = {0}
 NOT_REACHED = {5, 33}  # no test calls the function
-PER_MUTANT_S = 1.6  # a mutant's fixed cost (fork, pytest start, collection) on this 2-core machine
-SLOWDOWN = 3.0  # a test under mutmut's trampolines against its time when the stats were collected
+# First guesses of the costs, replaced by what the first stage measures: a mutant's fixed cost
+# (fork, pytest's start and collection: about 1 to 4 s on the 2-core machine, with the load) and a
+# stage's (mutmut's start, its clean run of the tests, its forced-failure check).
+PER_MUTANT_S = 2.0
+STAGE_S = 30.0
+CALIBRATE = 0.25  # the first stage takes this share of the time left, to measure the costs
+MIN_STAGE = 10  # fewer mutants than this are not worth a stage's own cost
 
 
 def _mutmut() -> list[str] | None:
@@ -145,25 +153,46 @@ def readable(function: str) -> str:
     return f"{module}.{name}"
 
 
-def estimate(mutant: str, tests_by_function: dict, duration: dict) -> float:
-    """Seconds one worker spends on ``mutant`` (its tests' recorded time, slowed, plus the fixed cost)."""
-    tests = tests_by_function.get(function_of(mutant), ())
-    return PER_MUTANT_S + SLOWDOWN * sum(duration.get(t, 0.0) for t in tests)
+def tests_time(mutant: str, tests_by_function: dict, duration: dict) -> float:
+    """The recorded time of the tests that call the mutant's function."""
+    return sum(duration.get(t, 0.0) for t in tests_by_function.get(function_of(mutant), ()))
 
 
-def choose(reached: list[str], tests_by_function: dict, duration: dict, seconds: float, jobs: int,
-           seed: int) -> list[str]:
-    """A random sample of ``reached`` whose estimated time on ``jobs`` workers fits ``seconds``."""
+def estimate(mutant: str, tests_by_function: dict, duration: dict, fixed: float = PER_MUTANT_S) -> float:
+    """Seconds one worker spends on ``mutant``: the fixed cost plus its tests' recorded time."""
+    return fixed + tests_time(mutant, tests_by_function, duration)
+
+
+def shuffled(reached, seed: int) -> list[str]:
+    """The reached mutants in a random order fixed by ``seed``: every prefix is a random sample."""
     order = sorted(reached)
     random.Random(seed).shuffle(order)
+    return order
+
+
+def choose(order: list[str], tests_by_function: dict, duration: dict, seconds: float, jobs: int,
+           fixed: float = PER_MUTANT_S) -> list[str]:
+    """The longest prefix of ``order`` whose estimated time on ``jobs`` workers fits ``seconds``."""
     chosen, spent = [], 0.0
     for mutant in order:
-        cost = estimate(mutant, tests_by_function, duration) / jobs
-        if chosen and spent + cost > seconds:
+        cost = estimate(mutant, tests_by_function, duration, fixed) / jobs
+        if spent + cost > seconds:
             break
         chosen.append(mutant)
         spent += cost
     return chosen
+
+
+def read_durations(work: Path) -> dict[str, float]:
+    """Each checked mutant's measured seconds (mutmut's ``durations_by_key``)."""
+    found: dict[str, float] = {}
+    mutants = work / "mutants"
+    for meta in sorted(mutants.rglob("*.meta")) if mutants.is_dir() else ():
+        try:
+            found.update(json.loads(meta.read_text(encoding="utf-8")).get("durations_by_key", {}))
+        except (OSError, ValueError, AttributeError):
+            continue
+    return found
 
 
 def _function_sources(path: Path) -> dict[str, ast.AST]:
@@ -238,6 +267,7 @@ def summarize(codes: dict[str, int | None], sample: list[str], tests_by_function
     """The counts and score of a long-mode run from mutmut's verdicts (``read_meta``)."""
     generated = len(codes)
     reached = [m for m in codes if tests_by_function.get(function_of(m)) and codes[m] not in NOT_REACHED]
+    reached_set = set(reached)
     checked = {m: codes.get(m) for m in sample if codes.get(m) is not None}
     killed = sorted(m for m, c in checked.items() if c in KILLED)
     timeout = sorted(m for m, c in checked.items() if c in TIMEOUT)
@@ -253,6 +283,10 @@ def summarize(codes: dict[str, int | None], sample: list[str], tests_by_function
     for s in survivors:
         by_function[s["function"]] = by_function.get(s["function"], 0) + 1
     text_only = sum(1 for s in survivors if s.get("kind") == "text")
+    unreached: dict[str, int] = {}
+    for m in codes:
+        if m not in reached_set:
+            unreached[readable(function_of(m))] = unreached.get(readable(function_of(m)), 0) + 1
     return {
         "generated": generated, "reached": len(reached), "not_reached": generated - len(reached),
         "sampled": len(sample), "checked": scored, "killed": detected,
@@ -263,6 +297,7 @@ def summarize(codes: dict[str, int | None], sample: list[str], tests_by_function
         "score_interval_95": wilson(detected, scored),
         "score_behaviour": (round(detected / (scored - text_only), 4) if scored - text_only else None),
         "survivors_by_function": dict(sorted(by_function.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "not_reached_by_function": dict(sorted(unreached.items(), key=lambda kv: (-kv[1], kv[0]))[:30]),
         "survivors": survivors,
     }
 
@@ -312,20 +347,41 @@ def run(budget: int, keep: Path | None = None, jobs: int = 2, seed: int | None =
 
         reached = [m for m in codes if tests_by_function.get(function_of(m))]
         check_started = time.monotonic()
-        # mutmut's clean run of the sample's tests and its forced-failure check come first
-        overhead = SLOWDOWN * sum(duration.values()) + 15
-        sample = choose(reached, tests_by_function, duration,
-                        max(0.0, deadline - check_started - overhead), jobs, seed)
-        finished = True
-        if sample:
-            code, tail = _run_until([*cmd, "run", "--max-children", str(jobs), *sample], work, deadline)
-            finished = code is not None
+        order, pos, stages = shuffled(reached, seed), 0, []
+        fixed, stage_cost, finished = PER_MUTANT_S, STAGE_S, True
+        measured_all: list[tuple[float, float]] = []  # (seconds measured, tests' recorded time)
+        overheads: list[float] = []
+        while pos < len(order):
+            left = deadline - time.monotonic() - stage_cost
+            pick = choose(order[pos:], tests_by_function, duration,
+                          left * (CALIBRATE if not stages else 1.0), jobs, fixed)
+            if len(pick) < min(MIN_STAGE, len(order) - pos):
+                break  # too little time left for a stage to be worth its own cost
+            stage_started = time.monotonic()
+            code, tail = _run_until([*cmd, "run", "--max-children", str(jobs), *pick], work, deadline)
+            wall = time.monotonic() - stage_started
+            pos += len(pick)
+            measured = read_durations(work)
+            got = [(measured[m], tests_time(m, tests_by_function, duration)) for m in pick if m in measured]
+            stages.append({"sampled": len(pick), "checked": len(got), "seconds": round(wall, 1),
+                           "estimated_fixed_s": round(fixed, 2)})
+            if code is None:  # stopped at the budget
+                finished = False
+                break
+            if got:  # what a mutant and a stage really cost here, now (all stages so far)
+                measured_all += got
+                overheads.append(wall - sum(a for a, _ in got) / jobs)
+                fixed = max(0.2, sum(a - e for a, e in measured_all) / len(measured_all))
+                stage_cost = max(5.0, sum(overheads) / len(overheads))
+        sample = order[:pos]
         result["check_s"] = round(time.monotonic() - check_started, 1)
+        result["stages"] = stages
         codes = read_meta(work)
         survived = [m for m in sample if codes.get(m) in SURVIVED]
         result.update(summarize(codes, sample, tests_by_function, describe(work, survived)))
         result["seconds"] = round(time.monotonic() - started, 1)
-        result["status"] = ("all reached mutants checked" if finished and len(sample) == len(reached)
+        result["status"] = ("budget too small to check a mutant" if not stages
+                            else "all reached mutants checked" if finished and len(sample) == len(reached)
                             else "sample checked" if finished and not result["not_checked"]
                             else "budget reached")
         if not result["checked"]:

@@ -76,6 +76,7 @@ def test_verdicts_are_read_and_scored_with_what_was_not_reached_or_not_checked(t
     assert survivor["change"] == ["-raise ValueError('x must not be negative')",
                                   "+raise ValueError('XXx must not be negativeXX')"]
     assert found["survived_text_only"] == 1 and found["score_behaviour"] == 1.0
+    assert found["not_reached_by_function"] == {"reference.mod.unused": 1}
     low, high = found["score_interval_95"]
     assert low < found["score"] < high
 
@@ -92,13 +93,14 @@ def test_a_change_of_behaviour_is_not_text_only(tmp_path):
 def test_the_sample_is_random_but_seeded_and_fits_the_time_left():
     reached = [f"reference.mod.x_check__mutmut_{i}" for i in range(1, 200)]
     one = G.estimate(reached[0], TESTS, DURATION)
-    assert one == G.PER_MUTANT_S + G.SLOWDOWN * 0.75
-    sample = G.choose(reached, TESTS, DURATION, seconds=10 * one, jobs=2, seed=7)
-    assert len(sample) == 20 and sample == G.choose(reached, TESTS, DURATION, 10 * one, 2, 7)
-    assert sample != G.choose(reached, TESTS, DURATION, 10 * one, 2, 8)
-    assert sample != sorted(sample)  # not mutmut's order
-    assert G.choose(reached, TESTS, DURATION, seconds=1e9, jobs=2, seed=7) != reached  # all, shuffled
-    assert sorted(G.choose(reached, TESTS, DURATION, seconds=1e9, jobs=2, seed=7)) == sorted(reached)
+    assert one == G.PER_MUTANT_S + 0.75
+    order = G.shuffled(reached, seed=7)
+    assert order == G.shuffled(list(reversed(reached)), seed=7) != G.shuffled(reached, seed=8)
+    assert order != reached and sorted(order) == sorted(reached)  # not mutmut's order
+    sample = G.choose(order, TESTS, DURATION, seconds=10 * one, jobs=2)
+    assert sample == order[:20]  # two workers: twice as many as fit one
+    assert G.choose(order, TESTS, DURATION, seconds=10 * one, jobs=2, fixed=0.25) == order[:55]
+    assert G.choose(order, TESTS, DURATION, seconds=1e9, jobs=2) == order
 
 
 FAKE_MUTMUT = textwrap.dedent('''
@@ -118,6 +120,7 @@ FAKE_MUTMUT = textwrap.dedent('''
     data = json.loads(meta.read_text())
     for name in args:
         data["exit_code_by_key"][name] = {codes!r}[name]
+        data.setdefault("durations_by_key", {{}})[name] = 1.5
     meta.write_text(json.dumps(data))
 ''').format(no_match=G.NO_MATCH, mutated=MUTATED, codes=CODES, tests=TESTS, duration=DURATION)
 
@@ -140,6 +143,8 @@ def test_long_only_runs_both_steps_and_keeps_the_curated_result(tmp_path):
     assert generic["not_reached"] == 1 and generic["survived_text_only"] == 1
     assert generic["summary"] in proc.stdout and "2/4 killed (50.0%" in generic["summary"]
     assert generic["date"] and generic["prepare_s"] >= 0
+    assert generic["stages"] == [{"sampled": 4, "checked": 4, "seconds": generic["stages"][0]["seconds"],
+                                  "estimated_fixed_s": G.PER_MUTANT_S}]
 
 
 def test_a_failed_preparation_is_reported_not_scored(tmp_path):

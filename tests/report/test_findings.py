@@ -79,10 +79,11 @@ def test_the_long_mutation_mode_shows_its_survivors_by_function(tmp_path):
         "type": "mutants", "date": "2026-11-23T17:00:00+00:00",
         "curated": {"killed": 90, "total": 91, "score": 0.989, "survivors": []},
         "generic": {"tool": "mutmut", "seed": 5, "summary": "300/400 killed (75.0%)",
-                    "survivors_by_function": {"reference.tensor.Tensor.t": 2}, "survivors": survivors}}))
+                    "survivors_by_function": {"reference.tensor.Tensor.t": 2}, "survivors": survivors,
+                    "not_reached_by_function": {"reference.ops.linalg.matmul": 89}}}))
     data, page = build(d, out)
     generic = json.loads((out / "results.json").read_text())["mutants"]["generic"]
     assert "survivors" not in generic and [s["kind"] for s in generic["survivors_shown"]] == ["behaviour"]
     text = page.read_text()
     assert "300/400 killed (75.0%)" in text and "reference.tensor.Tensor.t</code>: 2" in text
-    assert "+if x &lt; 1:" in text
+    assert "+if x &lt; 1:" in text and "reference.ops.linalg.matmul</code> (89)" in text
