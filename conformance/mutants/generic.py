@@ -58,8 +58,8 @@ TIMEOUT = {24, -24, 36, 152, 255}  # the run went past its CPU time limit: a han
 CRASH = {-11, -9, -6}  # the run died by a signal: a crash the harness reports
 SURVIVED = {0}
 NOT_REACHED = {5, 33}  # no test calls the function
-# First guesses of the costs, replaced by what the first stage measures: a mutant's fixed cost
-# (fork, pytest's start and collection: about 1 to 4 s on the 2-core machine, with the load) and a
+# First guesses of the costs, corrected by what the stages measure: a mutant's fixed cost (fork,
+# pytest's start and collection: about 1 to 4 s on the 2-core machine, with the load) and a
 # stage's (mutmut's start, its clean run of the tests, its forced-failure check).
 PER_MUTANT_S = 2.0
 STAGE_S = 30.0
@@ -158,9 +158,11 @@ def tests_time(mutant: str, tests_by_function: dict, duration: dict) -> float:
     return sum(duration.get(t, 0.0) for t in tests_by_function.get(function_of(mutant), ()))
 
 
-def estimate(mutant: str, tests_by_function: dict, duration: dict, fixed: float = PER_MUTANT_S) -> float:
-    """Seconds one worker spends on ``mutant``: the fixed cost plus its tests' recorded time."""
-    return fixed + tests_time(mutant, tests_by_function, duration)
+def estimate(mutant: str, tests_by_function: dict, duration: dict, scale: float = 1.0) -> float:
+    """Seconds one worker spends on ``mutant``: a fixed cost plus its tests' recorded time, times
+    ``scale`` (what the stages measured against this estimate: the machine's load, and tests that
+    ran slower when mutmut recorded them)."""
+    return scale * (PER_MUTANT_S + tests_time(mutant, tests_by_function, duration))
 
 
 def shuffled(reached, seed: int) -> list[str]:
@@ -171,11 +173,11 @@ def shuffled(reached, seed: int) -> list[str]:
 
 
 def choose(order: list[str], tests_by_function: dict, duration: dict, seconds: float, jobs: int,
-           fixed: float = PER_MUTANT_S) -> list[str]:
+           scale: float = 1.0) -> list[str]:
     """The longest prefix of ``order`` whose estimated time on ``jobs`` workers fits ``seconds``."""
     chosen, spent = [], 0.0
     for mutant in order:
-        cost = estimate(mutant, tests_by_function, duration, fixed) / jobs
+        cost = estimate(mutant, tests_by_function, duration, scale) / jobs
         if spent + cost > seconds:
             break
         chosen.append(mutant)
@@ -348,13 +350,13 @@ def run(budget: int, keep: Path | None = None, jobs: int = 2, seed: int | None =
         reached = [m for m in codes if tests_by_function.get(function_of(m))]
         check_started = time.monotonic()
         order, pos, stages = shuffled(reached, seed), 0, []
-        fixed, stage_cost, finished = PER_MUTANT_S, STAGE_S, True
+        scale, stage_cost, finished = 1.0, STAGE_S, True
         measured_all: list[tuple[float, float]] = []  # (seconds measured, tests' recorded time)
         overheads: list[float] = []
         while pos < len(order):
             left = deadline - time.monotonic() - stage_cost
             pick = choose(order[pos:], tests_by_function, duration,
-                          left * (CALIBRATE if not stages else 1.0), jobs, fixed)
+                          left * (CALIBRATE if not stages else 1.0), jobs, scale)
             if len(pick) < min(MIN_STAGE, len(order) - pos):
                 break  # too little time left for a stage to be worth its own cost
             stage_started = time.monotonic()
@@ -364,14 +366,15 @@ def run(budget: int, keep: Path | None = None, jobs: int = 2, seed: int | None =
             measured = read_durations(work)
             got = [(measured[m], tests_time(m, tests_by_function, duration)) for m in pick if m in measured]
             stages.append({"sampled": len(pick), "checked": len(got), "seconds": round(wall, 1),
-                           "estimated_fixed_s": round(fixed, 2)})
+                           "scale": round(scale, 3)})
             if code is None:  # stopped at the budget
                 finished = False
                 break
             if got:  # what a mutant and a stage really cost here, now (all stages so far)
                 measured_all += got
                 overheads.append(wall - sum(a for a, _ in got) / jobs)
-                fixed = max(0.2, sum(a - e for a, e in measured_all) / len(measured_all))
+                scale = max(0.05, sum(a for a, _ in measured_all)
+                            / sum(PER_MUTANT_S + e for _, e in measured_all))
                 stage_cost = max(5.0, sum(overheads) / len(overheads))
         sample = order[:pos]
         result["check_s"] = round(time.monotonic() - check_started, 1)

@@ -99,7 +99,7 @@ def test_the_sample_is_random_but_seeded_and_fits_the_time_left():
     assert order != reached and sorted(order) == sorted(reached)  # not mutmut's order
     sample = G.choose(order, TESTS, DURATION, seconds=10 * one, jobs=2)
     assert sample == order[:20]  # two workers: twice as many as fit one
-    assert G.choose(order, TESTS, DURATION, seconds=10 * one, jobs=2, fixed=0.25) == order[:55]
+    assert G.choose(order, TESTS, DURATION, seconds=10 * one, jobs=2, scale=0.5) == order[:40]
     assert G.choose(order, TESTS, DURATION, seconds=1e9, jobs=2) == order
 
 
@@ -144,7 +144,7 @@ def test_long_only_runs_both_steps_and_keeps_the_curated_result(tmp_path):
     assert generic["summary"] in proc.stdout and "2/4 killed (50.0%" in generic["summary"]
     assert generic["date"] and generic["prepare_s"] >= 0
     assert generic["stages"] == [{"sampled": 4, "checked": 4, "seconds": generic["stages"][0]["seconds"],
-                                  "estimated_fixed_s": G.PER_MUTANT_S}]
+                                  "scale": 1.0}]
 
 
 def test_a_failed_preparation_is_reported_not_scored(tmp_path):
