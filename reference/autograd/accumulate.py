@@ -4,8 +4,9 @@ A leaf's hooks, the tensor hooks before and the post-accumulate hooks after, are
 ``autograd.hooks``.
 
 PyTorch's contract, kept here: the first gradient is stored as a tensor of its own (never
-an alias of another tensor's gradient, never the variable itself); later ones are added
-in place, so references to ``x.grad`` see the sum, except under ``create_graph=True``,
+an alias of another tensor's gradient or of anything a user or hook holds, never the variable
+itself): the incoming buffer itself when only the engine holds it, else a copy; later ones
+are added in place, so references to ``x.grad`` see the sum, except under ``create_graph=True``,
 where the sum is a new differentiable tensor and old references keep their old value.
 """
 from __future__ import annotations

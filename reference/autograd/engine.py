@@ -13,6 +13,11 @@ node post-hooks; then its saved tensors are released unless ``retain_graph``.
 Gradients travel as raw arrays, so a plain backward builds no graph and allocates no
 tensor objects; only hooks and custom Functions see tensors. Under ``create_graph=True``
 they travel as tensors and the formulas record a graph of their own.
+
+A backward started by a hook or a custom backward while one runs is a graph task of its
+own, run to completion before the outer one goes on; every ``NESTED_PER_THREAD``-th level
+of such nesting runs on a fresh thread, so that depth is bounded by memory, not by the
+interpreter's recursion limit.
 """
 from __future__ import annotations
 
