@@ -47,8 +47,10 @@ if os.environ.get(fuzz.ENV["run"]):
                 os.environ[fuzz.ENV["run"]])
         return _PER_PROCESS["record"]
 
-    # HypoFuzz fuzzes only tests that use the default database: make the shared one the default
-    settings.register_profile("autograd-conformance-fuzz", database=fuzz.database(
+    # HypoFuzz fuzzes only tests that use the default database: make the shared one the default.
+    # It also skips derandomized tests, and Hypothesis derandomizes by default wherever a CI
+    # variable is set (its "ci" profile, the parent of this one): a fuzz run is never derandomized.
+    settings.register_profile("autograd-conformance-fuzz", derandomize=False, database=fuzz.database(
         os.environ.get(fuzz.ENV["database"], fuzz.DEFAULT_DATABASE), ADAPTER))
     settings.load_profile("autograd-conformance-fuzz")
 
