@@ -29,7 +29,7 @@ autograd.gradcheck, autograd.gradgradcheck = _gradcheck.gradcheck, _gradcheck.gr
 from reference import utils  # noqa: E402,F401
 from reference.autograd.function import Function  # noqa: E402,F401
 from reference.creation import (  # noqa: E402
-    arange, empty, empty_like, from_numpy, full, full_like, manual_seed, ones, ones_like, rand, rand_like, randint,
+    BoolTensor, DoubleTensor, FloatTensor, LongTensor, arange, empty, empty_like, from_numpy, full, full_like, manual_seed, ones, ones_like, rand, rand_like, randint,
     randn, randn_like,
     tensor, zeros, zeros_like,
 )
@@ -99,6 +99,8 @@ mm = _tensor_function("mm", _linalg.matmul)
 sum = _tensor_function("sum", _reduction.sum)  # noqa: A001
 mean = _tensor_function("mean", _reduction.mean)
 var_mean = _tensor_function("var_mean", _reduction.var_mean)
+prod = _tensor_function("prod", _reduction.prod)
+masked_fill = _tensor_function("masked_fill", _pointwise.masked_fill)
 reshape = _tensor_function("reshape", _views.reshape)
 transpose = _tensor_function("transpose", _views.transpose)
 t = _tensor_function("t", _views.t)

@@ -6,7 +6,7 @@ import numbers
 import numpy
 
 from reference import array_backend, dtypes
-from reference.tensor import Tensor, _infer_dtype, _to_array, device as _device
+from reference.tensor import Size, Tensor, _infer_dtype, _to_array, device as _device
 
 _generator = numpy.random.default_rng()
 
@@ -163,3 +163,36 @@ def randn_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:  
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A002
     return _like(fill_value, input, dtype, device, requires_grad)
+
+
+def _legacy(dt, dev, args, name):
+    xp = array_backend.namespace_for_device(dev)
+    if not args:
+        return _leaf(xp.empty((0,), dtype=dt.numpy), False)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        raise TypeError(f"{name}(): pass the data as a list; the reference does not alias a tensor through {name}()")
+    if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args) or (
+            len(args) == 1 and isinstance(args[0], Size)):
+        return _leaf(xp.empty(_shape(args), dtype=dt.numpy), False)
+    if len(args) == 1:
+        return _leaf(_to_array(args[0], dt, dev), False)
+    raise TypeError(f"{name}() received an invalid combination of arguments: {len(args)} positional arguments")
+
+
+def new(self, *args, device=None):
+    """The legacy ``Tensor.new``: a leaf of ``self``'s dtype, from sizes (``x.new(2, 3)``,
+    ``x.new(torch.Size)``; uninitialized), from data (``x.new([1, 2])``), or empty (``x.new()``)."""
+    return _legacy(self.dtype, self.device.type if device is None else _device_type(device), args, "new")
+
+
+def _legacy_constructor(dt):
+    def constructor(*args):
+        return _legacy(dt, "cpu", args, dt.legacy_name)
+
+    constructor.__name__ = constructor.__qualname__ = dt.legacy_name
+    constructor.__doc__ = f"The legacy ``torch.{dt.legacy_name}(sizes or data)``: a CPU leaf of {dt.name}."
+    return constructor
+
+
+FloatTensor, DoubleTensor, LongTensor, BoolTensor = (
+    _legacy_constructor(d) for d in (dtypes.float32, dtypes.float64, dtypes.int64, dtypes.bool_))

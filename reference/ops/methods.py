@@ -6,6 +6,7 @@ package is imported (``reference/__init__.py`` calls ``bind_tensor_methods``).
 """
 from __future__ import annotations
 
+from reference import creation
 from reference.ops import inplace, linalg, pointwise, reduction, views
 from reference.tensor import Tensor
 
@@ -35,7 +36,8 @@ def bind_tensor_methods() -> None:
         "gt": pointwise.gt, "ge": pointwise.ge,
         "matmul": linalg.matmul, "mm": linalg.matmul,
         "sum": reduction.sum, "mean": reduction.mean, "all": reduction.all, "any": reduction.any,
-        "var_mean": reduction.var_mean,
+        "var_mean": reduction.var_mean, "prod": reduction.prod, "masked_fill": pointwise.masked_fill,
+        "new": creation.new,
         "reshape": views.reshape, "view": views.view, "view_as": views.view_as,
         "reshape_as": views.reshape_as, "transpose": views.transpose, "t": views.t,
         "expand": views.expand, "expand_as": views.expand_as, "squeeze": views.squeeze,

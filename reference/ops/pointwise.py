@@ -582,3 +582,42 @@ lt = _compare(lambda a, b: a < b)
 le = _compare(lambda a, b: a <= b)
 gt = _compare(lambda a, b: a > b)
 ge = _compare(lambda a, b: a >= b)
+
+
+class MaskedFillBackward0(Node):
+    """``x.masked_fill(mask, value)``: the gradient flows to ``x`` where ``mask`` is False."""
+
+    __slots__ = ("_keep",)
+
+    def apply(self, ops, grads):
+        keep = self._keep
+        return (grads[0] * (Tensor._wrap(keep) if ops.differentiable else keep),)
+
+
+def masked_fill(self, mask, value):
+    """A copy of ``self`` with ``value`` where the boolean ``mask`` (broadcast to self) is True."""
+    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
+        raise RuntimeError("masked_fill only supports boolean masks, but got mask with dtype "
+                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.dim()} dimension(s).")
+        if value.requires_grad:
+            raise NotImplementedError("the reference's masked_fill takes no gradient for a value tensor")
+        value = value._data
+    xp = namespace_of(self._data)
+    try:
+        m = xp.broadcast_to(mask._data, self._data.shape)
+    except ValueError:
+        raise broadcast_error(self, mask) from None
+    data = xp.where(m, xp.asarray(value, dtype=self._data.dtype), self._data)
+    keep = (~m).astype(self._data.dtype)
+    out = Tensor._wrap(data)
+    if needs_grad(self):
+        node = MaskedFillBackward0(edges(self))
+        node._keep = keep
+        attach(out, node)
+    if self._fw_grads and forward_ad.propagating():
+        propagate_tangent(out, lambda t: None if t is None else t * Tensor._wrap(keep), self)
+    return out

@@ -177,3 +177,69 @@ def sum_to_size(self, shape):
     if has_tangent(self):
         propagate_tangent(out, lambda t: None if t is None else sum_to_size(t, shape), self)
     return out
+
+
+class ProdBackward0(Node):
+    """Product over one dim: each element's gradient is the product of the others in its slice."""
+
+    __slots__ = ("_dim", "_keepdim")
+    saved_names = ("self",)
+
+    def apply(self, ops, grads):
+        x = self._unpack(0, ops.differentiable)
+        d, g = self._dim, grads[0]
+        if not self._keepdim:
+            g = ops.unsqueeze_dims(g, (d,))
+        if ops.differentiable:
+            if not bool((x._data == 0).any()):
+                return (g * prod(x, d, True) / x,)
+            # with zeros, the product of the others, element by element along d (exact, differentiable)
+            others = None
+            for i in range(x.shape[d]):
+                xp = array_backend.namespace_of(x._data)
+                onehot = xp.zeros(x.shape[d], dtype=bool)
+                onehot[i] = True
+                onehot = Tensor._wrap(onehot.reshape([-1 if k == d else 1 for k in range(x.dim())]))
+                term = prod(x.masked_fill(onehot, 1.0), d, True) * Tensor._wrap(onehot._data.astype(x._data.dtype))
+                others = term if others is None else others + term
+            return (g * others,)
+        xp = array_backend.namespace_of(x)
+        if not (x == 0).any():
+            return (g * x.prod(axis=d, keepdims=True) / x,)
+        moved = xp.moveaxis(x, d, -1)
+        others = xp.empty_like(moved)
+        for i in range(moved.shape[-1]):
+            rest = moved.copy()
+            rest[..., i] = 1
+            others[..., i] = rest.prod(axis=-1)
+        return (g * xp.moveaxis(others, -1, d),)
+
+
+def prod(self, dim=None, keepdim=False, dtype=None):
+    """Product of all elements, or over one dim (``keepdim`` keeps it with size 1)."""
+    if dtype is not None and dtype is not self.dtype:
+        self = self.to(dtype)
+    if dim is None:
+        return prod(self.reshape(-1), 0, False)
+    if not isinstance(dim, int):
+        raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
+    data = self._data
+    if data.ndim == 0:
+        _normalize_dims(dim, 0)
+        result, dim = data.copy(), None
+    else:
+        dim = _normalize_dims(dim, data.ndim)[0]
+        result = data.prod(axis=dim, keepdims=keepdim)
+        if data.dtype.kind == "b":
+            result = result.astype("int64")
+    out = Tensor._wrap(array_backend.namespace_of(data).asarray(result))
+    if has_tangent(self):
+        raise NotImplementedError("Trying to use forward AD with prod that does not support it")
+    if needs_grad(self):
+        if dim is None:  # 0-d: the identity
+            return self.clone()
+        node = ProdBackward0(edges(self))
+        node._dim, node._keepdim = dim, keepdim
+        node._saved = (save_input(self),)
+        attach(out, node)
+    return out

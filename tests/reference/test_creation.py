@@ -19,3 +19,14 @@ def test_randint_draws_int64_in_the_half_open_range():
     low_high = R.randint(3, 5, (100,))
     assert low_high.dtype == R.int64 and set(np.unique(low_high.numpy())) <= {3, 4}
     assert R.randint(2, [4, 2]).shape == (4, 2) and int(R.randint(2, (50,)).numpy().max()) <= 1
+
+
+def test_legacy_new_and_typed_constructors_take_sizes_or_data():
+    import numpy as np
+
+    x = R.zeros(2, dtype=R.float64)
+    assert x.new(2, 3).shape == (2, 3) and x.new(R.Size([4])).shape == (4,) and x.new().shape == (0,)
+    made = x.new([1, 2])
+    assert made.dtype is R.float64 and made.tolist() == [1.0, 2.0] and made.grad_fn is None
+    assert R.LongTensor([1, 3]).dtype is R.int64 and R.FloatTensor(2, 3).shape == (2, 3)
+    np.testing.assert_array_equal(R.BoolTensor([True, False]).numpy(), [True, False])

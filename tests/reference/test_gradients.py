@@ -441,3 +441,14 @@ def test_double_backward_hessian_vector_product():
     (hv,) = R.autograd.grad((2 * gx + gy).sum(), x, create_graph=True)
     np.testing.assert_allclose(arr(hv), np.full((2, 2), 5.0))
     assert hv.grad_fn is not None
+
+
+# -- masked_fill: values compared with numpy, the gradient with finite differences -------------
+@SETTINGS
+@given(one_array(), st.integers(0, 2**16))
+def test_masked_fill(a, seed):
+    mask = np.asarray(np.random.default_rng(seed).random(a.shape) > 0.5)
+    got = R.tensor(a).masked_fill(R.from_numpy(mask), -7.0)
+    np.testing.assert_array_equal(arr(got), np.where(mask, -7.0, a))
+    check_gradients(lambda t: t.masked_fill(R.from_numpy(mask), -7.0) * t, a)
+    check_double_backward(lambda t: t.masked_fill(R.from_numpy(mask), 0.5) * t, a)

@@ -26,3 +26,20 @@ def test_var_mean_is_one_node_with_two_outputs():
     a.grad = None
     var.sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), 2 * (x - x.mean(axis=1, keepdims=True)) / 2, rtol=1e-6)
+
+
+def test_prod_and_its_gradients_match_finite_differences_with_and_without_zeros():
+    import numpy as np
+
+    from reference.autograd import gradcheck, gradgradcheck
+
+    for x in (np.array([[1.5, -2.0, 0.5], [3.0, 0.25, -1.0]]), np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0]])):
+        np.testing.assert_allclose(R.tensor(x).prod().numpy(), x.prod())
+        np.testing.assert_allclose(R.prod(R.tensor(x), 1, keepdim=True).numpy(), x.prod(axis=1, keepdims=True))
+        a = R.tensor(x, requires_grad=True)
+        (g,) = R.autograd.grad(a.prod(dim=0).sum(), a)
+        others = x[::-1]  # two rows: each element's gradient is the other row
+        np.testing.assert_allclose(g.numpy(), others)
+        for fn in (lambda t: t.prod(), lambda t: t.prod(-1), lambda t: t.prod(0, keepdim=True)):
+            assert gradcheck(fn, (a,)) and gradgradcheck(fn, (a,))
+    assert R.tensor([2.0, 3.0], requires_grad=True).prod().grad_fn.name() == "ProdBackward0"
