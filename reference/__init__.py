@@ -101,6 +101,7 @@ mean = _tensor_function("mean", _reduction.mean)
 var_mean = _tensor_function("var_mean", _reduction.var_mean)
 prod = _tensor_function("prod", _reduction.prod)
 masked_fill = _tensor_function("masked_fill", _pointwise.masked_fill)
+cat = _views.cat
 reshape = _tensor_function("reshape", _views.reshape)
 transpose = _tensor_function("transpose", _views.transpose)
 t = _tensor_function("t", _views.t)

@@ -15,7 +15,7 @@ from reference.array_backend import namespace_of
 from reference.autograd import forward_ad
 from reference.autograd.graph import Node
 from reference.ops.pointwise import clone
-from reference.ops.recording import attach, edges, has_tangent, needs_grad, propagate_tangent, rebase_history
+from reference.ops.recording import attach, edge, edges, has_tangent, needs_grad, propagate_tangent, rebase_history
 from reference.tensor import Tensor
 
 VIEW_INCOMPATIBLE = (
@@ -529,3 +529,44 @@ def make_dual_view(primal):
 def unpack_primal_view(dual):
     """A fresh tangent-free, differentiable view of a dual's primal."""
     return _make_view(dual, dual._data.view(), UnpackDualBackward0)
+
+
+class CatBackward0(Node):
+    """``cat(tensors, dim)``: each input's gradient is its slice of the output's along ``dim``."""
+
+    __slots__ = ("_dim", "_sizes")
+
+    def apply(self, ops, grads):
+        g, d, out, start = grads[0], self._dim, [], 0
+        for size in self._sizes:
+            part = g[(slice(None),) * d + (slice(start, start + size),)]
+            out.append(part if ops.differentiable else part.copy())  # a gradient of its own, not a window on g
+            start += size
+        return tuple(out)
+
+
+def cat(tensors, dim=0):
+    """A new tensor joining ``tensors`` (same dtype, same shape but along ``dim``) along ``dim``."""
+    tensors = tuple(tensors)
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    if not all(isinstance(t, Tensor) for t in tensors):
+        raise TypeError("cat(): argument 'tensors' must be a sequence of Tensors")
+    if tensors[0].dim() == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = _dim(tensors[0], dim)
+    if builtins.any(t.dtype is not tensors[0].dtype for t in tensors):
+        raise TypeError("the reference's cat joins tensors of one dtype only")
+    try:
+        data = namespace_of(tensors[0]._data).concatenate([t._data for t in tensors], axis=d)
+    except ValueError:
+        raise RuntimeError("Sizes of tensors must match except in dimension "
+                           f"{d}: got {[list(t.shape) for t in tensors]}") from None
+    out = Tensor._wrap(data)
+    if builtins.any(needs_grad(t) for t in tensors):
+        node = CatBackward0(tuple(edge(t) for t in tensors))
+        node._dim, node._sizes = d, tuple(t._data.shape[d] for t in tensors)
+        attach(out, node)
+    if builtins.any(has_tangent(t) for t in tensors):
+        raise NotImplementedError("Trying to use forward AD with cat that does not support it")
+    return out

@@ -452,3 +452,14 @@ def test_masked_fill(a, seed):
     np.testing.assert_array_equal(arr(got), np.where(mask, -7.0, a))
     check_gradients(lambda t: t.masked_fill(R.from_numpy(mask), -7.0) * t, a)
     check_double_backward(lambda t: t.masked_fill(R.from_numpy(mask), 0.5) * t, a)
+
+
+# -- cat: values compared with numpy, gradients (each input its slice) with finite differences --
+@SETTINGS
+@given(hnp.arrays(np.float64, (2, 3), elements=st.floats(-2, 2)),
+       hnp.arrays(np.float64, (2, 1), elements=st.floats(-2, 2)))
+def test_cat(a, b):
+    np.testing.assert_array_equal(arr(R.cat([R.tensor(a), R.tensor(b)], dim=1)), np.concatenate([a, b], axis=1))
+    np.testing.assert_array_equal(arr(R.cat((R.tensor(a.T), R.tensor(b.T)))), np.concatenate([a.T, b.T]))
+    check_gradients(lambda s, t: R.cat([s * s, t, s[:, :1]], dim=-1), a, b)
+    check_double_backward(lambda s, t: R.cat([s * s, t * t], dim=1), a, b)
