@@ -33,7 +33,9 @@ from reference.creation import (  # noqa: E402
     randn, randn_like,
     tensor, zeros, zeros_like,
 )
-from reference.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from reference.grad_mode import (  # noqa: E402
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+)
 from reference.ops import linalg as _linalg, pointwise as _pointwise, reduction as _reduction, views as _views  # noqa: E402
 from reference.autograd import forward_ad as _forward_ad, graph as _graph, multi_hooks as _multi_hooks  # noqa: E402
 from reference.ops.methods import bind_tensor_methods as _bind_tensor_methods  # noqa: E402
@@ -102,6 +104,7 @@ var_mean = _tensor_function("var_mean", _reduction.var_mean)
 prod = _tensor_function("prod", _reduction.prod)
 masked_fill = _tensor_function("masked_fill", _pointwise.masked_fill)
 cat = _views.cat
+is_inference = Tensor.is_inference
 reshape = _tensor_function("reshape", _views.reshape)
 transpose = _tensor_function("transpose", _views.transpose)
 t = _tensor_function("t", _views.t)

@@ -12,9 +12,13 @@ import threading
 # rules: engine.grad-mode-thread-local, engine.no-grad-records-nothing
 class _State(threading.local):
     enabled = True
+    inference = False  # inside inference_mode (this thread)
 
 
 _state = _State()
+# [True] once any thread has entered inference_mode: until then a new tensor skips the
+# thread-local look-up (the tensor's hot path)
+_inference_used = [False]
 
 
 def is_grad_enabled() -> bool:
@@ -73,6 +77,44 @@ class set_grad_enabled(_GradModeContext):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+def is_inference_mode_enabled() -> bool:
+    return _state.inference
+
+
+class inference_mode(_GradModeContext):
+    """``inference_mode(mode=True)``: no graph is recorded (as under ``no_grad``) and the tensors
+    made inside are inference tensors (``torch.is_inference``); ``mode=False`` leaves inference
+    mode and turns grad mode on. Thread-local, like the grad mode.
+
+    The reference does not implement what torch refuses of inference tensors outside the mode
+    (saving them for backward, writing them in place) nor their missing version counter."""
+
+    def __init__(self, mode: bool = True):
+        self._mode = bool(mode)
+
+    def __enter__(self):
+        self._prev = (_state.enabled, _state.inference)
+        _state.enabled = not self._mode  # inference_mode(False) turns grad mode on, as in torch
+        if self._mode:
+            _inference_used[0] = True
+        _state.inference = self._mode
+        return None
+
+    def __exit__(self, *exc):
+        _state.enabled, _state.inference = self._prev
+        return False
+
+    def __call__(self, fn):
+        mode = self._mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
                 return fn(*args, **kwargs)
 
         return wrapper

@@ -15,6 +15,7 @@ import weakref
 import numpy as _numpy
 
 from reference import array_backend, dtypes
+from reference.grad_mode import _inference_used, _state as _grad_state
 from reference.handles import HookDict, add_hook
 
 NON_LEAF_GRAD_WARNING = (
@@ -88,6 +89,8 @@ class Tensor:
         "__dict__",
         "__weakref__",
     )
+
+    _inference = False  # True (in the instance) when made inside inference_mode
 
     def __new__(cls, *args, **kwargs):
         return _init(object.__new__(cls), None)
@@ -329,7 +332,13 @@ class Tensor:
         # rule: forward_levels.detach-drops-tangent
         out = Tensor._wrap(self._data)
         out._version_counter = self._version_counter
+        if out._inference is not self._inference:
+            out._inference = self._inference
         return out
+
+    def is_inference(self) -> bool:
+        """Whether this tensor was made inside ``inference_mode``."""
+        return self._inference
 
     def _is_view(self) -> bool:
         return self._base is not None
@@ -437,6 +446,8 @@ def _init(tensor, data):
     tensor._retains_grad = False
     tensor._base = None
     tensor._fw_grads = None
+    if _inference_used[0] and _grad_state.inference:
+        tensor._inference = True
     return tensor
 
 

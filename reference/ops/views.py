@@ -88,6 +88,10 @@ def _make_view(self, data, node_cls=None, configure=None, cls=Tensor, view_fn=No
     # rules: views.view-shares-version-counter, views.saved-view-version-checked (one counter for all aliases)
     out._version_counter = self._version_counter
     out._base = self._base if self._base is not None else self  # rule: views.is-view-and-base
+    if self._inference:  # a view of an inference tensor is one, and (as in torch) not tracked as a view
+        out._inference, out._base = True, None
+    elif out._inference:  # a view of a normal tensor made inside inference_mode stays normal
+        out._inference = False
     if node_cls is not None and needs_grad(self):
         node = node_cls(edges(self))
         if configure is not None:
@@ -100,7 +104,7 @@ def _make_view(self, data, node_cls=None, configure=None, cls=Tensor, view_fn=No
         parent_fn = getattr(self, "_view_fn", None) if self._base is not None else None
         out._view_fn = view_fn if parent_fn is None else (lambda t: view_fn(parent_fn(t)))
         if _grad_state.enabled:
-            if not _replaying:
+            if not _replaying and out._base is not None:
                 _register_view(out._base, out)
         else:
             out._view_no_grad = True  # rule: views.inplace-on-no-grad-view-refused
