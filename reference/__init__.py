@@ -34,7 +34,8 @@ from reference.creation import (  # noqa: E402
     tensor, zeros, zeros_like,
 )
 from reference.grad_mode import (  # noqa: E402
-    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+    enable_grad, inference_mode, is_anomaly_check_nan_enabled, is_anomaly_enabled, is_grad_enabled,
+    is_inference_mode_enabled, no_grad, set_grad_enabled,
 )
 from reference.ops import linalg as _linalg, pointwise as _pointwise, reduction as _reduction, views as _views  # noqa: E402
 from reference.autograd import forward_ad as _forward_ad, graph as _graph, multi_hooks as _multi_hooks  # noqa: E402

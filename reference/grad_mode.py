@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 
 
 # rules: engine.grad-mode-thread-local, engine.no-grad-records-nothing
@@ -115,6 +116,63 @@ class inference_mode(_GradModeContext):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with inference_mode(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+# -- anomaly mode: process-wide, as in torch ----------------------------------------------------
+_anomaly = [False, True]  # [enabled, check_nan]; the engine reads it after every node
+
+
+def is_anomaly_enabled() -> bool:
+    return _anomaly[0]
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return _anomaly[1]
+
+
+class set_detect_anomaly:
+    """``set_detect_anomaly(mode, check_nan=True)``: sets anomaly mode at once, and restores the
+    previous mode when used as a context. In anomaly mode a backward refuses a node that
+    returns NaN (with ``check_nan``). The reference records no forward traceback."""
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self._prev = tuple(_anomaly)
+        _anomaly[:] = [bool(mode), bool(check_nan)]
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        _anomaly[:] = self._prev
+        return False
+
+
+class detect_anomaly:
+    """``detect_anomaly(check_nan=True)``: anomaly mode inside the context (or decorated function)."""
+
+    def __init__(self, check_nan: bool = True):
+        self._check_nan = bool(check_nan)
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
+                      "and should only be enabled for debugging.", stacklevel=2)
+
+    def __enter__(self):
+        self._prev = tuple(_anomaly)
+        _anomaly[:] = [True, self._check_nan]
+        return None
+
+    def __exit__(self, *exc):
+        _anomaly[:] = self._prev
+        return False
+
+    def __call__(self, fn):
+        check_nan = self._check_nan
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with detect_anomaly(check_nan):
                 return fn(*args, **kwargs)
 
         return wrapper

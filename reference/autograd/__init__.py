@@ -5,7 +5,9 @@ import warnings
 
 from reference.autograd import forward_ad, graph
 from reference.autograd.function import Function, FunctionCtx, once_differentiable
-from reference.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from reference.grad_mode import (
+    detect_anomaly, enable_grad, inference_mode, is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled,
+)
 from reference import creation
 from reference.array_backend import namespace_of
 from reference.autograd import engine
@@ -16,6 +18,7 @@ from reference.tensor import Tensor
 
 __all__ = [
     "Variable", "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad", "inference_mode",
+    "detect_anomaly", "set_detect_anomaly",
     "set_grad_enabled", "is_grad_enabled", "forward_ad", "graph",
 ]
 

@@ -26,6 +26,8 @@ import itertools
 import threading
 
 from reference import grad_mode
+from reference.array_backend import namespace_of
+from reference.grad_mode import _anomaly
 from reference.autograd import forward_ad, graph
 from reference.autograd.accumulate import store_grad
 from reference.autograd.graph import AccumulateGrad
@@ -129,6 +131,8 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
             else:
                 grad_inputs = run_node_with_hooks(node, extras, grads, ops,
                                                   dependencies if captures is not None else None)
+            if _anomaly[0] and _anomaly[1]:
+                _refuse_nan(node, grad_inputs)
             # rules: engine.backward-frees-saved-tensors, gc_cycles.backward-releases-saved-tensors, engine.retain-graph-keeps-saved, gc_cycles.retained-graph-keeps-saved-until-graph-dies
             if not retain_graph and node._saved:
                 # rule: saved_tensors.packed-released-after-backward -- with the SavedTensors
@@ -153,6 +157,14 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
                 if remaining == 0:
                     push(ready, (_priority(child), next(order), child))
         _run_callbacks(task)
+
+
+def _refuse_nan(node, grad_inputs):
+    """Anomaly mode (``detect_anomaly``): a node that returned NaN stops the backward."""
+    for index, grad in enumerate(grad_inputs):
+        data = getattr(grad, "_data", grad)
+        if data is not None and data.dtype.kind == "f" and bool(namespace_of(data).isnan(data).any()):
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {index}th output.")
 
 
 class GraphTask:
