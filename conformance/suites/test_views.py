@@ -144,6 +144,20 @@ def test_view_made_under_no_grad_refuses_recorded_in_place(adapter, fw, device):
     close(adapter, p, [1, 1, 0, 0], "a plain tensor after a plain in-place op on its no_grad view")
 
 
+@rule("views.inplace-on-view-of-no-grad-view-refused")
+def test_view_of_a_no_grad_view_refuses_recorded_in_place(adapter, fw, device):
+    b = fw.ones(4, requires_grad=True, device=device) * 1
+    with fw.no_grad():
+        v = b[:2]
+    w = v.view(2)  # made in grad mode, of the no_grad view
+    with raises(RuntimeError, what="in-place op in grad mode on a view of a view made under no_grad"):
+        adapter.inplace(w, "mul_", 2)
+    close(adapter, b.detach(), [1, 1, 1, 1], "the base's values after the refused op")
+    with fw.no_grad():
+        adapter.inplace(w, "mul_", 2)
+    close(adapter, b.detach(), [2, 2, 1, 1], "the base's values after the op under no_grad")
+
+
 @rule("views.setitem-makes-nonleaf")
 def test_slice_assignment_of_grad_values_records_history(adapter, fw, device):
     p = fw.zeros(4, device=device)

@@ -32,12 +32,6 @@ MULTI_VIEW_INPLACE = (
     "This view is the output of a function that returns multiple views. Such functions do not allow the "
     "output views to be modified inplace. You should replace the inplace operation by an out-of-place one."
 )
-NO_GRAD_VIEW_INPLACE = (
-    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given "
-    "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
-    "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
-    "inplace to be tracked) or both outside (if you want the inplace to be tracked)."
-)
 
 
 def check_inplace(tensor: Tensor) -> None:
@@ -52,14 +46,32 @@ def check_inplace(tensor: Tensor) -> None:
         raise RuntimeError(VIEW_OF_LEAF_INPLACE)  # rule: views.inplace-on-view-of-leaf-refused
 
 
+def _no_grad_view_message(tensor, inference, of_view):
+    if inference:
+        mode, now, block = "inference mode", "in normal mode", "inference_mode"
+    else:
+        mode, now, block = "no_grad mode", "with grad mode enabled", "no_grad"
+    if of_view:
+        name = tensor._node.name().removesuffix("Backward0") if tensor._node is not None else "View"
+        what = f"Output {tensor._output_nr} of {name} is a view of a view which was created in {mode} and is"
+    else:
+        what = f"A view was created in {mode} and is"
+    return (f"{what} being modified inplace {now}. Given that this use case is ambiguous and error-prone, it is "
+            "forbidden. You can clarify your code by moving both the view and the inplace either both inside the "
+            f"{block} block (if you don't want the inplace to be tracked) or both outside (if you want the inplace "
+            "to be tracked).")
+
+
 def check_view_inplace(tensor: Tensor, other) -> None:
     """A view made under no_grad may not be modified in place in grad mode when the result
     would require grad (rule: views.inplace-on-no-grad-view-refused); nor, the same way, an
     output of unbind / split / chunk or a view of one (rule: views.inplace-on-multi-output-view)."""
-    if not grad_mode._state.enabled or not (tensor._base._requires_grad or getattr(other, "_requires_grad", False)):
+    if not grad_mode._state.enabled or not (tensor._base._requires_grad or tensor._requires_grad
+                                            or getattr(other, "_requires_grad", False)):
         return
-    if getattr(tensor, "_view_no_grad", False):
-        raise RuntimeError(NO_GRAD_VIEW_INPLACE)
+    made = getattr(tensor, "_view_no_grad", None)
+    if made is not None:
+        raise RuntimeError(_no_grad_view_message(tensor, *made))
     multi = getattr(tensor, "_multi_view", None)
     if multi is not None:
         # rule: views.inplace-on-multi-output-view

@@ -106,8 +106,12 @@ def _make_view(self, data, node_cls=None, configure=None, cls=Tensor, view_fn=No
         if _grad_state.enabled:
             if not _replaying and out._base is not None:
                 _register_view(out._base, out)
+            parent = getattr(self, "_view_no_grad", None) if self._base is not None else None
+            if parent is not None:  # rule: views.inplace-on-view-of-no-grad-view-refused
+                out._view_no_grad = (parent[0], True)
         else:
-            out._view_no_grad = True  # rule: views.inplace-on-no-grad-view-refused
+            # rule: views.inplace-on-no-grad-view-refused -- (made in inference mode?, a view of such a view?)
+            out._view_no_grad = (_grad_state.inference, False)
         if has_tangent(self):
             propagate_tangent(out, lambda t: None if t is None else view_fn(t), self)
     return out

@@ -56,3 +56,20 @@ def test_in_place_inside_inference_mode_still_invalidates_what_was_saved_outside
         assert "modified by an inplace operation" in str(e)
     else:
         raise AssertionError("backward used a saved tensor modified in place")
+
+
+def test_a_view_made_in_inference_mode_or_a_view_of_it_is_refused_in_place_once_it_requires_grad():
+    import pytest
+
+    for mode, words in ((R.inference_mode, "created in inference mode and is being modified inplace in normal mode"),
+                        (R.no_grad, "created in no_grad mode and is being modified inplace with grad mode enabled")):
+        x = R.zeros(2)
+        with mode():
+            y = x.view(2)
+        y.requires_grad_(True)
+        z = y.view(2)
+        with pytest.raises(RuntimeError, match="a view of a view which was " + words):
+            z /= 2
+        with pytest.raises(RuntimeError, match="A view was " + words):
+            y.mul_(2)
+        np.testing.assert_array_equal(x.numpy(), [0.0, 0.0])
