@@ -55,10 +55,12 @@ __version__ = "0.1.0"
 float32 = _dtypes.float32
 float64 = _dtypes.float64
 int64 = _dtypes.int64
+int32 = _dtypes.int32
 bool = _dtypes.bool_  # noqa: A001 - torch's name
 float = _dtypes.float32  # noqa: A001
 double = _dtypes.float64
 long = _dtypes.int64
+int = _dtypes.int32  # noqa: A001
 dtype = _dtypes.dtype
 
 

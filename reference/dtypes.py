@@ -33,12 +33,14 @@ class dtype:
 float32 = dtype("float32", numpy.float32, True, "FloatTensor", "Float", "float")
 float64 = dtype("float64", numpy.float64, True, "DoubleTensor", "Double", "double")
 int64 = dtype("int64", numpy.int64, False, "LongTensor", "Long", "long int")
+int32 = dtype("int32", numpy.int32, False, "IntTensor", "Int", "int")
 bool_ = dtype("bool", numpy.bool_, False, "BoolTensor", "Bool", "bool")
 float = float32  # noqa: A001 - torch's alias
 double = float64
 long = int64
+int = int32  # noqa: A001
 
-_ALL = (float32, float64, int64, bool_)
+_ALL = (float32, float64, int64, int32, bool_)
 _BY_NUMPY = {d.numpy: d for d in _ALL}
 _BY_NAME = {d.name: d for d in _ALL}
 
@@ -53,7 +55,7 @@ def from_numpy_dtype(np_dtype) -> dtype:
         return _BY_NUMPY[numpy.dtype(np_dtype)]
     except KeyError:
         raise TypeError(
-            f"the reference engine supports float32, float64, int64 and bool; got numpy dtype {np_dtype}"
+            f"the reference engine supports float32, float64, int64, int32 and bool; got numpy dtype {np_dtype}"
         ) from None
 
 

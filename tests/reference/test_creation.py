@@ -30,3 +30,15 @@ def test_legacy_new_and_typed_constructors_take_sizes_or_data():
     assert made.dtype is R.float64 and made.tolist() == [1.0, 2.0] and made.grad_fn is None
     assert R.LongTensor([1, 3]).dtype is R.int64 and R.FloatTensor(2, 3).shape == (2, 3)
     np.testing.assert_array_equal(R.BoolTensor([True, False]).numpy(), [True, False])
+
+
+def test_int32_is_torch_int_and_keeps_its_dtype_through_integer_ops():
+    import numpy as np
+
+    a = R.zeros(3, dtype=R.int)
+    assert R.int is R.int32 and a.dtype is R.int32 and a.numpy().dtype == np.int32
+    b = R.from_numpy(np.arange(3, dtype=np.int32))
+    assert (b * 2).dtype is R.int32 and (b + 1).tolist() == [1, 2, 3]
+    np.testing.assert_array_equal(b.to(R.float32).numpy(), np.arange(3, dtype=np.float32))
+    R.autograd.graph.increment_version(a)
+    assert a._version == 1
