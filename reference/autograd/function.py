@@ -368,8 +368,12 @@ def _apply(fn_cls, args, kwargs):
     ctx._input_info = tuple(
         (tuple(value.shape), value.dtype, value.device.type) if t else None for value, t in zip(inputs, is_tensor)
     )
+    # ctx._materialize_non_diff_grads = False (torch's attribute): a non-differentiable output's
+    # missing gradient reaches backward as None even while set_materialize_grads is on
+    skip = non_diff_ids if getattr(ctx, "_materialize_non_diff_grads", True) is False else ()
     ctx._output_info = tuple(
-        (tuple(out.shape), out.dtype, out.device.type) if isinstance(out, Tensor) else None for out in outputs
+        (tuple(out.shape), out.dtype, out.device.type) if isinstance(out, Tensor) and id(out) not in skip else None
+        for out in outputs
     )
     if record:
         ctx._next_functions = tuple(edge(value) if t else (None, 0) for value, t in zip(inputs, is_tensor))

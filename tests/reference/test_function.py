@@ -520,3 +520,26 @@ def test_clear_saved_tensors_on_access_hands_them_over_once():
     Cleared.apply(a * 1).sum().backward()
     assert seen[0]() is None, "the node kept what it handed over"
     np.testing.assert_allclose(a.grad.numpy(), [2, 2])
+
+
+def test_materialize_non_diff_grads_false_leaves_a_non_differentiable_outputs_gradient_none():
+    for flag, expected in ((None, [[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]), (False, [[0.0, 0.0], None, [1.0, 1.0]])):
+        seen = []
+
+        class Three(R.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                a, b, c = x.clone(), x.clone(), x.clone()
+                ctx.mark_non_differentiable(b)
+                if flag is not None:
+                    ctx._materialize_non_diff_grads = flag
+                return a, b, c
+
+            @staticmethod
+            def backward(ctx, ga, gb, gc):
+                seen.append([None if g is None else g.tolist() for g in (ga, gb, gc)])
+                return ga
+
+        x = R.tensor([1.0, 2.0], requires_grad=True)
+        Three.apply(x)[2].sum().backward()
+        assert seen == [expected]
