@@ -198,6 +198,29 @@ def test_custom_in_place_function_on_view(adapter, fw, device):
     close(adapter, a.grad, [3, 3, 1, 1], "a.grad after Triple (mark_dirty) on b[:2]")
 
 
+@rule("views.mark-dirty-view-single-output")
+def test_custom_in_place_function_on_a_view_returns_one_tensor_only(adapter, fw, device):
+    adapter.require("mark_dirty")
+
+    class AddTwo(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            adapter.inplace(a, "add_", b)
+            ctx.mark_dirty(a)
+            return a, a + b
+
+        @staticmethod
+        def backward(ctx, ga, gab):
+            return ga + gab, ga + gab
+
+    b = fw.ones(2, requires_grad=True, device=device)
+    base = fw.ones(4, requires_grad=True, device=device) * 1
+    with raises(RuntimeError, what="a custom Function marking a view input dirty and returning two tensors"):
+        AddTwo.apply(base[:2], b)
+    d, e = AddTwo.apply(fw.ones(2, requires_grad=True, device=device) * 1, b)  # not a view: accepted
+    close(adapter, e.detach(), [3, 3], "the second output when the dirty input is no view")
+
+
 @rule("views.saved-view-version-checked")
 def test_writes_through_an_alias_invalidate_saved_values(adapter, fw, device):
     a = fw.ones(4, requires_grad=True, device=device)

@@ -392,6 +392,9 @@ def _apply(fn_cls, args, kwargs):
         else:
             result = out
         if record and id(out) not in non_diff_ids and out.dtype.is_floating_point:
+            if id(out) in dirty_ids and result._base is not None and len(outputs) > 1:
+                # rule: views.mark-dirty-view-single-output
+                raise RuntimeError(DIRTY_VIEW_MULTIPLE_OUTPUTS)
             if id(out) in dirty_ids and result._base is not None and getattr(result, "_view_fn", None) is not None:
                 # rule: views.mark-dirty-on-view-rewrites-base
                 position = next(i for i, value in enumerate(inputs) if value is out)
@@ -484,6 +487,16 @@ def _alias_output(tensor):
         out._data = tensor._data
     out._version_counter = tensor._version_counter
     return out
+
+
+DIRTY_VIEW_MULTIPLE_OUTPUTS = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot return "
+    "more than one Tensor. This is not supported by the current autograd engine. You should either make sure "
+    "the input is not a view (using .clone() for example) or make your Function only return one Tensor "
+    "(potentially splitting it into two Functions: one doing the inplace that returns a single Tensor and a "
+    "second one that does the other operations). You can ask on the forum https://discuss.pytorch.org/ if "
+    "you need help to do this change."
+)
 
 
 def _check_dirty(ctx, inputs, outputs, input_ids):
