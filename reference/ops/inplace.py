@@ -43,6 +43,7 @@ def check_inplace(tensor: Tensor) -> None:
         raise RuntimeError(LEAF_INPLACE)
     base = tensor._base
     if base is not None and base._node is None and base._requires_grad:
+        check_view_inplace(tensor, None)  # as in torch, a no_grad or multi-output view says so first
         raise RuntimeError(VIEW_OF_LEAF_INPLACE)  # rule: views.inplace-on-view-of-leaf-refused
 
 

@@ -73,3 +73,15 @@ def test_a_view_made_in_inference_mode_or_a_view_of_it_is_refused_in_place_once_
         with pytest.raises(RuntimeError, match="A view was " + words):
             y.mul_(2)
         np.testing.assert_array_equal(x.numpy(), [0.0, 0.0])
+
+
+def test_a_no_grad_view_of_a_leaf_is_refused_for_being_made_under_no_grad_first():
+    import pytest
+
+    a = R.ones(4, requires_grad=True)
+    with R.no_grad():
+        v = a[:2]
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode"):
+        v.mul_(2)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable"):
+        a[:2].mul_(2)
