@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import sys
 import textwrap
 import threading
@@ -19,7 +18,6 @@ from conformance import liveness
 from conformance.api import Unsupported, diverges_if_raises, in_fresh_interpreter, prerequisite, raises, rule
 from conformance.suites._helpers import TENSOR_WEAKREF, key_words, leaf_hooks_fire_once
 
-INPLACE = "one of the variables needed for gradient computation has been modified by an inplace operation"
 DEEP = 10_000
 
 
@@ -401,7 +399,7 @@ def test_inplace_on_saved_intermediate_raises(adapter, fw, device):
     a = x.clone()
     y = a * a
     adapter.inplace(a, "add_", 1)
-    with raises(RuntimeError, re.escape(INPLACE), what="backward after modifying a saved tensor"):
+    with raises(Exception, what="backward after modifying a saved tensor"):
         y.sum().backward()
 
 
@@ -412,7 +410,7 @@ def test_inplace_under_no_grad_on_saved_leaf_raises(fw, device):
     z = (x * w).sum()
     with fw.no_grad():
         x *= 2
-    with raises(RuntimeError, re.escape(INPLACE), what="backward after a no_grad in-place on a saved leaf"):
+    with raises(Exception, what="backward after a no_grad in-place on a saved leaf"):
         z.backward()
 
 
@@ -421,7 +419,7 @@ def test_inplace_through_detach_alias_raises(fw, device):
     x = fw.tensor(2.0, requires_grad=True, device=device)
     y = x ** 2
     x.detach().zero_()
-    with raises(RuntimeError, re.escape(INPLACE), what="backward after writing through .detach()"):
+    with raises(Exception, what="backward after writing through .detach()"):
         y.backward()
 
 
@@ -441,7 +439,7 @@ def test_inplace_on_saved_input_of_custom_function_raises(adapter, fw, device):
     b = fw.ones(3, requires_grad=True, device=device).clone()
     y = Sq.apply(b)
     adapter.inplace(b, "add_", 1)
-    with raises(RuntimeError, re.escape(INPLACE), what="ctx.saved_tensors after an in-place change"):
+    with raises(Exception, what="ctx.saved_tensors after an in-place change"):
         y.sum().backward()
 
 
@@ -452,7 +450,7 @@ def test_inplace_error_names_versions(adapter, fw, device):
     y = a * a
     adapter.inplace(a, "add_", 1)
     adapter.inplace(a, "mul_", 2)
-    with raises(RuntimeError, r"is at version 2; expected version 0 instead", what="the in-place error"):
+    with raises(Exception, r"(?s)version\D*2.*version\D*0", what="the in-place error"):  # names both versions, current first
         y.sum().backward()
 
 
@@ -635,12 +633,13 @@ def test_grads_have_no_graph(fw, device):
 @rule("engine.leaf-inplace-error")
 def test_inplace_on_leaf_raises(adapter, fw, device):
     x = fw.zeros(3, requires_grad=True, device=device)
-    with raises(RuntimeError, r"a leaf \w+ that requires grad (is being|has been) used in an in-place operation",
+    with raises(Exception,
                 what="in-place on a leaf that requires grad"):
         adapter.inplace(x, "add_", 1)
-    with raises(RuntimeError, r"leaf \w+ that requires grad is being used in an in-place operation",
+    with raises(Exception,
                 what="in-place on a view of a leaf that requires grad"):
         adapter.inplace(x[:], "add_", 1)
+    close(adapter, x.detach(), [0.0, 0.0, 0.0])  # refused: nothing was written
 
 
 @rule("engine.leaf-inplace-error")
@@ -658,9 +657,9 @@ def test_inplace_on_leaf_under_no_grad_allowed(adapter, fw, device):
 
 @rule("engine.requires-grad-float-only")
 def test_integer_tensor_cannot_require_grad(fw, device):
-    with raises(RuntimeError, "can require gradients", what="requires_grad_() on an int64 tensor"):
+    with raises(Exception, what="requires_grad_() on an int64 tensor"):
         fw.ones(1, dtype=fw.int64, device=device).requires_grad_()
-    with raises(RuntimeError, "can require gradients", what="requires_grad = True on an int64 tensor"):
+    with raises(Exception, what="requires_grad = True on an int64 tensor"):
         fw.ones(1, dtype=fw.int64, device=device).requires_grad = True
 
 
@@ -668,10 +667,9 @@ def test_integer_tensor_cannot_require_grad(fw, device):
 def test_requires_grad_false_on_nonleaf_raises(fw, device):
     x = fw.ones(3, requires_grad=True, device=device)
     z = x * 2
-    msg = re.escape("you can only change requires_grad flags of leaf variables")
-    with raises(RuntimeError, msg, what="requires_grad_(False) on a non-leaf"):
+    with raises(Exception, what="requires_grad_(False) on a non-leaf"):
         z.requires_grad_(False)
-    with raises(RuntimeError, msg, what="requires_grad = False on a non-leaf"):
+    with raises(Exception, what="requires_grad = False on a non-leaf"):
         z.requires_grad = False
     assert z.requires_grad
     with diverges_if_raises(RuntimeError, what="requires_grad_() on a non-leaf that requires grad"):
@@ -692,11 +690,11 @@ def test_leaf_flag_can_be_toggled(fw, device):
 @rule("engine.grad-assignment-validated")
 def test_grad_assignment_rejects_bad_values(fw, device):
     x = fw.ones(5, 5, device=device)
-    with raises(TypeError, what="x.grad = 0"):
+    with raises(Exception, what="x.grad = 0"):
         x.grad = 0
-    with raises(RuntimeError, what="x.grad = tensor of another shape"):
+    with raises(Exception, what="x.grad = tensor of another shape"):
         x.grad = fw.ones(2, 2, device=device)
-    with raises(RuntimeError, what="x.grad = tensor of another dtype"):
+    with raises(Exception, what="x.grad = tensor of another dtype"):
         x.grad = fw.ones(5, 5, dtype=fw.int64, device=device)
     assert x.grad is None, "a rejected assignment left a gradient behind"
 
@@ -704,7 +702,7 @@ def test_grad_assignment_rejects_bad_values(fw, device):
 @rule("engine.grad-assignment-validated")
 def test_grad_assignment_rejects_self(fw, device):
     x = fw.ones(5, 5, device=device)
-    with raises(RuntimeError, what="x.grad = x"):
+    with raises(Exception, what="x.grad = x"):
         x.grad = x
     assert x.grad is None, "a rejected assignment left a gradient behind"
 
@@ -1158,7 +1156,7 @@ def test_queued_callbacks_run_once_at_the_end_in_order(adapter, fw, device):
     (x * 2).sum().backward()
     assert order == [("hook", None), ("first", [6.0, 6.0]), ("second", None), ("returned", None)], \
         f"events (callback 'first' records x.grad): {order}"
-    with raises(RuntimeError, what="queue_callback outside any backward"):
+    with raises(Exception, what="queue_callback outside any backward"):
         engine.queue_callback(lambda: None)
 
 
@@ -1172,7 +1170,7 @@ def test_increment_version_makes_saved_tensor_stale(adapter, fw, device):
     before = adapter.version(a)
     increment(a)
     assert adapter.version(a) == before + 1, f"_version {before} -> {adapter.version(a)}"
-    with raises(RuntimeError, match=INPLACE, what="backward needing a tensor whose version was bumped"):
+    with raises(Exception, what="backward needing a tensor whose version was bumped"):
         y.sum().backward()
 
 
@@ -1182,7 +1180,7 @@ def test_grad_with_no_inputs_raises(fw, device):
     ran = []
     y = x * 2
     y.register_hook(lambda g: ran.append(1))
-    with raises(RuntimeError, what="autograd.grad(out, []) (no inputs)"):
+    with raises(Exception, what="autograd.grad(out, []) (no inputs)"):
         fw.autograd.grad(y.sum(), [])
     assert ran == [], "a backward ran although autograd.grad had no inputs"
 

