@@ -19,6 +19,7 @@ import pytest
 
 from adapters.base import Unsupported
 from conformance.outcomes import Blocked
+from conformance.timeout import TestTimeout
 
 __all__ = ["rule", "Diverges", "Unsupported", "Blocked", "prerequisite", "diverges_if_raises",
            "raises", "in_fresh_interpreter"]
@@ -107,14 +108,20 @@ def in_fresh_interpreter(adapter, script: str, *args: str, timeout: float = 300)
     For what a framework does once per process (a warning it gives once). The script sees
     ``adapter`` (loaded by the same spec as this run, so ``package.module:Class`` adapters
     work too), ``fw`` and ``argv`` (``args`` as strings). ``Unsupported`` raised in the child
-    is raised here (UNSUPPORTED); any other failure of the child is a RuntimeError (ERROR).
+    is raised here (UNSUPPORTED); a child still running after ``timeout`` seconds is killed
+    and the test is a TIMEOUT; any other failure of the child is a RuntimeError (ERROR).
     """
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] +
                                         [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    proc = subprocess.run([sys.executable, "-c", _FRESH_PRELUDE, getattr(adapter, "spec", adapter.name),
-                           script, *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    try:
+        proc = subprocess.run([sys.executable, "-c", _FRESH_PRELUDE, getattr(adapter, "spec", adapter.name),
+                               script, *map(str, args)],
+                              capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        # the child hung (a deadlock in the framework): the test ran too long, TIMEOUT, not ERROR
+        raise TestTimeout(f"the fresh interpreter running the test was still running after "
+                          f"{timeout:g}s and was killed") from None
     if proc.returncode != 0:
         raise RuntimeError(f"helper process failed:\n{proc.stderr[-2000:]}")
     for line in proc.stdout.splitlines():

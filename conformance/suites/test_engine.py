@@ -1072,7 +1072,7 @@ THREAD_ROUNDS = 25
 # Runs in a fresh interpreter: whether a framework deadlocks here depends on what the process
 # did before (a warm process passed where a cold one hung), so the rule is judged cold.
 _THREADS_SCRIPT = textwrap.dedent("""
-    import json, threading
+    import json, threading, time
     import numpy as np
     device, THREADS, ROUNDS = argv[0], int(argv[1]), int(argv[2])
     barrier = threading.Barrier(THREADS)
@@ -1111,8 +1111,9 @@ _THREADS_SCRIPT = textwrap.dedent("""
     threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(THREADS)]
     for th in threads:
         th.start()
+    deadline = time.monotonic() + 120  # one wait for all: stuck threads cost 120 s, not 8 x 120 s
     for th in threads:
-        th.join(120)
+        th.join(max(0.0, deadline - time.monotonic()))
     print("RESULT", json.dumps({"stuck": sum(th.is_alive() for th in threads), "errors": errors,
                                 "main_grad_enabled": fw.is_grad_enabled()}), flush=True)
     if any(th.is_alive() for th in threads):

@@ -68,6 +68,25 @@ def test_stuck_outside_python_ends_the_worker_and_is_timeout_with_tracebacks(con
     assert records[-1]["type"] == "end" and records[-1]["not_run"] == []
 
 
+def test_a_hung_fresh_interpreter_is_timeout_not_error(conformance_project):
+    """A framework that deadlocks inside in_fresh_interpreter (OneFlow's threads) is a TIMEOUT
+    at the child's own limit, even with the per-test limit off."""
+    conformance_project.rules("demo", "a", "hangs")
+    conformance_project.suite("demo", '''
+        from conformance.api import in_fresh_interpreter
+        @rule("demo.a")
+        def test_before(): pass
+        @rule("demo.hangs")
+        def test_child_hangs(adapter):
+            in_fresh_interpreter(adapter, "import time; time.sleep(60)", timeout=2)
+    ''')
+    conformance_project.run("suites", "--conformance-timeout", "0", "--results", "results.jsonl")
+    tests, _ = outcomes(conformance_project)
+    assert {n: r["outcome"] for n, r in tests.items()} == {
+        "test_before": "PASS", "test_child_hangs": "TIMEOUT"}
+    assert "still running after 2s" in tests["test_child_hangs"]["message"]
+
+
 def test_an_expected_timeout_is_xfail(conformance_project):
     conformance_project.rules("demo", "a", "b", "hangs")
     conformance_project.suite("demo", HUNG_SUITE)
