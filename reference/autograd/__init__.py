@@ -19,8 +19,10 @@ from reference.tensor import Tensor
 __all__ = [
     "Variable", "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad", "inference_mode",
     "detect_anomaly", "set_detect_anomaly",
-    "set_grad_enabled", "is_grad_enabled", "forward_ad", "graph",
+    "set_grad_enabled", "is_grad_enabled", "forward_ad", "graph", "SavedTensor",
 ]
+
+SavedTensor = graph.RawSavedTensor  # torch.autograd.SavedTensor: the class of grad_fn._raw_saved_*
 
 class _ImperativeEngine:
     """``Variable._execution_engine``: the engine's one user-facing entry, queue_callback."""

@@ -108,7 +108,7 @@ class FunctionCtx(Node):
         saved = self._saved
         if saved is None:
             raise RuntimeError(FREED_MESSAGE)
-        return tuple(None if s is None else RawSavedTensor(self, i) for i, s in enumerate(saved))
+        return tuple(None if s is None else RawSavedTensor._handle(self, i) for i, s in enumerate(saved))
 
     @property
     def saved_variables(self):

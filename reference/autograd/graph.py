@@ -215,7 +215,7 @@ def _saved_getter(index: int):
 
 def _raw_saved_getter(index: int):
     def getter(self):
-        return RawSavedTensor(self, index)
+        return RawSavedTensor._handle(self, index)
 
     return getter
 
@@ -229,9 +229,47 @@ class RawSavedTensor:
 
     __slots__ = ("_node", "_index")
 
-    def __init__(self, node, index):
-        self._node = node
-        self._index = index
+    def __init__(self, *args, **kwargs):
+        # torch.autograd.SavedTensor: only the engine makes these
+        raise RuntimeError("Trying to create a SavedTensor object from Python is forbidden.")
+
+    @classmethod
+    def _handle(cls, node, index):
+        raw = object.__new__(cls)
+        raw._node = node
+        raw._index = index
+        return raw
+
+    def _slot(self):
+        """The SavedTensor in the slot, or None once the node has released it (or saved no tensor there)."""
+        saved = self._node._saved
+        if saved is None:
+            return None
+        value = saved[self._index]
+        return value if type(value) is SavedTensor else None
+
+    @property
+    def data(self):
+        """What the slot holds: pack's result under hooks, a saved input itself, or a saved output's
+        data as a new tensor outside the graph (sharing its version counter); None once released."""
+        value = self._slot()
+        if value is None:
+            return None
+        if value._hooks is not None:
+            return value._hooks.packed
+        if value._tensor is not None:
+            return value._tensor
+        out = Tensor._wrap(value._data)
+        out._version_counter = value._counter
+        return out
+
+    @property
+    def unpack_hook(self):
+        """The unpack hook registered for this saved tensor, or None."""
+        value = self._slot()
+        if value is None or value._hooks is None:
+            return None
+        return value._hooks.unpack_hook
 
     def register_hooks(self, pack_hook, unpack_hook) -> None:
         """Pack the saved tensor now with ``pack_hook``; ``unpack_hook`` runs on every access."""

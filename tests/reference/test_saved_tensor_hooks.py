@@ -124,6 +124,37 @@ def test_raw_saved_handle_does_not_keep_the_packed_value():
         raw.register_hooks(lambda t: t, lambda t: t)
 
 
+def test_raw_saved_data_and_unpack_hook():
+    a = R.tensor(2.0, requires_grad=True)
+
+    def unpack(t):
+        return t
+
+    with saved_tensors_hooks(lambda t: t, unpack):
+        b = a**2
+    c = b.exp()
+    d = c**2
+    hooked, output, saved_input = b.grad_fn._raw_saved_self, c.grad_fn._raw_saved_result, d.grad_fn._raw_saved_self
+    assert hooked.data is a and hooked.unpack_hook is unpack  # pack's result, as it is
+    assert saved_input.data is c and saved_input.unpack_hook is None
+    data = output.data  # a saved output: its data, outside the graph, sharing the version counter
+    assert data is not c and not data.requires_grad and data.grad_fn is None
+    assert_allclose(data.numpy(), c.detach().numpy())
+    with R.no_grad():
+        c.mul_(2)
+    assert data._version == c._version == 1
+    assert_allclose(data.numpy(), c.detach().numpy())
+    b.sum().backward()
+    assert hooked.data is None and hooked.unpack_hook is None  # released with the node
+
+
+def test_saved_tensor_class_is_the_raw_handle_and_not_constructible():
+    y = R.ones(3, requires_grad=True).pow(2)
+    assert isinstance(y.grad_fn._raw_saved_self, R.autograd.SavedTensor)
+    with pytest.raises(RuntimeError, match="forbidden"):
+        R.autograd.SavedTensor()
+
+
 def test_register_hooks_refuses_non_callables():
     y = R.ones(3, requires_grad=True).pow(2)
     with pytest.raises(TypeError):
