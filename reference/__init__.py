@@ -3,10 +3,11 @@
 Read it top to bottom; each module imports only modules above it in this list (checked by
 tests/reference/test_imports.py): ``array_backend`` (numpy or cupy), ``dtypes``,
 ``grad_mode``, ``handles`` (hook tables), ``tensor`` (the Tensor object), ``creation``,
-``utils.weak`` (weak tensor references keyed by identity),
-``autograd.forward_ad`` (forward-mode levels and tangents), ``autograd.hooks`` (running
-hooks during backward), ``autograd.accumulate`` (how gradients land in ``.grad``),
-``autograd.graph`` (nodes, saved tensors), ``ops.recording`` (how an op joins the graph),
+``utils.weak`` (weak tensor references keyed by identity), ``autograd.versions`` (version
+counters bumped, set or preserved from outside), ``autograd.forward_ad`` (forward-mode levels
+and tangents), ``autograd.hooks`` (running hooks during backward), ``autograd.accumulate`` (how
+gradients land in ``.grad``), ``autograd.graph`` (nodes, saved tensors), ``ops.recording`` (how
+an op joins the graph), ``autograd.marker_nodes`` (nodes that only raise, or send no gradient),
 ``ops.pointwise``, ``ops.reduction``, ``ops.linalg``, ``ops.views``, ``ops.inplace`` (each
 op's forward and backward node), ``ops.backward_ops`` (the op-set backward formulas run on),
 ``autograd.engine`` (running backward), ``autograd.function`` (custom Functions),
@@ -43,11 +44,10 @@ from reference.ops.methods import bind_tensor_methods as _bind_tensor_methods  #
 
 # The few references that point up the reading order, set once everything is imported:
 # the tensor's op methods and Tensor.backward's entry (the ops and autograd make tensors),
-# torch.autograd.graph's functions that need the engine, and the views a dual tensor is.
+# torch.autograd.graph's function that needs the engine, and the views a dual tensor is.
 _bind_tensor_methods()
 _tensor._autograd_backward = autograd.backward
 _graph.register_multi_grad_hook = _multi_hooks.register_multi_grad_hook
-_graph.increment_version = _multi_hooks.increment_version
 _forward_ad._views = _views
 
 __version__ = "0.1.0"

@@ -209,6 +209,11 @@ class Tensor:
     def _backward_hooks(self):
         return self._leaf_hooks
 
+    @_backward_hooks.setter
+    def _backward_hooks(self, hooks):
+        """A mapping of hooks run on this leaf's gradient (torch lets a mapping be assigned)."""
+        self._leaf_hooks = None if hooks is None else HookDict(hooks)
+
     @_backward_hooks.deleter
     def _backward_hooks(self):
         raise RuntimeError("Deletion of _backwards_hooks not allowed!")

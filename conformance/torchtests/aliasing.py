@@ -6,7 +6,8 @@ module). ``facade(module)`` wraps a reference module so that a missing attribute
 ``Missing`` placeholder named as in torch (``torch._C._functions.UndefinedGrad``); the
 placeholder raises ``MissingAPI`` naming itself the moment a test uses it (calls it, iterates
 it, subclasses it, tests it for truth...), so a test fails where torch would have worked and the
-report says which API was missing.
+report says which API was missing. torch's private names (``torch._C``) that the reference has
+under names of its own are translated by the table in ``private``.
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import importlib.abc
 import importlib.util
 import sys
 import types
+
+from conformance.torchtests import private
 
 REFERENCE = "reference"
 
@@ -36,6 +39,33 @@ class MissingAPI(Exception):
 
 def _use(self, *args, **kwargs):
     raise MissingAPI(object.__getattribute__(self, "_api"))
+
+
+class PrivateNamespace:
+    """Stands for a torch namespace of private names (``torch._C``): the names listed in
+    ``private.PRIVATE`` are the reference's stand-ins, any other is a ``Missing`` placeholder."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str):
+        object.__setattr__(self, "_name", name)
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return private_or_missing(f"{object.__getattribute__(self, '_name')}.{attr}")
+
+    def __repr__(self) -> str:
+        return f"<private namespace {object.__getattribute__(self, '_name')}>"
+
+
+def private_or_missing(name: str):
+    """The reference's stand-in for torch's name, a namespace of them, or a placeholder."""
+    if name in private.PRIVATE:
+        return private.PRIVATE[name]
+    if private.is_namespace(name):
+        return PrivateNamespace(name)
+    return Missing(name)
 
 
 class Missing:
@@ -80,7 +110,7 @@ class _Facade(types.ModuleType):
         except AttributeError:
             if name.startswith("__"):
                 raise
-            return Missing(f"{self.__name__}.{name}")
+            return private_or_missing(f"{self.__name__}.{name}")
         return facade(value)
 
     def __setattr__(self, name, value):

@@ -12,6 +12,7 @@ from reference import creation
 from reference.array_backend import namespace_of
 from reference.autograd import engine
 from reference.autograd.accumulate import store_grad
+from reference.autograd.versions import _unsafe_preserve_version_counter  # noqa: F401 - torch's name
 from reference.ops.backward_ops import RAW_OPS, TENSOR_OPS
 from reference.ops.recording import edge
 from reference.tensor import Tensor

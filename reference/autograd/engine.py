@@ -31,7 +31,7 @@ from reference.grad_mode import _anomaly
 from reference.autograd import forward_ad, graph
 from reference.autograd.accumulate import store_grad
 from reference.autograd.graph import AccumulateGrad
-from reference.autograd.hooks import run_leaf_hooks, run_node_with_hooks, run_tensor_pre_hooks
+from reference.autograd.hooks import run_leaf_hooks, run_node_with_hooks, run_post_hooks, run_tensor_pre_hooks
 from reference.ops.backward_ops import RAW_OPS, TENSOR_OPS
 
 
@@ -104,10 +104,10 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
             push(ready, (_priority(node), next(order), node))
 
     # rules: engine.create-graph-double-backward, engine.grads-detached-without-create-graph
-    task = GraphTask(dependencies)
+    task = GraphTask(dependencies, bool(retain_graph))
     with _running(task), grad_mode.set_grad_enabled(create_graph):
         while ready:
-            node = pop(ready)[2]
+            node = task.node = pop(ready)[2]
             grads = buffers.pop(node)
             extras = node._extras
             if extras is not None or type(node) is AccumulateGrad:
@@ -128,6 +128,11 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
                 # rule: legacy_function.none-grads-leave-grad-unset -- no gradient in, none out
                 grad_inputs = node.apply(ops, grads) if grads[0] is not None or not node._none_passes \
                     else (None,) * len(node._next_functions)
+                if node._extras is not None and node._extras.post_hooks:
+                    # a post-hook registered while the node ran (by its own unpack hook) runs now,
+                    # seeing None for the gradients it arrived too late to see
+                    grad_inputs = run_post_hooks(node, node._extras.post_hooks, grad_inputs,
+                                                 (None,) * len(grads), ops, None)
             else:
                 grad_inputs = run_node_with_hooks(node, extras, grads, ops,
                                                   dependencies if captures is not None else None)
@@ -156,6 +161,7 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
                 # rule: engine.node-runs-after-consumers
                 if remaining == 0:
                     push(ready, (_priority(child), next(order), child))
+        task.node = None
         _run_callbacks(task)
 
 
@@ -171,12 +177,14 @@ class GraphTask:
     """What one running backward exposes to the code it calls (hooks, custom backwards):
     the nodes it will run, and the callbacks queued to run once at its end."""
 
-    __slots__ = ("nodes", "callbacks", "multi_hooks", "__weakref__")
+    __slots__ = ("nodes", "callbacks", "multi_hooks", "keep_graph", "node", "__weakref__")
 
-    def __init__(self, nodes):
+    def __init__(self, nodes, keep_graph=False):
         self.nodes = nodes
         self.callbacks = []
         self.multi_hooks = None  # {handle id: state} for register_multi_grad_hook
+        self.keep_graph = keep_graph  # retain_graph: the nodes keep their saved tensors
+        self.node = None  # the node running now (its hooks, its backward, its unpack hooks)
 
 
 _tasks = threading.local()
@@ -186,6 +194,13 @@ def current_task():
     """The innermost backward running on this thread, or None."""
     stack = getattr(_tasks, "stack", None)
     return stack[-1] if stack else None
+
+
+def current_node():
+    """The node whose hooks or backward run now on this thread (None outside a backward, and
+    during the end-of-backward callbacks): lets an unpack hook reach the node unpacking it."""
+    task = current_task()
+    return None if task is None else task.node
 
 
 def queue_callback(callback) -> None:

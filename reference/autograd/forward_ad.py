@@ -137,6 +137,41 @@ class suppress_propagation:
         return False
 
 
+class _FwdGradMode(threading.local):
+    """Per thread, like grad mode: whether ops compute tangents at all (torch's fw_grad_mode)."""
+
+    enabled = True
+
+
+_fwd_grad_mode = _FwdGradMode()
+
+
+def _is_fwd_grad_enabled() -> bool:
+    """Whether forward-mode AD is enabled on this thread (torch.autograd.forward_ad's name)."""
+    return _fwd_grad_mode.enabled
+
+
+def set_fwd_grad_mode(enabled: bool) -> None:
+    """Enable or disable forward-mode AD on this thread (torch spells it ``torch._C._set_fwd_grad_enabled``):
+    while disabled, ops on dual tensors compute no tangents."""
+    _fwd_grad_mode.enabled = bool(enabled)
+
+
+class _set_fwd_grad_enabled:  # noqa: N801 - torch.autograd.forward_ad's name
+    """Context manager: forward-mode AD enabled (or disabled) for the block, then as before."""
+
+    def __init__(self, mode: bool):
+        self.previous = _fwd_grad_mode.enabled
+        set_fwd_grad_mode(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        set_fwd_grad_mode(self.previous)
+        return False
+
+
 def __getattr__(name):
     if name == "_current_level":
         current = _registry.current
@@ -236,9 +271,9 @@ def set_tangent(tensor, tangent, level=None) -> None:
 
 
 def propagating() -> bool:
-    """Whether tangents propagate now: a level is open and no jvp rule is running."""
+    """Whether tangents propagate now: a level is open, forward AD is enabled and no jvp rule is running."""
     # rule: forward_levels.no-grad-keeps-tangent
-    return _suppressed.depth == 0 and _registry.current is not None
+    return _suppressed.depth == 0 and _registry.current is not None and _fwd_grad_mode.enabled
 
 
 def active(*values) -> bool:

@@ -108,7 +108,8 @@ class FunctionCtx(Node):
         saved = self._saved
         if saved is None:
             raise RuntimeError(FREED_MESSAGE)
-        return tuple(None if s is None else RawSavedTensor._handle(self, i) for i, s in enumerate(saved))
+        # a slot that saved None has a handle too: what it holds shows only on unpack (as in torch)
+        return tuple(RawSavedTensor._handle(self, i) for i in range(len(saved)))
 
     @property
     def saved_variables(self):

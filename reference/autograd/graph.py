@@ -20,6 +20,7 @@ import weakref
 from reference import grad_mode
 from reference.array_backend import device_type_of, to_device, to_host
 from reference.autograd.accumulate import accumulate_into_leaf, can_take_over
+from reference.autograd.versions import increment_version  # noqa: F401 - torch.autograd.graph's name
 from reference.handles import HookDict, RemovableHandle, add_hook  # noqa: F401 - re-exported
 from reference.tensor import Tensor
 
@@ -263,6 +264,10 @@ class RawSavedTensor:
         out._version_counter = value._counter
         return out
 
+    def unpack(self):
+        """The saved tensor, as backward would see it (through the unpack hook, version-checked)."""
+        return self._node._unpack(self._index, True)
+
     @property
     def unpack_hook(self):
         """The unpack hook registered for this saved tensor, or None."""
@@ -271,10 +276,13 @@ class RawSavedTensor:
             return None
         return value._hooks.unpack_hook
 
-    def register_hooks(self, pack_hook, unpack_hook) -> None:
-        """Pack the saved tensor now with ``pack_hook``; ``unpack_hook`` runs on every access."""
-        if not callable(pack_hook) or not callable(unpack_hook):
-            raise TypeError("register_hooks(): pack_hook and unpack_hook must be callable")
+    def register_hooks(self, *hooks) -> None:
+        """``register_hooks(pack_hook, unpack_hook)``: pack the saved tensor now with ``pack_hook``;
+        ``unpack_hook`` runs on every access."""
+        if len(hooks) != 2 or not all(callable(hook) for hook in hooks):
+            raise TypeError("register_hooks(): incompatible function arguments: expected two callables, "
+                            "(pack_hook, unpack_hook)")
+        pack_hook, unpack_hook = hooks
         saved = self._node._saved
         if saved is None:
             raise RuntimeError(HOOKS_AFTER_FREE)  # rule: saved_tensors.register-hooks-after-release-raises
@@ -288,6 +296,20 @@ class RawSavedTensor:
 
     def __repr__(self) -> str:
         return f"<reference.autograd.graph.RawSavedTensor object at {id(self):#x}>"
+
+
+class _SavedOutsideGraph(Node):
+    """Holds a tensor saved by hand (``save_tensor``), in the slot a node would use; no edges."""
+
+    __slots__ = ()
+
+
+def save_tensor(tensor) -> RawSavedTensor:
+    """Save ``tensor`` as a node saves an input (pack hooks run now), outside any graph;
+    ``unpack()`` reads it back as backward would. torch: ``torch._C._autograd._make_saved_tensor``."""
+    holder = _SavedOutsideGraph()
+    holder._saved = (SavedTensor(tensor, False),)
+    return RawSavedTensor._handle(holder, 0)
 
 
 class _Packed:
@@ -491,6 +513,11 @@ class Error(Node):
 
 
 # -- saved-tensor hooks (torch.autograd.graph's context managers) -----------------------
+def saved_tensors_hooks_enabled() -> bool:
+    """False inside ``disable_saved_tensors_hooks`` (on this thread), True otherwise."""
+    return _saved_hooks.disabled is None
+
+
 class saved_tensors_hooks:  # noqa: N801 - torch's name
     """Within the block, every tensor saved for backward is handed to ``pack_hook`` once, at
     save time, and the node keeps only what it returns; ``unpack_hook(packed)`` runs on every
@@ -669,6 +696,6 @@ def allow_mutation_on_saved_tensors():
     return _AllowMutationContext()
 
 
-# torch.autograd.graph's register_multi_grad_hook and increment_version are defined in
-# reference.autograd.multi_hooks (they need the engine, which sits above this module) and
-# set here by reference/__init__.py at package import.
+# torch.autograd.graph's register_multi_grad_hook is defined in reference.autograd.multi_hooks
+# (it needs the engine, which sits above this module) and set here by reference/__init__.py at
+# package import.

@@ -77,24 +77,32 @@ def run_node_with_hooks(node, extras, grads, ops, task_nodes=None):
             if result is not None:
                 outputs = _check_node_hook_result(node, result, len(outputs), "pre-hook")
         grads = [None if g is None else ops.from_tensor(g) for g in outputs]
-    post_hooks = extras.post_hooks
-    if post_hooks:
+    grad_outputs = None
+    if extras.post_hooks:
         grad_outputs = tuple(None if g is None else ops.as_tensor(g) for g in grads)
     if grads[0] is None and node._none_passes:
         grad_inputs = (None,) * len(node._next_functions)
     else:
         grad_inputs = node.apply(ops, grads)
+    post_hooks = extras.post_hooks  # read again: an unpack hook of this node may have added one
     if post_hooks:
-        if task_nodes is not None:
-            grad_inputs = [g if child is not None and child in task_nodes else None
-                           for (child, _), g in zip(node._next_functions, grad_inputs)]
-        inputs = tuple(None if g is None else ops.as_tensor(g) for g in grad_inputs)
-        for hook in tuple(post_hooks.values()):
-            result = hook(inputs, grad_outputs)
-            if result is not None:
-                inputs = _check_node_hook_result(node, result, len(inputs), "hook")
-        grad_inputs = [None if g is None else ops.from_tensor(g) for g in inputs]
+        if grad_outputs is None:  # registered while the node ran: it never saw the gradients in
+            grad_outputs = (None,) * len(grads)
+        grad_inputs = run_post_hooks(node, post_hooks, grad_inputs, grad_outputs, ops, task_nodes)
     return grad_inputs
+
+
+def run_post_hooks(node, post_hooks, grad_inputs, grad_outputs, ops, task_nodes):
+    """The node's post-hooks on what its backward returned; ``grad_outputs`` are tensors (or None)."""
+    if task_nodes is not None:
+        grad_inputs = [g if child is not None and child in task_nodes else None
+                       for (child, _), g in zip(node._next_functions, grad_inputs)]
+    inputs = tuple(None if g is None else ops.as_tensor(g) for g in grad_inputs)
+    for hook in tuple(post_hooks.values()):
+        result = hook(inputs, grad_outputs)
+        if result is not None:
+            inputs = _check_node_hook_result(node, result, len(inputs), "hook")
+    return [None if g is None else ops.from_tensor(g) for g in inputs]
 
 
 def _check_node_hook_result(node, result, expected, kind):

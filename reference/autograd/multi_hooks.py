@@ -1,5 +1,4 @@
-"""Hooks over several tensors and version bumps: ``torch.autograd.graph``'s
-``register_multi_grad_hook`` and ``increment_version``.
+"""Hooks over several tensors: ``torch.autograd.graph``'s ``register_multi_grad_hook``.
 
 A multi-grad hook is one tensor hook per tensor, sharing per-backward state kept on the
 running graph task (reference.autograd.engine.GraphTask), so it never outlives that backward.
@@ -110,11 +109,3 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
         return hook
 
     return MultiHandle(t.register_hook(make_hook(i)) for i, t in enumerate(tensors))
-
-
-def increment_version(tensor) -> None:
-    """Bump the version counter of ``tensor`` (or of each tensor of an iterable), as an
-    in-place change would: nodes that saved it then refuse to unpack it.
-    rule: engine.increment-version-invalidates-saved"""
-    for t in (tensor,) if isinstance(tensor, Tensor) else tuple(tensor):
-        t._version_counter[0] += 1  # rule: engine.increment-version-invalidates-saved

@@ -9,6 +9,7 @@ torch 2.13 does (conformance/evidence/forward_levels.toml).
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 
 import numpy as np
@@ -842,3 +843,31 @@ def test_custom_function_mark_dirty_with_inplace_jvp():
         kind, message = error_of(lambda: BadInplace.apply(fwAD.make_dual(t64([1.0]), t64([1.0]))))
         assert kind is RuntimeError
         assert message.startswith("An inplace custom Function is not modifying the forward mode gradients inplace.")
+
+
+def test_disabled_forward_mode_computes_no_tangents():
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(R.ones(2), R.full((2,), 3.0))
+        assert fwAD._is_fwd_grad_enabled()
+        fwAD.set_fwd_grad_mode(False)
+        try:
+            assert not fwAD._is_fwd_grad_enabled()
+            assert fwAD.unpack_dual(dual * 2).tangent is None
+            with fwAD._set_fwd_grad_enabled(True):  # a block may turn it back on
+                np.testing.assert_allclose(fwAD.unpack_dual(dual * 2).tangent.numpy(), [6.0, 6.0])
+            assert not fwAD._is_fwd_grad_enabled()
+        finally:
+            fwAD.set_fwd_grad_mode(True)
+        np.testing.assert_allclose(fwAD.unpack_dual(dual * 2).tangent.numpy(), [6.0, 6.0])
+
+
+def test_forward_mode_switch_is_per_thread():
+    seen = []
+    fwAD.set_fwd_grad_mode(False)
+    try:
+        worker = threading.Thread(target=lambda: seen.append(fwAD._is_fwd_grad_enabled()))
+        worker.start()
+        worker.join()
+    finally:
+        fwAD.set_fwd_grad_mode(True)
+    assert seen == [True]

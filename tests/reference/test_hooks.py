@@ -372,3 +372,64 @@ def test_hook_modifying_gradient_of_intermediate_changes_leaf_gradient():
     y.register_hook(lambda g: g * 0)
     (y * 5).sum().backward()
     np.testing.assert_allclose(arr(x.grad), [0.0, 0.0])
+
+
+def test_post_hook_registered_by_the_nodes_own_unpack_hook_runs_with_no_grad_outputs():
+    from reference.autograd import engine
+    from reference.autograd.graph import saved_tensors_hooks
+
+    calls = []
+
+    def unpack(tensor):
+        node = engine.current_node()
+
+        def halve(grad_inputs, grad_outputs):
+            calls.append(grad_outputs)
+            return tuple(None if g is None else g / 2 for g in grad_inputs)
+
+        node.register_hook(halve)
+        return tensor
+
+    x = leaf([1.0, 2.0])
+    with saved_tensors_hooks(lambda t: t, unpack):
+        y = x.sin()  # saves x once
+    assert engine.current_node() is None  # outside any backward
+    y.sum().backward()
+    assert calls == [(None,)]  # it ran once, too late to have seen the gradient coming in
+    np.testing.assert_allclose(x.grad.numpy(), np.cos([1.0, 2.0]) / 2)  # halved
+
+
+def test_current_node_and_keep_graph_seen_from_a_custom_backward():
+    from reference.autograd import engine
+
+    seen = []
+
+    class Probe(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            seen.append((engine.current_node() is ctx, engine.current_task().keep_graph))
+            return grad
+
+    out = Probe.apply(leaf([1.0]))
+    out.sum().backward(retain_graph=True)
+    out.sum().backward()
+    assert seen == [(True, True), (True, False)]
+    assert engine.current_task() is None
+
+
+def test_assigned_backward_hooks_run_on_the_leaf_gradient():
+    from collections import OrderedDict
+
+    x = leaf([1.0, 2.0])
+    x._backward_hooks = OrderedDict()
+    x._backward_hooks["double"] = lambda grad: grad * 2
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [6.0, 6.0])
+    x._backward_hooks = None
+    x.grad = None
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0])

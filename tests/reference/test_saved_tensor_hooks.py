@@ -264,3 +264,56 @@ def test_an_extra_exit_of_a_hooks_context_is_harmless():
     ctx.__exit__(None, None, None)  # one exit too many: nothing left to pop
     y = R.ones(2, requires_grad=True).exp()
     y.grad_fn._raw_saved_result.register_hooks(lambda t: t, lambda t: t)  # no default hooks left open
+
+
+def test_a_tensor_saved_by_hand_is_packed_once_and_unpacked_per_access():
+    counts = {"pack": 0, "unpack": 0}
+
+    def pack(t):
+        counts["pack"] += 1
+        return t
+
+    def unpack(t):
+        counts["unpack"] += 1
+        return t
+
+    a = R.randn(3, requires_grad=True)
+    with saved_tensors_hooks(pack, unpack):
+        saved = graph.save_tensor(a)
+        assert counts == {"pack": 1, "unpack": 0}
+        first, second = saved.unpack(), saved.unpack()
+    assert counts == {"pack": 1, "unpack": 2}
+    np.testing.assert_array_equal(first.detach().numpy(), a.detach().numpy())
+    np.testing.assert_array_equal(second.detach().numpy(), a.detach().numpy())
+    plain = graph.save_tensor(a)
+    assert plain.unpack() is a  # no hooks: the input itself, as a node keeps it
+
+
+def test_saved_tensors_hooks_enabled_says_whether_hooks_are_refused():
+    assert graph.saved_tensors_hooks_enabled()
+    with disable_saved_tensors_hooks("no hooks here"):
+        assert not graph.saved_tensors_hooks_enabled()
+    assert graph.saved_tensors_hooks_enabled()
+
+
+def test_every_saved_slot_of_a_custom_function_has_a_handle_none_included():
+    class Fn(R.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, None)
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    y = Fn.apply(R.ones(2, requires_grad=True))
+    first, second = y.grad_fn._raw_saved_tensors
+    assert isinstance(second, R.autograd.SavedTensor)
+    with pytest.raises(RuntimeError, match="None"):
+        second.register_hooks(lambda t: t, lambda t: t)
+    with pytest.raises(TypeError):
+        first.register_hooks(lambda t: t)
+    with pytest.raises(TypeError):
+        first.register_hooks(1, 1)
+    first.register_hooks(lambda t: t, lambda t: t)

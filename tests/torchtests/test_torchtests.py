@@ -177,6 +177,25 @@ def test_a_missing_name_fails_where_it_is_used():
             use()
 
 
+def test_private_names_map_to_the_reference_or_stay_missing():
+    import reference
+    from reference.autograd import graph
+
+    torch = aliasing.facade(reference)
+    # a listed private name is the reference's stand-in, reached through namespaces
+    assert torch._C._functions.AccumulateGrad is graph.AccumulateGrad
+    assert torch._C._autograd._saved_tensors_hooks_is_enabled() is True
+    t = reference.ones(2)
+    ref = torch._C._WeakTensorRef(t)
+    assert not ref.expired()
+    del t
+    assert ref.expired()
+    # an unlisted one (in a listed namespace or not) is a placeholder that names itself
+    for unlisted in (torch._C._functions.NotAThing, torch._C._nope, torch._C._autograd._nope):
+        with pytest.raises(aliasing.MissingAPI, match=r"torch\._C\."):
+            unlisted()
+
+
 def test_assert_equal_compares_values_not_objects():
     case = TestCase()
     case.assertEqual([1.0, (2, 3)], [1.0 + 1e-9, [2, 3]])
