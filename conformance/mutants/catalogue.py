@@ -574,10 +574,10 @@ def _():
     """A node's pre-hooks run before the hooks registered through its output tensors."""
     edit("reference.autograd.engine:execute", "_run_tensor_hooks(node, extras, grads, ops)",
          "(extras is not None and extras.pre_hooks) or _run_tensor_hooks(node, extras, grads, ops)")
-    edit("reference.autograd.hooks:run_node_with_hooks", "    post_hooks = extras.post_hooks",
+    edit("reference.autograd.hooks:run_node_with_hooks", "    grad_outputs = None",
          "    if extras.pre_hooks:\n        from reference.autograd.engine import _run_tensor_hooks\n"
          "        _run_tensor_hooks(node, extras, grads, ops)\n"
-         "    post_hooks = extras.post_hooks")
+         "    grad_outputs = None")
 
 
 def _probe_leaf_hook_sees_grad():
@@ -810,11 +810,16 @@ def _probe_custom_node_hook():
     return len(calls)
 
 
-_simple("hooks.custom-function-node-hooks-skipped", "reference.autograd.engine:execute",
-        "if extras is None:", "if extras is None or hasattr(type(node), '_forward_cls'):",
+@mutant("hooks.custom-function-node-hooks-skipped",
         models="custom-function nodes executed by a separate path that bypasses the node-hook calls "
                "(a Python-function node type that is not the engine's generic Node)",
         rules="hooks.node-hooks-custom-function", probe=_probe_custom_node_hook)
+def _():
+    """Custom-function nodes take the hook-free path, late-registered post-hooks included."""
+    edit("reference.autograd.engine:execute", "if extras is None:",
+         "if extras is None or hasattr(type(node), '_forward_cls'):",
+         "if node._extras is not None and node._extras.post_hooks:",
+         "if node._extras is not None and node._extras.post_hooks and not hasattr(type(node), '_forward_cls'):")
 
 
 def _probe_hook_version():
