@@ -210,7 +210,7 @@ def _probe_metadata():
         rules="identity.node-metadata-persistent", probe=_probe_metadata)
 def _():
     """`node.metadata` is a new empty dict on every read."""
-    edit("reference.autograd.graph:Node.metadata", "return extras.metadata", "return {}")
+    edit("reference.autograd.graph:NodeBase.metadata", "return extras.metadata", "return {}")
 
 
 def _probe_node_name():
@@ -446,7 +446,7 @@ _EVERY_NODE: list = []
 def _():
     """Every node created is appended to a module-level list."""
     replace("reference.autograd.graph:_EVERY_NODE", _EVERY_NODE)
-    edit("reference.autograd.graph:Node.__init__", "self._extras = None",
+    edit("reference.autograd.graph:NodeBase.__init__", "self._extras = None",
          "self._extras = None\n    _EVERY_NODE.append(self)")
 
 

@@ -71,13 +71,13 @@ def _probe_nodes_kept():
         rules=("engine.deep-graph-freed",), probe=_probe_nodes_kept)
 def _():
     """Every graph node is appended to a module-level list when it is made."""
-    init = original("reference.autograd.graph:Node.__init__")
+    init = original("reference.autograd.graph:NodeBase.__init__")
 
     def keeping_init(self, *args, **kwargs):
         init(self, *args, **kwargs)
         _KEPT.append(self)
 
-    replace("reference.autograd.graph:Node.__init__", keeping_init)
+    replace("reference.autograd.graph:NodeBase.__init__", keeping_init)
 
 
 def _probe_hooks_kept():

@@ -27,6 +27,9 @@ class WeakTensorRef:
         return self._ref() is None
 
 
+# torch's UndefinedGrad and DelayedError are node classes (issubclass(..., autograd.graph.Node)
+# holds): their stand-ins join the reference's virtual Node base likewise
+@graph.Node.register
 class UndefinedGrad:
     """``torch._C._functions.UndefinedGrad()(*tensors)``: pass-through whose backward sends None."""
 
@@ -34,6 +37,7 @@ class UndefinedGrad:
         return marker_nodes.undefined_grad(*tensors)
 
 
+@graph.Node.register
 class DelayedError:
     """``torch._C._functions.DelayedError(message, num_inputs)(*tensors)``: pass-through whose
     backward raises ``message``."""

@@ -15,7 +15,7 @@ import warnings
 
 from reference import creation, grad_mode
 from reference.autograd import forward_ad
-from reference.autograd.graph import FREED_MESSAGE, Error, Node, RawSavedTensor, SavedTensor, _sequence
+from reference.autograd.graph import FREED_MESSAGE, Error, NodeBase, RawSavedTensor, SavedTensor, _sequence
 from reference.ops import inplace
 from reference.ops.recording import attach, edge, rebase_history
 from reference.ops.reduction import sum_to_size
@@ -33,7 +33,7 @@ CLEARED_ON_ACCESS = (
 )
 
 
-class FunctionCtx(Node):
+class FunctionCtx(NodeBase):
     """What ``forward``/``setup_context`` use to talk to ``backward``."""
 
     __slots__ = (
@@ -46,9 +46,12 @@ class FunctionCtx(Node):
         "_output_info",
         "needs_input_grad",
     )
+    #: a ctx is no autograd.graph.Node until it is a node: BackwardCFunction's (as in torch,
+    #: where FunctionCtx and the Function classes are not Nodes)
+    _is_graph_node = False
 
     def __init__(self):
-        Node.__init__(self, ())
+        NodeBase.__init__(self, ())
         self._to_save = None
         self._dirty = ()
         self._non_differentiable = ()
@@ -132,6 +135,7 @@ class BackwardCFunction(FunctionCtx):
 
     __slots__ = ()
     _forward_cls = None
+    _is_graph_node = True  # rule: identity.graph-nodes-are-node-instances
     _none_passes = False  # backward runs, with materialised zeros (legacy_function.materialize-grads)
 
     @property

@@ -13,6 +13,7 @@ which Python's cycle collector can see and free because every link is a Python o
 """
 from __future__ import annotations
 
+import abc
 import itertools
 import threading
 import weakref
@@ -75,8 +76,45 @@ HOOKS_AFTER_FREE = (
 )
 
 
-class Node:  # rule: identity.graph-nodes-are-node-instances -- every node, built-in or custom, is one
+class Node(abc.ABC):
+    """``torch.autograd.graph.Node``: what every graph node is an instance of, as a *virtual* base.
+
+    As in torch, it is in no node class's ``__mro__``: ``isinstance``/``issubclass`` answer
+    through ``__subclasshook__``, for the classes derived from ``NodeBase`` that are nodes.
+    It cannot be instantiated (abstract). Other classes may join it with ``Node.register``.
+    """
+
+    @classmethod
+    def __subclasshook__(cls, subclass):
+        # rule: identity.graph-nodes-are-node-instances -- every node, built-in or custom, is one
+        if cls is Node and issubclass(subclass, NodeBase) and subclass._is_graph_node:
+            return True
+        return NotImplemented
+
+    @abc.abstractmethod
+    def name(self) -> str: ...
+
+    @property
+    @abc.abstractmethod
+    def next_functions(self): ...
+
+    @property
+    @abc.abstractmethod
+    def metadata(self) -> dict: ...
+
+    @abc.abstractmethod
+    def register_hook(self, fn): ...
+
+    @abc.abstractmethod
+    def register_prehook(self, fn): ...
+
+    @abc.abstractmethod
+    def _sequence_nr(self) -> int: ...
+
+
+class NodeBase:
     """A backward function: takes gradients w.r.t. its outputs, returns them w.r.t. inputs.
+    Every node class of the engine derives from it (``Node`` above is the public, virtual base).
 
     Built-in nodes use ``__slots__`` and have no ``__dict__`` (attributes are refused,
     as for PyTorch's C++ nodes; ``metadata`` is the place for user data). Custom
@@ -84,6 +122,9 @@ class Node:  # rule: identity.graph-nodes-are-node-instances -- every node, buil
     """
 
     __slots__ = ("_next_functions", "_seq", "_saved", "_extras", "__weakref__")
+    #: whether the class counts as a ``Node``: every node class; not FunctionCtx and the
+    #: Function classes, which derive from this class only because a custom node is its ctx
+    _is_graph_node = True
     #: names of the saved tensors, in the order of ``_saved`` (exposed as ``_saved_<name>``)
     saved_names: tuple[str, ...] = ()
     #: a built-in node that receives no gradient (None) sends none on without running its
@@ -188,7 +229,7 @@ class Node:  # rule: identity.graph-nodes-are-node-instances -- every node, buil
 class NodeExtras:
     """What few nodes have: hooks, metadata, retain_grad registrations.
 
-    Kept out of Node itself so that the common node is four slots, cheap to create.
+    Kept out of NodeBase itself so that the common node is four slots, cheap to create.
     """
 
     __slots__ = ("pre_hooks", "post_hooks", "tensor_pre_hooks", "retains_grad", "metadata")
@@ -298,7 +339,7 @@ class RawSavedTensor:
         return f"<reference.autograd.graph.RawSavedTensor object at {id(self):#x}>"
 
 
-class _SavedOutsideGraph(Node):
+class _SavedOutsideGraph(NodeBase):
     """Holds a tensor saved by hand (``save_tensor``), in the slot a node would use; no edges."""
 
     __slots__ = ()
@@ -453,7 +494,7 @@ def _short_name(node) -> str:
     return stripped or name
 
 
-class AccumulateGrad(Node):
+class AccumulateGrad(NodeBase):
     """The sink of a leaf: adds the incoming gradient into ``variable.grad``.
 
     The node owns its leaf; the leaf owns the node only weakly, so hooks registered on
@@ -496,7 +537,7 @@ def grad_accumulator(leaf: Tensor) -> AccumulateGrad:
     return node
 
 
-class Error(Node):
+class Error(NodeBase):
     """Stands in for a backward that must not be differentiated again."""
 
     __slots__ = ("_message",)

@@ -10,7 +10,7 @@ custom Function receives as zeros, or as None after ``ctx.set_materialize_grads(
 """
 from __future__ import annotations
 
-from reference.autograd.graph import Error, Node
+from reference.autograd.graph import Error, NodeBase
 from reference.ops.recording import attach, edge, needs_grad
 from reference.tensor import Tensor
 
@@ -28,7 +28,7 @@ class DelayedError(Error):
         return len(self._next_functions)
 
 
-class UndefinedGradBackward(Node):
+class UndefinedGradBackward(NodeBase):
     """Sends no gradient (None) to each of its inputs, whatever it receives."""
 
     __slots__ = ()

@@ -13,7 +13,7 @@ from reference import grad_mode
 from reference.array_backend import device_type_of, namespace_of, to_device
 from reference.autograd import forward_ad
 from reference.autograd import graph as _graph
-from reference.autograd.graph import Node
+from reference.autograd.graph import NodeBase
 from reference.creation import zeros_like
 from reference.ops.pointwise import AddBackward0, DivBackward0, MulBackward0, clone
 from reference.ops.recording import (
@@ -104,7 +104,7 @@ def bump_version(tensor: Tensor) -> None:
     tensor._version_counter[0] += 1
 
 
-class CopySlices(Node):
+class CopySlices(NodeBase):
     """The base's history after an in-place op on one of its views.
 
     ``fn`` is the in-place op's own node (or a custom Function's ctx that marked a view
@@ -197,7 +197,7 @@ class DivBackward1(DivBackward0):
     __slots__ = ()
 
 
-class _UnaryInplaceBackward(Node):
+class _UnaryInplaceBackward(NodeBase):
     """``x.f_()``: the gradient through ``f``, from the saved result (exp_, relu_: saved after the
     write, so a later write into ``x`` is caught by the version check) or from a snapshot of the
     old values (sin_, cos_: they are gone once written over)."""
@@ -231,7 +231,7 @@ class CosBackward1(_UnaryInplaceBackward):
     derivative = staticmethod(lambda ops, old: -ops.sin(old))
 
 
-class FillBackward2(Node):
+class FillBackward2(NodeBase):
     """fill_(number): the old values no longer matter; the only input is self."""
 
     __slots__ = ("_shapes",)
@@ -244,7 +244,7 @@ class ZeroBackward0(FillBackward2):
     __slots__ = ()
 
 
-class FillBackward3(Node):
+class FillBackward3(NodeBase):
     """fill_(0-d tensor): the value receives the sum of the gradient."""
 
     __slots__ = ("_shapes",)
@@ -258,7 +258,7 @@ class FillBackward3(Node):
         return (g * 0, grad_value)
 
 
-class CopyBackwards(Node):
+class CopyBackwards(NodeBase):
     __slots__ = ("_shapes", "_src_dtype", "_src_device")
 
     def apply(self, ops, grads):
@@ -270,7 +270,7 @@ class CopyBackwards(Node):
         return (g * 0, grad_src)
 
 
-class IndexPutBackward0(Node):
+class IndexPutBackward0(NodeBase):
     """self[index] = value"""
 
     __slots__ = ("_shapes", "_index")

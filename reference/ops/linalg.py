@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from reference.array_backend import namespace_of
-from reference.autograd.graph import Node
+from reference.autograd.graph import NodeBase
 from reference.ops.recording import (
     add_tangents, attach, edges, has_tangent, needs_grad, propagate_tangent, save_input,
 )
 from reference.tensor import Tensor
 
 
-class MmBackward0(Node):
+class MmBackward0(NodeBase):
     __slots__ = ("_shapes",)
     saved_names = ("self", "mat2")
 

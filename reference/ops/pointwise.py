@@ -12,7 +12,7 @@ import numbers
 
 from reference import dtypes
 from reference.array_backend import namespace_of, to_device as _move
-from reference.autograd.graph import Node
+from reference.autograd.graph import NodeBase
 from reference.autograd import forward_ad
 from reference.ops.recording import (
     add_tangents, attach, edges, has_tangent, needs_grad, propagate_tangent, raw, save_input, save_output, shape_of,
@@ -41,7 +41,7 @@ def _check_operand(value) -> bool:
     return type(value) in _FAST_OPERANDS or isinstance(value, (Tensor, numbers.Number))
 
 
-class _Binary(Node):
+class _Binary(NodeBase):
     """Base of two-input nodes: remembers the input shapes to undo broadcasting."""
 
     __slots__ = ("_shapes",)
@@ -121,7 +121,7 @@ class DivBackward0(_Binary):
         return (ga, gb)
 
 
-class PowBackward0(Node):
+class PowBackward0(NodeBase):
     """tensor ** number"""
 
     __slots__ = ()
@@ -311,7 +311,7 @@ def rpow(self, base):
 
 
 # -- unary ---------------------------------------------------------------------------
-class NegBackward0(Node):
+class NegBackward0(NodeBase):
     __slots__ = ()
 
     @staticmethod
@@ -322,7 +322,7 @@ class NegBackward0(Node):
         return (-grads[0],)
 
 
-class ExpBackward0(Node):
+class ExpBackward0(NodeBase):
     __slots__ = ()
     saved_names = ("result",)
 
@@ -334,7 +334,7 @@ class ExpBackward0(Node):
         return (grads[0] * self._unpack(0, ops.differentiable),)
 
 
-class LogBackward0(Node):
+class LogBackward0(NodeBase):
     __slots__ = ()
     saved_names = ("self",)
 
@@ -346,7 +346,7 @@ class LogBackward0(Node):
         return (grads[0] / self._unpack(0, ops.differentiable),)
 
 
-class TanhBackward0(Node):
+class TanhBackward0(NodeBase):
     __slots__ = ()
     saved_names = ("result",)
 
@@ -359,7 +359,7 @@ class TanhBackward0(Node):
         return (grads[0] * (1 - y * y),)
 
 
-class SigmoidBackward0(Node):
+class SigmoidBackward0(NodeBase):
     __slots__ = ()
     saved_names = ("result",)
 
@@ -372,7 +372,7 @@ class SigmoidBackward0(Node):
         return (grads[0] * (y * (1 - y)),)
 
 
-class ReluBackward0(Node):
+class ReluBackward0(NodeBase):
     __slots__ = ()
     saved_names = ("result",)
 
@@ -384,7 +384,7 @@ class ReluBackward0(Node):
         return (grads[0] * ops.positive_mask(self._unpack(0, ops.differentiable)),)
 
 
-class SinBackward0(Node):
+class SinBackward0(NodeBase):
     __slots__ = ()
     saved_names = ("self",)
 
@@ -396,7 +396,7 @@ class SinBackward0(Node):
         return (grads[0] * ops.cos(self._unpack(0, ops.differentiable)),)
 
 
-class CosBackward0(Node):
+class CosBackward0(NodeBase):
     __slots__ = ()
     saved_names = ("self",)
 
@@ -408,7 +408,7 @@ class CosBackward0(Node):
         return (-grads[0] * ops.sin(self._unpack(0, ops.differentiable)),)
 
 
-class SqrtBackward0(Node):
+class SqrtBackward0(NodeBase):
     __slots__ = ()
     saved_names = ("result",)
 
@@ -420,7 +420,7 @@ class SqrtBackward0(Node):
         return (grads[0] / (2 * self._unpack(0, ops.differentiable)),)
 
 
-class AbsBackward0(Node):
+class AbsBackward0(NodeBase):
     __slots__ = ()
     saved_names = ("self",)
 
@@ -432,7 +432,7 @@ class AbsBackward0(Node):
         return (grads[0] * ops.sign(self._unpack(0, ops.differentiable)),)
 
 
-class SignBackward0(Node):
+class SignBackward0(NodeBase):
     __slots__ = ()
 
     @staticmethod
@@ -443,7 +443,7 @@ class SignBackward0(Node):
         return (grads[0] * 0,)
 
 
-class CloneBackward0(Node):
+class CloneBackward0(NodeBase):
     __slots__ = ()
 
     @staticmethod
@@ -454,7 +454,7 @@ class CloneBackward0(Node):
         return (grads[0],)
 
 
-class ToCopyBackward0(Node):
+class ToCopyBackward0(NodeBase):
     __slots__ = ("_dtype", "_device")
 
     @staticmethod
@@ -584,7 +584,7 @@ gt = _compare(lambda a, b: a > b)
 ge = _compare(lambda a, b: a >= b)
 
 
-class MaskedFillBackward0(Node):
+class MaskedFillBackward0(NodeBase):
     """``x.masked_fill(mask, value)``: the gradient flows to ``x`` where ``mask`` is False."""
 
     __slots__ = ("_keep",)

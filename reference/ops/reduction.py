@@ -4,7 +4,7 @@ from __future__ import annotations
 import builtins
 
 from reference import array_backend
-from reference.autograd.graph import Node
+from reference.autograd.graph import NodeBase
 from reference.ops.recording import attach, edges, has_tangent, needs_grad, propagate_tangent, save_input
 from reference.tensor import Tensor
 
@@ -24,7 +24,7 @@ def _normalize_dims(dim, ndim):
     return tuple(sorted(set(out)))
 
 
-class SumBackward0(Node):
+class SumBackward0(NodeBase):
     """Sum over dims: the gradient is broadcast back over the reduced dims."""
 
     __slots__ = ("_shape", "_dims", "_keepdim")
@@ -88,7 +88,7 @@ def mean(self, dim=None, keepdim=False):
     return out
 
 
-class VarMeanBackward0(Node):
+class VarMeanBackward0(NodeBase):
     """One node, two outputs (variance, mean); either may have received no gradient."""
 
     __slots__ = ("_shape", "_dims", "_keepdim", "_count", "_correction")
@@ -157,7 +157,7 @@ def any(self, dim=None, keepdim=False):  # noqa: A001 - torch's name
     return Tensor._wrap(array_backend.namespace_of(data).asarray(data.astype(bool).any(axis=axes, keepdims=keepdim)))
 
 
-class SumToSizeBackward0(Node):
+class SumToSizeBackward0(NodeBase):
     __slots__ = ("_shape",)
 
     def apply(self, ops, grads):
@@ -179,7 +179,7 @@ def sum_to_size(self, shape):
     return out
 
 
-class ProdBackward0(Node):
+class ProdBackward0(NodeBase):
     """Product over one dim: each element's gradient is the product of the others in its slice."""
 
     __slots__ = ("_dim", "_keepdim")

@@ -13,7 +13,7 @@ import weakref
 from reference import array_backend, grad_mode
 from reference.array_backend import namespace_of
 from reference.autograd import forward_ad
-from reference.autograd.graph import Node
+from reference.autograd.graph import NodeBase
 from reference.ops.pointwise import clone
 from reference.ops.recording import attach, edge, edges, has_tangent, needs_grad, propagate_tangent, rebase_history
 from reference.tensor import Tensor
@@ -24,28 +24,28 @@ VIEW_INCOMPATIBLE = (
 )
 
 
-class ViewBackward0(Node):
+class ViewBackward0(NodeBase):
     __slots__ = ("_shape",)
 
     def apply(self, ops, grads):
         return (ops.reshape(grads[0], self._shape),)
 
 
-class TransposeBackward0(Node):
+class TransposeBackward0(NodeBase):
     __slots__ = ("_dims",)
 
     def apply(self, ops, grads):
         return (ops.swapaxes(grads[0], *self._dims),)
 
 
-class ExpandBackward0(Node):
+class ExpandBackward0(NodeBase):
     __slots__ = ("_shape",)
 
     def apply(self, ops, grads):
         return (ops.sum_to(grads[0], self._shape),)
 
 
-class _IndexNode(Node):
+class _IndexNode(NodeBase):
     __slots__ = ("_shape", "_index")
 
     def apply(self, ops, grads):
@@ -60,7 +60,7 @@ class SliceBackward0(_IndexNode):
     __slots__ = ()
 
 
-class IndexBackward0(Node):
+class IndexBackward0(NodeBase):
     """Indexing with tensors or lists: the indices are saved (and freed by backward without
     retain_graph, as PyTorch's saved ``indices``)."""
 
@@ -70,7 +70,7 @@ class IndexBackward0(Node):
         return (ops.scatter_index(grads[0], self._shape, self._unpack(0, False)),)
 
 
-class AliasBackward0(Node):
+class AliasBackward0(NodeBase):
     __slots__ = ()
 
     def apply(self, ops, grads):
@@ -485,7 +485,7 @@ def as_subclass(self, cls):
 
 
 # differentiable helpers for double backward of indexing
-class ScatterIndexBackward0(Node):
+class ScatterIndexBackward0(NodeBase):
     __slots__ = ("_index",)
 
     def apply(self, ops, grads):
@@ -502,7 +502,7 @@ def scatter_index(grad, shape, index):
     return out
 
 
-class ZeroAtIndexBackward0(Node):
+class ZeroAtIndexBackward0(NodeBase):
     __slots__ = ("_index",)
 
     def apply(self, ops, grads):
@@ -518,7 +518,7 @@ def zero_at_index(grad, index):
     return out
 
 
-class MakeDualBackward0(Node):
+class MakeDualBackward0(NodeBase):
     __slots__ = ()
 
     def apply(self, ops, grads):
@@ -539,7 +539,7 @@ def unpack_primal_view(dual):
     return _make_view(dual, dual._data.view(), UnpackDualBackward0)
 
 
-class CatBackward0(Node):
+class CatBackward0(NodeBase):
     """``cat(tensors, dim)``: each input's gradient is its slice of the output's along ``dim``."""
 
     __slots__ = ("_dim", "_sizes")

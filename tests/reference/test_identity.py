@@ -147,6 +147,42 @@ def test_custom_function_grad_fn_is_ctx():  # rule: identity.custom-function-gra
     assert out2.grad_fn is not out.grad_fn
 
 
+def test_graph_node_is_a_virtual_base():  # rule: identity.graph-nodes-are-node-instances
+    """torch.autograd.graph.Node answers isinstance/issubclass for every node (built-in, a
+    leaf's accumulator, a custom Function's ctx) without being in any node class's mro;
+    the Function classes and a bare FunctionCtx are no Nodes, and Node itself is abstract."""
+    Node = R.autograd.graph.Node
+    seen = []
+
+    class F(Function):
+        @staticmethod
+        def forward(ctx, a):
+            seen.append(isinstance(ctx, Node))
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(isinstance(ctx, Node))
+            return g * 2
+
+    x = R.randn(3, requires_grad=True)
+    y = x.exp()
+    out = F.apply(x)
+    accumulator = y.grad_fn.next_functions[0][0]
+    for node in (y.grad_fn, accumulator, out.grad_fn):
+        assert isinstance(node, Node) and issubclass(type(node), Node)
+        assert Node not in type(node).__mro__
+    out.sum().backward()
+    assert seen == [True, True]
+    assert issubclass(R.autograd.function.BackwardCFunction, Node) and issubclass(Node, Node)
+    for cls in (F, Function, R.autograd.function.FunctionCtx, int, object):
+        assert not issubclass(cls, Node), cls
+    for value in (None, 1, x, Node, type(accumulator), F, R.autograd.function.FunctionCtx()):
+        assert not isinstance(value, Node), value
+    with pytest.raises(TypeError):
+        Node()
+
+
 def test_data_and_detach_are_new_objects_sharing_memory():  # rule: identity.data-detach-new-objects
     x = R.randn(3, requires_grad=True)
     assert x.data is not x.data
