@@ -514,13 +514,11 @@ class AccumulateGrad(NodeBase):
         steal = False
         if grad is not None and not ops.differentiable and self.variable._grad is None:
             # rule: identity.grad-takes-over-unshared-buffer -- the engine holds the gradient
-            # in ``grads`` (cleared of stale names by the engine), here in ``grad``, and, with
-            # post-hooks on this node, in the tensor of their grad_outputs (as torch allows)
+            # in ``grads`` (cleared of stale names by the engine, and by the pre-hooks' runner),
+            # here in ``grad``, and, with post-hooks on this node, in the tensor of their
+            # grad_outputs (as torch allows), which then shares the buffer with ``.grad``
             extras = self._extras
-            if extras is None:
-                steal = can_take_over(grad, 2)
-            elif not extras.pre_hooks:
-                steal = can_take_over(grad, 3 if extras.post_hooks else 2)
+            steal = can_take_over(grad, 3 if extras is not None and extras.post_hooks else 2)
         accumulate_into_leaf(self.variable, grad, ops, steal)
         return ()
 

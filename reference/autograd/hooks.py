@@ -76,7 +76,11 @@ def run_node_with_hooks(node, extras, grads, ops, task_nodes=None):
             result = hook(outputs)
             if result is not None:
                 outputs = _check_node_hook_result(node, result, len(outputs), "pre-hook")
-        grads = [None if g is None else ops.from_tensor(g) for g in outputs]
+        # in the engine's own list, and the tensors let go: then only a tensor a hook kept
+        # holds a gradient beside it, so AccumulateGrad may still take the buffer over
+        # (rule: identity.grad-takes-over-unshared-buffer)
+        grads[:] = [None if g is None else ops.from_tensor(g) for g in outputs]
+        outputs = result = None
     grad_outputs = None
     if extras.post_hooks:
         grad_outputs = tuple(None if g is None else ops.as_tensor(g) for g in grads)

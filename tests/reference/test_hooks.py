@@ -319,6 +319,46 @@ def test_post_accumulate_hooks_run_in_order_after_grad_is_set():  # rule: hooks.
     np.testing.assert_allclose(arr(t), 4.0 * (ref - 1.0), rtol=1e-6)
 
 
+def test_accumulator_posthook_sees_grad_buffer_after_prehook_replaced_it():  # rule: identity.grad-takes-over-unshared-buffer
+    """A node pre-hook on the accumulator replaces the gradient; nothing keeps its tensor, so
+    ``.grad`` takes that buffer over and the accumulator's post-hook reads, in ``grad_outputs``,
+    the post-accumulate hook's in-place change (torch 2.13: (1 + 3) * 2 + 1 = 9, then * 4)."""
+    x = leaf([0.5, 0.5])
+    accumulator = (x * 1).grad_fn.next_functions[0][0]
+    seen = {}
+    x.register_hook(lambda g: g + 3.0)
+    accumulator.register_prehook(lambda go: (go[0] * 2.0,))
+    x.register_post_accumulate_grad_hook(lambda t: [t.grad.add_(1.0)] and None)
+
+    def post(grad_inputs, grad_outputs):
+        seen["incoming"] = arr(grad_outputs[0]).tolist()
+        x.grad = grad_outputs[0] * 4.0
+
+    accumulator.register_hook(post)
+    (x * 1).sum().backward()
+    assert seen["incoming"] == [9.0, 9.0]
+    assert arr(x.grad).tolist() == [36.0, 36.0]
+
+
+def test_accumulator_prehook_that_keeps_the_gradient_gets_a_copy():  # rule: identity.grad-takes-over-unshared-buffer
+    """What a pre-hook kept (the tensor it was given, or the one it returned) is never ``.grad``'s buffer."""
+    for keep_returned in (False, True):
+        x = leaf([1.0, 1.0])
+        accumulator = (x * 1).grad_fn.next_functions[0][0]
+        kept = []
+
+        def pre(go, keep_returned=keep_returned):
+            replaced = go[0] * 2.0
+            kept.append(replaced if keep_returned else go[0])
+            return (replaced,)
+
+        accumulator.register_prehook(pre)
+        (x * 1).sum().backward()
+        x.grad.add_(10.0)
+        assert arr(x.grad).tolist() == [12.0, 12.0]
+        assert arr(kept[0]).tolist() == ([2.0, 2.0] if keep_returned else [1.0, 1.0])
+
+
 def test_leaf_hooks_persist_node_hooks_die_with_the_accumulator():  # rules: hooks.leaf-hooks-persist-across-graphs, hooks.accumulate-grad-node-hooks-die-with-node
     was = gc.isenabled()
     gc.disable()
