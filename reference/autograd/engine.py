@@ -8,7 +8,9 @@ One call is one *graph task*:
      accumulator as soon as it is ready; ties in the order nodes became ready; a node is
      ready once every edge into it has delivered), each exactly once, gradients summed.
 Running a node: tensor hooks per output (then retain_grad), node pre-hooks, ``apply``,
-node post-hooks; then its saved tensors are released unless ``retain_graph``.
+node post-hooks; then its saved tensors are released unless ``retain_graph``. Each node
+starts from the saved-tensor hooks state the backward started with, whatever blocks the
+previous one entered or left.
 
 Gradients travel as raw arrays, so a plain backward builds no graph and allocates no
 tensor objects; only hooks and custom Functions see tensors. Under ``create_graph=True``
@@ -105,8 +107,15 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
 
     # rules: engine.create-graph-double-backward, engine.grads-detached-without-create-graph
     task = GraphTask(dependencies, bool(retain_graph))
-    with _running(task), grad_mode.set_grad_enabled(create_graph):
+    # as in torch (which runs them under the thread-local state captured with the graph task),
+    # each node (its hooks, its unpack hooks, its backward) and the callbacks start from, and
+    # leave behind, this thread's saved-tensor hooks state as the backward found it
+    hooks_state, hooks_changes = graph.saved_hooks_snapshot(), graph._hooks_changes
+    with _running(task), grad_mode.set_grad_enabled(create_graph), _Restoring(hooks_state, hooks_changes):
         while ready:
+            if graph._hooks_changes != hooks_changes:  # the last node entered or left a block
+                graph.restore_saved_hooks(hooks_state)
+                hooks_changes = graph._hooks_changes
             node = task.node = pop(ready)[2]
             grads = buffers.pop(node)
             extras = node._extras
@@ -162,6 +171,8 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
                 if remaining == 0:
                     push(ready, (_priority(child), next(order), child))
         task.node = None
+        if graph._hooks_changes != hooks_changes:
+            graph.restore_saved_hooks(hooks_state)
         _run_callbacks(task)
 
 
@@ -226,6 +237,25 @@ class _running:
 
     def __exit__(self, *exc):
         _tasks.stack.pop()
+        return False
+
+
+class _Restoring:
+    """Puts the saved-tensor hooks state back when the ``with`` block ends (a callback, or a node
+    that raised, may have left a block entered)."""
+
+    __slots__ = ("_state", "_changes")
+
+    def __init__(self, state, changes):
+        self._state = state
+        self._changes = changes
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if graph._hooks_changes != self._changes:
+            graph.restore_saved_hooks(self._state)
         return False
 
 

@@ -58,7 +58,31 @@ _saved_hooks = _SavedHooksState()
 #: how many saved_tensors_hooks contexts are open in any thread: the hot path reads only
 #: this global, and looks at the thread's stack only when it is non-zero
 _open_hook_contexts = 0
+#: bumped by every change of any thread's state (a block entered or left, hooks disabled or
+#: enabled again): the engine compares it after each node, and restores only when it moved
+_hooks_changes = 0
 _hooks_lock = threading.Lock()
+
+
+def saved_hooks_snapshot():
+    """This thread's saved-tensor hooks state (the stack and the disabled message), to be put
+    back by ``restore_saved_hooks``."""
+    return tuple(_saved_hooks.stack), _saved_hooks.disabled
+
+
+def restore_saved_hooks(snapshot) -> None:
+    """Put this thread's saved-tensor hooks state back to ``snapshot``, whatever blocks were
+    entered or left since (torch's engine runs each node, and the end of a backward, under
+    the thread-local state the backward started with: a block an unpack hook or a node hook
+    entered and never left is gone after the node, and holds its hooks no longer)."""
+    global _open_hook_contexts, _hooks_changes
+    stack, disabled = snapshot
+    state = _saved_hooks
+    with _hooks_lock:
+        _open_hook_contexts += len(stack) - len(state.stack)
+        _hooks_changes += 1
+    state.stack[:] = stack
+    state.disabled = disabled
 
 PACK_MODIFIED_INPUT = (
     "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack "
@@ -568,22 +592,24 @@ class saved_tensors_hooks:  # noqa: N801 - torch's name
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
-        global _open_hook_contexts
+        global _open_hook_contexts, _hooks_changes
         state = _saved_hooks
         if state.disabled is not None:  # rule: saved_tensors.disable-refuses-hooks
             raise RuntimeError(state.disabled)
         state.stack.append((self.pack_hook, self.unpack_hook))
         with _hooks_lock:
             _open_hook_contexts += 1
+            _hooks_changes += 1
         return self
 
     def __exit__(self, *exc):
-        global _open_hook_contexts
+        global _open_hook_contexts, _hooks_changes
         if not _saved_hooks.stack:  # more exits than entries (an unpack hook leaving early): nothing to pop
             return False
         _saved_hooks.stack.pop()
         with _hooks_lock:
             _open_hook_contexts -= 1
+            _hooks_changes += 1
         return False
 
 
@@ -601,11 +627,19 @@ class disable_saved_tensors_hooks:  # noqa: N801 - torch's name
             raise RuntimeError(self.error_message)
         self._previous = state.disabled
         state.disabled = self.error_message
+        _changed()
         return self
 
     def __exit__(self, *exc):
         _saved_hooks.disabled = self._previous
+        _changed()
         return False
+
+
+def _changed() -> None:
+    global _hooks_changes
+    with _hooks_lock:
+        _hooks_changes += 1
 
 
 class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - torch's name

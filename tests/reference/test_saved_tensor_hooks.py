@@ -317,3 +317,83 @@ def test_every_saved_slot_of_a_custom_function_has_a_handle_none_included():
     with pytest.raises(TypeError):
         first.register_hooks(1, 1)
     first.register_hooks(lambda t: t, lambda t: t)
+
+
+def _which_pack(log):
+    """Save a tensor now (under enable_grad, as backward runs without grad mode) and say
+    which pack hook, if any, took it."""
+    before = len(log)
+    with R.enable_grad():
+        R.ones(1, requires_grad=True).sin()  # saves its input (pack returning an output would be a cycle)
+    return log[before] if len(log) > before else None
+
+
+def test_a_block_an_unpack_hook_enters_during_backward_ends_with_its_node():
+    """torch runs each node under the hooks state the backward started with: a block entered
+    (never left) inside an unpack hook is gone after that node, so the unpack hook it held is
+    freed with its scope, and the outer block's exit leaves no hooks behind."""
+    log = []
+
+    def scope():
+        def unpack(packed):
+            saved_tensors_hooks(lambda t: log.append("inner") or t, lambda t: t).__enter__()
+            log.append(("unpacked", _which_pack(log)))
+            return packed
+
+        x = R.ones(2, requires_grad=True)
+        with saved_tensors_hooks(lambda t: log.append("outer") or t, unpack):
+            y = x.exp().sin()
+            y.grad_fn.register_prehook(lambda go: log.append(("sin", _which_pack(log))) and None)
+            y.grad_fn.next_functions[0][0].register_prehook(lambda go: log.append(("exp", _which_pack(log))) and None)
+            y.sum().backward()
+            log.append(("after backward", _which_pack(log)))
+        log.append(("after block", _which_pack(log)))
+        return weakref.ref(unpack)
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        unpack_ref = scope()
+        assert unpack_ref() is None, "the block entered during backward keeps the unpack hook alive"
+    finally:
+        if was:
+            gc.enable()
+    events = [e for e in log if isinstance(e, tuple)]
+    assert events == [("sin", "outer"), ("unpacked", "inner"), ("exp", "outer"), ("unpacked", "inner"),
+                      ("after backward", "outer"), ("after block", None)]
+    assert graph._saved_hooks.stack == [] and graph._open_hook_contexts == 0
+
+
+def test_hooks_state_a_node_hook_changes_is_restored_for_the_next_node():
+    """A node pre-hook that disables saved-tensor hooks, or leaves the outer block early, changes
+    nothing for the next node nor after backward; a raising node, or a callback, neither."""
+    log = []
+    x = R.ones(2, requires_grad=True)
+    outer = saved_tensors_hooks(lambda t: log.append("outer") or t, lambda t: t)
+    with outer:
+        y = x.exp()
+        z = y.sin()
+
+        def disable_and_leave(go):
+            outer.__exit__(None, None, None)
+            disable_saved_tensors_hooks("no hooks here").__enter__()
+            R.autograd.Variable._execution_engine.queue_callback(
+                lambda: saved_tensors_hooks(lambda t: t, lambda t: t).__enter__())
+
+        z.grad_fn.register_prehook(lambda go: disable_and_leave(go) and None)
+        y.grad_fn.register_prehook(lambda go: log.append(("exp", _which_pack(log))) and None)
+        z.sum().backward()
+        assert graph._saved_hooks.disabled is None
+        log.append(("after backward", _which_pack(log)))
+    assert [e for e in log if isinstance(e, tuple)] == [("exp", "outer"), ("after backward", "outer")]
+    assert graph._saved_hooks.stack == [] and graph._open_hook_contexts == 0
+
+    def unpack_and_fail(packed):
+        saved_tensors_hooks(lambda t: t, lambda t: t).__enter__()
+        raise ValueError("unpack failed")
+
+    with saved_tensors_hooks(lambda t: t, unpack_and_fail):
+        y = R.ones(2, requires_grad=True).exp()
+    with pytest.raises(ValueError):
+        y.sum().backward()
+    assert graph._saved_hooks.stack == [] and graph._open_hook_contexts == 0
