@@ -100,6 +100,15 @@ class RawOps:
     zero_at_index = staticmethod(zero_at_index)
 
     @staticmethod
+    def zeros(shape, like):
+        """Zeros of ``shape`` in ``like``'s dtype and device."""
+        return namespace_of(like).zeros(shape, dtype=like.dtype)
+
+    @staticmethod
+    def cat(parts, dim):
+        return namespace_of(parts[0]).concatenate(parts, axis=dim)
+
+    @staticmethod
     def to_dtype_of(grad, like_dtype):
         return grad.astype(like_dtype.numpy, copy=False)
 
@@ -196,6 +205,14 @@ class TensorOps:
     @staticmethod
     def zero_at_index(grad, index):
         return views.zero_at_index(grad, index)
+
+    @staticmethod
+    def zeros(shape, like):
+        return Tensor._wrap(namespace_of(like._data).zeros(shape, dtype=like._data.dtype))
+
+    @staticmethod
+    def cat(parts, dim):
+        return views.cat(parts, dim)
 
     @staticmethod
     def to_dtype_of(grad, like_dtype):

@@ -75,8 +75,14 @@ def check_view_inplace(tensor: Tensor, other) -> None:
         raise RuntimeError(_no_grad_view_message(tensor, *made))
     multi = getattr(tensor, "_multi_view", None)
     if multi is not None:
-        # rule: views.inplace-on-multi-output-view
-        raise RuntimeError(f"Output {multi[0]} of {multi[1]} is a view and is being modified inplace. {MULTI_VIEW_INPLACE}")
+        # rule: views.inplace-on-multi-output-view -- torch names the tensor's own grad_fn (an output of
+        # unbind, or a view of one), and says no_grad mode where the tensor has none
+        node = tensor._node
+        what = ("A view was created in no_grad mode and is being modified inplace with grad mode enabled."
+                if node is None else
+                f"Output {tensor._output_nr} of {node.name().removesuffix('Backward0')} is a view and is being "
+                "modified inplace.")
+        raise RuntimeError(f"{what} {MULTI_VIEW_INPLACE}")
 
 
 def _check_overlap(tensor: Tensor, other) -> None:

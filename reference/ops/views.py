@@ -406,32 +406,96 @@ def select(self, dim, index):
     return getitem(self, (slice(None),) * d + (index % size,))
 
 
-def _multi_output(views, name):
-    """Mark the views one call returned together (unbind, split, chunk): in grad mode they may
-    not be modified in place. rule: views.inplace-on-multi-output-view"""
-    for index, view in enumerate(views):
-        view._multi_view = (index, name)
-    return views
+class _JoinBackward(Node):
+    """One node for all the outputs of one unbind / split / chunk call, as torch's
+    UnbindBackward0, SplitBackward0, ...: the input's gradient is the outputs' gradients joined
+    back along ``dim``, zeros standing for those that received none. A backward through one
+    output therefore runs the node, and the tensor hooks of the others see None."""
+
+    __slots__ = ("_dim", "_shapes", "_stacked")  # per output its shape in the input (dim kept); unbind's lost dim
+    _none_passes = False  # runs when any output, not only the first, received a gradient
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self._shapes)
+
+    def apply(self, ops, grads):
+        like = next((g for g in grads if g is not None), None)
+        if like is None:
+            return (None,)
+        d = self._dim
+        parts = [ops.zeros(shape, like) if g is None else ops.unsqueeze_dims(g, (d,)) if self._stacked else g
+                 for g, shape in zip(grads, self._shapes)]
+        return (ops.cat(parts, d),)
+
+
+class UnbindBackward0(_JoinBackward):
+    __slots__ = ()
+
+
+class SplitBackward0(_JoinBackward):
+    __slots__ = ()
+
+
+class SplitWithSizesBackward0(_JoinBackward):
+    __slots__ = ()
+
+
+class UnsafeSplitBackward0(_JoinBackward):
+    __slots__ = ()
+
+
+class UnsafeSplitWithSizesBackward0(_JoinBackward):
+    __slots__ = ()
+
+
+def _parts(self, d, sizes, node_cls, views=True, stacked=False):
+    """The outputs of one multi-output call: along dim ``d``, consecutive parts of ``sizes``
+    (index ``i`` itself where ``stacked``: unbind), all the outputs of one ``node_cls`` node.
+    As views (``views``), they share the input's version counter and in grad mode may not be
+    modified in place (rule: views.inplace-on-multi-output-view); otherwise (unsafe_split,
+    unsafe_chunk) they are new tensors on the same memory, each with a version counter of its
+    own, as in torch: a write into one neither invalidates what was saved from another nor
+    enters the input's history."""
+    lead, starts = (slice(None),) * d, [builtins.sum(sizes[:i]) for i in range(len(sizes))]
+    keys = [lead + ((i,) if stacked else (slice(start, start + size),)) for i, (start, size) in
+            enumerate(zip(starts, sizes))]
+    outs = []
+    for index, key in enumerate(keys):
+        data = self._data[key + (Ellipsis,)]
+        if views:
+            out = _make_view(self, data, view_fn=lambda t, key=key: getitem(t, key))
+            out._multi_view = (index, node_cls.__name__.removesuffix("Backward0"))
+        else:
+            out = Tensor._wrap(data)
+            if has_tangent(self):
+                propagate_tangent(out, lambda t, key=key: None if t is None else getitem(t, key), self)
+        outs.append(out)
+    if keys and needs_grad(self):
+        node = node_cls(edges(self))
+        shape = self._data.shape
+        node._dim, node._stacked = d, stacked
+        node._shapes = tuple(shape[:d] + (1 if stacked else size,) + shape[d + 1:] for size in sizes)
+        for index, out in enumerate(outs):
+            attach(out, node, index)
+    return tuple(outs)
 
 
 def unbind(self, dim=0):
     """``x.unbind(dim)``: the slices along ``dim``, each a view of ``x``."""
     d = _dim(self, dim)
-    return _multi_output(tuple(select(self, d, i) for i in range(self._data.shape[d])), "Unbind")
+    return _parts(self, d, [1] * self._data.shape[d], UnbindBackward0, stacked=True)
 
 
-def _sections(self, sizes, dim):
+def _sections(self, sizes, dim, node_cls, views=True):
     d = _dim(self, dim)
     if builtins.sum(sizes) != self._data.shape[d] or builtins.any(s < 0 for s in sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {self._data.shape[d]} "
                            f"(input tensor's size at dimension {dim}), but got split_sizes={list(sizes)}")
-    starts = [builtins.sum(sizes[:i]) for i in range(len(sizes))]
-    return tuple(narrow(self, d, start, size) for start, size in zip(starts, sizes))
+    return _parts(self, d, sizes, node_cls, views)
 
 
 def _split_sizes(self, split_size, dim):
-    if not isinstance(split_size, int):
-        return list(split_size)
     if split_size <= 0:
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of "
                            f"{self._data.shape[_dim(self, dim)]}")
@@ -441,33 +505,38 @@ def _split_sizes(self, split_size, dim):
 
 def split(self, split_size_or_sections, dim=0):
     """``x.split(size or sizes, dim)``: consecutive views along ``dim``."""
-    return _multi_output(_sections(self, _split_sizes(self, split_size_or_sections, dim), dim), "Split")
+    if not isinstance(split_size_or_sections, int):
+        return split_with_sizes(self, split_size_or_sections, dim)
+    return _sections(self, _split_sizes(self, split_size_or_sections, dim), dim, SplitBackward0)
 
 
 def split_with_sizes(self, split_sizes, dim=0):
-    return _multi_output(_sections(self, list(split_sizes), dim), "SplitWithSizes")
+    return _sections(self, list(split_sizes), dim, SplitWithSizesBackward0)
+
+
+def _chunk_size(self, chunks, dim):
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    return max(-(-self._data.shape[_dim(self, dim)] // chunks), 1)
 
 
 def chunk(self, chunks, dim=0):
     """``x.chunk(n, dim)``: at most ``n`` views of equal size (the last may be smaller)."""
-    if chunks <= 0:
-        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
-    size = self._data.shape[_dim(self, dim)]
-    return split(self, max(-(-size // chunks), 1), dim)
+    return split(self, _chunk_size(self, chunks, dim), dim)
 
 
 def unsafe_split(self, split_size, dim=0):
-    """``split`` whose outputs may be modified in place (the caller vouches for it)."""
-    return _sections(self, _split_sizes(self, split_size, dim), dim)
+    """``split`` whose outputs are no views (the caller vouches that writing one is harmless)."""
+    return _sections(self, _split_sizes(self, split_size, dim), dim, UnsafeSplitBackward0, views=False)
 
 
 def unsafe_split_with_sizes(self, split_sizes, dim=0):
-    return _sections(self, list(split_sizes), dim)
+    return _sections(self, list(split_sizes), dim, UnsafeSplitWithSizesBackward0, views=False)
 
 
 def unsafe_chunk(self, chunks, dim=0):
-    size = self._data.shape[_dim(self, dim)]
-    return unsafe_split(self, max(-(-size // chunks), 1), dim)
+    return unsafe_split(self, _chunk_size(self, chunks, dim), dim)
+
 
 def alias(self, cls=Tensor):
     """A new object of ``cls`` with the same data, version counter and history."""

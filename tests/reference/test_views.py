@@ -174,7 +174,119 @@ def test_outputs_of_unbind_split_and_chunk_refuse_recorded_writes():  # rule: vi
     with R.no_grad():
         b.unbind()[0].mul_(5)
     first, rest = b.unsafe_split(2)[0], b.unsafe_chunk(3)[1]
-    first.mul_(2)  # the unsafe variants opt out
+    first.mul_(2)  # the unsafe variants opt out: their outputs are no views, b's history ignores the writes
     rest.mul_(3)
     (b * R.arange(1.0, 7.0)).sum().backward()
-    np.testing.assert_allclose(a.grad.numpy(), [2, 4, 9, 12, 5, 6])  # the no_grad write is not recorded
+    np.testing.assert_allclose(a.grad.numpy(), [1, 2, 3, 4, 5, 6])  # nor is the no_grad write recorded
+    np.testing.assert_allclose(b.detach().numpy(), [10, 2, 3, 3, 1, 1])  # but all three wrote into b's memory
+
+
+MULTI_OUTPUT_CALLS = (  # (call, torch's node name): each returns several views of its input
+    (lambda t: t.unbind(), "UnbindBackward0"),
+    (lambda t: t.unbind(1), "UnbindBackward0"),
+    (lambda t: t.split(2), "SplitBackward0"),
+    (lambda t: t.chunk(2), "SplitBackward0"),
+    (lambda t: t.split([1, 2]), "SplitWithSizesBackward0"),
+    (lambda t: t.split_with_sizes([2, 1], 1), "SplitWithSizesBackward0"),
+)
+
+
+@pytest.mark.parametrize("call, name", MULTI_OUTPUT_CALLS)
+def test_outputs_of_one_multi_view_call_share_one_node(call, name):  # rule: views.inplace-on-multi-output-view
+    a = R.ones(3, 3, requires_grad=True)
+    b = a * 1
+    parts = call(b)
+    node = parts[0].grad_fn
+    assert node.name() == name and len(parts) > 1
+    assert all(p.grad_fn is node for p in parts) and [p.output_nr for p in parts] == list(range(len(parts)))
+    assert node.next_functions == ((b.grad_fn, 0),)
+    assert all(p._base is b and p._is_view() for p in parts)  # still views of the input ...
+    with R.no_grad():
+        parts[-1].mul_(2)
+    assert all(p._version == b._version == 1 for p in parts)  # ... sharing its version counter
+    assert float(b.detach().numpy().ravel()[-1]) == 2.0
+
+
+def test_hook_on_one_output_runs_with_none_in_backward_through_another():
+    x = R.ones(4, requires_grad=True)
+    parts = x.unbind()
+    seen = []
+    parts[0].register_hook(lambda grad: seen.append(None if grad is None else grad.numpy().copy()))
+    parts[0].backward()
+    parts[2].backward()
+    assert len(seen) == 2 and seen[0] == 1 and seen[1] is None
+    np.testing.assert_allclose(x.grad.numpy(), [1, 0, 1, 0])
+
+
+@pytest.mark.parametrize("call, name", MULTI_OUTPUT_CALLS)
+def test_gradient_through_some_outputs_of_a_multi_view_call(call, name):
+    base = np.arange(9.0).reshape(3, 3)
+    a = R.tensor(base, requires_grad=True)
+    parts = call(a * 1)
+    (parts[0] * 2).sum().backward(retain_graph=True)
+    (parts[-1] * parts[-1]).sum().backward()  # through the same node again: nothing it needs is freed
+    expected = _region(call, 0, np.full((3, 3), 2.0)) + _region(call, -1, 2 * base)
+    np.testing.assert_allclose(a.grad.numpy(), expected)
+
+
+def _region(call, which, values):
+    """``values`` where output ``which`` of ``call`` reads its input, zeros elsewhere."""
+    mask = R.zeros(3, 3)
+    with R.no_grad():
+        call(mask)[which].fill_(1.0)
+    return np.where(mask.numpy() == 1, values, 0)
+
+
+@pytest.mark.parametrize("call, name", MULTI_OUTPUT_CALLS)
+def test_double_backward_through_a_multi_view_call(call, name):
+    base = np.arange(1.0, 10.0).reshape(3, 3)
+    a = R.tensor(base, requires_grad=True)
+    parts = call(a)
+    (g,) = R.autograd.grad((parts[-1] ** 3).sum(), a, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), _region(call, -1, 3 * base ** 2))
+    (gg,) = R.autograd.grad(g.sum(), a)
+    np.testing.assert_allclose(gg.numpy(), _region(call, -1, 6 * base))
+
+
+def test_write_into_a_view_of_a_multi_view_output_names_its_own_node():  # rule: views.inplace-on-multi-output-view
+    b = R.ones(3, requires_grad=True) * 1
+    with pytest.raises(RuntimeError, match="Output 1 of Unbind is a view"):
+        b.unbind()[1].mul_(2)
+    with pytest.raises(RuntimeError, match="Output 0 of Select is a view .* returns multiple views"):
+        b.split(1)[0][0].mul_(2)
+    plain, w = R.zeros(3), R.ones((), requires_grad=True)
+    with pytest.raises(RuntimeError, match="no_grad mode .* returns multiple views"):  # no node to name
+        plain.unbind()[0].mul_(w)
+
+
+UNSAFE_CALLS = (
+    (lambda t: t.unsafe_split(1), "UnsafeSplitBackward0"),
+    (lambda t: t.unsafe_split_with_sizes((1, 1, 1)), "UnsafeSplitWithSizesBackward0"),
+    (lambda t: t.unsafe_chunk(3), "UnsafeSplitBackward0"),
+)
+
+
+@pytest.mark.parametrize("call, name", UNSAFE_CALLS)
+def test_outputs_of_unsafe_split_are_one_node_not_views(call, name):
+    a = R.tensor(np.arange(9.0).reshape(3, 3), requires_grad=True)
+    b = a * 1
+    s1, s2, s3 = call(b)
+    assert s1.grad_fn is s2.grad_fn is s3.grad_fn and s1.grad_fn.name() == name
+    assert [s.output_nr for s in (s1, s2, s3)] == [0, 1, 2]
+    assert s1._base is None and not s1._is_view()
+    s1.mul_(s2)  # its own version counter: what MulBackward saved of s2 stays valid
+    assert (s1._version, s2._version, b._version) == (1, 0, 0)
+    np.testing.assert_allclose(b.detach().numpy()[0], [0, 4, 10])  # the memory is still shared
+    (s1.sum() + b.sum()).backward()  # b's history does not see the write
+    np.testing.assert_allclose(a.grad.numpy(), [[4, 5, 6], [1, 2, 3], [1, 1, 1]])
+
+
+def test_unsafe_split_of_a_leaf_may_be_written_and_of_a_no_grad_input_records_nothing():
+    a = R.ones(4, requires_grad=True)
+    first, second = a.unsafe_split(2)
+    first.mul_(3)
+    (first.sum() + second.sum()).backward()
+    np.testing.assert_allclose(a.grad.numpy(), [3, 3, 1, 1])
+    with R.no_grad():
+        parts = a.unsafe_chunk(2)
+    assert parts[0].grad_fn is None and not parts[0].requires_grad
