@@ -406,7 +406,7 @@ def select(self, dim, index):
     return getitem(self, (slice(None),) * d + (index % size,))
 
 
-class _JoinBackward(Node):
+class _JoinBackward(NodeBase):
     """One node for all the outputs of one unbind / split / chunk call, as torch's
     UnbindBackward0, SplitBackward0, ...: the input's gradient is the outputs' gradients joined
     back along ``dim``, zeros standing for those that received none. A backward through one
