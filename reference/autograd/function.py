@@ -432,6 +432,9 @@ def _apply(fn_cls, args, kwargs):
 def _forward_tangents(fn_cls, ctx, inputs, outputs, results, dirty_ids, non_diff_ids):
     """Forward AD through a custom Function: its static ``jvp`` gives the output tangents."""
     tangents = forward_ad.tangents_of(*inputs)
+    # the version of each input tangent before jvp: a dirty input's tangent must come back
+    # modified in place (torch compares versions, then identity)
+    versions = {id(value): t._version for value, t in zip(inputs, tangents) if t is not None}
     with forward_ad.suppress_propagation():
         out_tangents = fn_cls.jvp(ctx, *tangents)
     if not isinstance(out_tangents, tuple):  # a list is one (wrong) value, as in torch
@@ -441,12 +444,25 @@ def _forward_tangents(fn_cls, ctx, inputs, outputs, results, dirty_ids, non_diff
     for out, result, tangent in zip(outputs, results, out_tangents):
         if tangent is None or not isinstance(result, Tensor):
             continue
-        if id(out) in dirty_ids and tangent is not input_tangent.get(id(out)) and input_tangent.get(id(out)) is not None:
-            raise RuntimeError(
-                "An inplace custom Function is not modifying the forward mode gradients inplace. If the forward is "
-                "modifying an input inplace, then the jvp function must modify the corresponding gradient inplace."
-            )
+        if id(out) in dirty_ids and id(out) in versions:
+            _check_dirty_tangent(tangent, input_tangent[id(out)], versions[id(out)])
+            continue  # the input's own tangent, already in place
         forward_ad.set_tangent(result, tangent)
+
+
+def _check_dirty_tangent(tangent, input_tangent, version_before):
+    """A Function that modified an input in place must have its jvp modify that input's
+    tangent in place (its version moved) and return that very tensor."""
+    if tangent._version == version_before:
+        raise RuntimeError(
+            "An inplace custom Function is not modifying the forward mode gradients inplace. If the forward is "
+            "modifying an input inplace, then the jvp function must modify the corresponding gradient inplace."
+        )
+    if tangent is not input_tangent:
+        raise RuntimeError(
+            "An inplace custom Function is not returning the forward mode gradients as-is. If the forward is "
+            "modifying an input inplace, then the jvp function must modify the gradient inplace and return it as-is."
+        )
 
 
 # rules: forward_levels.custom-function-jvp-validated, forward_levels.dual-tangent-refused

@@ -871,3 +871,29 @@ def test_forward_mode_switch_is_per_thread():
     finally:
         fwAD.set_fwd_grad_mode(True)
     assert seen == [True]
+
+
+class ReturnsTangentUnchanged(InplaceMul):
+    @staticmethod
+    def jvp(ctx, x_t):
+        return x_t  # the input's tangent itself, but not modified
+
+
+class ReturnsAnotherModifiedTensor(InplaceMul):
+    @staticmethod
+    def jvp(ctx, x_t):
+        other = x_t.clone().mul_(2)  # modified in place too, so its version moved
+        x_t.mul_(2)
+        return other
+
+
+def test_custom_function_mark_dirty_jvp_must_modify_and_return_the_tangent():
+    # torch checks the returned tangent's version against the input tangent's before jvp,
+    # then its identity: returning the tangent untouched is refused like returning a new one
+    with fwAD.dual_level():
+        kind, message = error_of(lambda: ReturnsTangentUnchanged.apply(fwAD.make_dual(t64([1.0]), t64([1.0]))))
+        assert kind is RuntimeError
+        assert message.startswith("An inplace custom Function is not modifying the forward mode gradients inplace.")
+        kind, message = error_of(lambda: ReturnsAnotherModifiedTensor.apply(fwAD.make_dual(t64([1.0]), t64([1.0]))))
+        assert kind is RuntimeError
+        assert message.startswith("An inplace custom Function is not returning the forward mode gradients as-is.")
