@@ -397,3 +397,17 @@ def test_hooks_state_a_node_hook_changes_is_restored_for_the_next_node():
     with pytest.raises(ValueError):
         y.sum().backward()
     assert graph._saved_hooks.stack == [] and graph._open_hook_contexts == 0
+
+
+def test_allow_mutation_backward_after_its_block_raises_assertion_error():
+    # torch 2.13's unpack hook raises AssertionError (not RuntimeError) when the graph's
+    # block has exited, whether backward runs outside any block or inside another one
+    with allow_mutation_on_saved_tensors():
+        y = (R.ones(3, requires_grad=True) * 1).pow(2).sum()
+    with pytest.raises(AssertionError, match="outside of the 'allow_mutation_on_saved_tensors' context"):
+        y.backward()
+    with allow_mutation_on_saved_tensors():
+        y = (R.ones(3, requires_grad=True) * 1).pow(2).sum()
+    with allow_mutation_on_saved_tensors():
+        with pytest.raises(AssertionError, match="outside of the 'allow_mutation_on_saved_tensors' context"):
+            y.backward()
