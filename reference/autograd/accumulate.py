@@ -32,19 +32,24 @@ def can_take_over(grad, held) -> bool:
     return flags.c_contiguous and getattr(flags, "writeable", True)
 
 
-def store_grad(variable, grad, ops, steal=False) -> None:
+def store_grad(variable, grad, ops, steal=False, leaf=False) -> None:
     """Add ``grad`` (an array, or a tensor under create_graph) into ``variable.grad``;
-    with ``steal``, a first gradient is stored as it is instead of copied."""
+    with ``steal``, a first gradient is stored as it is instead of copied. A ``leaf``'s first
+    gradient is copied into the leaf's layout, a retained non-leaf's is cloned (under
+    create_graph the two differ in their grad_fn, CopyBackwards or CloneBackward0)."""
     with _grad_lock:
-        _store_grad_locked(variable, grad, ops, steal)
+        _store_grad_locked(variable, grad, ops, steal, leaf)
 
 
-def _store_grad_locked(variable, grad, ops, steal=False) -> None:
+def _store_grad_locked(variable, grad, ops, steal, leaf) -> None:
     current = variable._grad
     # rules: engine.accumulate-across-calls, gc_cycles.hook-returning-own-tensor
     if current is None:
         # rule: identity.grad-takes-over-unshared-buffer
-        variable._grad = ops.as_tensor(grad) if steal else ops.fresh_grad(grad)
+        if steal:
+            variable._grad = ops.as_tensor(grad)
+        else:
+            variable._grad = ops.fresh_leaf_grad(grad, variable) if leaf else ops.fresh_grad(grad)
     # rule: identity.create-graph-accumulates-out-of-place
     elif ops.differentiable:
         variable._grad = current + grad
@@ -62,6 +67,6 @@ def accumulate_into_leaf(variable, grad, ops, steal=False) -> None:
     if grad is None:
         return
     # rule: hooks.post-accumulate-after-grad-in-order -- store first, then the hooks
-    store_grad(variable, grad, ops, steal)
+    store_grad(variable, grad, ops, steal, leaf=True)
     if variable._post_accumulate_hooks:
         run_post_accumulate_hooks(variable)

@@ -10,7 +10,7 @@ operators (``+ - * / **``) work on both, so formulas use them directly and call
 from __future__ import annotations
 
 from reference.array_backend import namespace_of, scatter_index, sum_to, to_device, zero_at_index
-from reference.ops import pointwise, reduction, views
+from reference.ops import inplace, pointwise, reduction, views
 from reference.tensor import Tensor
 
 
@@ -35,6 +35,10 @@ class RawOps:
     @staticmethod
     def fresh_grad(grad):
         return Tensor._wrap(namespace_of(grad).array(grad, copy=True))
+
+    @staticmethod
+    def fresh_leaf_grad(grad, variable):
+        return RawOps.fresh_grad(grad)
 
     sum_to = staticmethod(sum_to)
 
@@ -137,6 +141,17 @@ class TensorOps:
         return grad.clone()
 
     @staticmethod
+    def fresh_leaf_grad(grad, variable):
+        """A leaf's first ``.grad`` under create_graph. torch 2.13 makes it in the leaf's layout:
+        a new empty tensor like the leaf, with the gradient copied in (a CopyBackwards node, and
+        version 1, even for a gradient without history); a clone when the leaf's memory is not
+        dense."""
+        data = variable._data
+        if not _non_overlapping_and_dense(data):
+            return grad.clone()
+        return inplace.copy_(Tensor._wrap(namespace_of(data).empty_like(data)), grad)
+
+    @staticmethod
     def sum_to(grad, shape):
         return reduction.sum_to_size(grad, shape)
 
@@ -221,6 +236,17 @@ class TensorOps:
     @staticmethod
     def to_device(grad, device_type):
         return pointwise.to_device(grad, device_type)
+
+
+def _non_overlapping_and_dense(array) -> bool:
+    """Whether the array's elements fill its memory exactly once, in some order of its axes
+    (torch's is_non_overlapping_and_dense: contiguous up to a permutation of the dimensions)."""
+    expected = array.itemsize
+    for stride, size in sorted((st, sz) for st, sz in zip(array.strides, array.shape) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 RAW_OPS = RawOps()

@@ -442,6 +442,39 @@ def test_double_backward_accumulates_into_grad():  # rule: engine.create-graph-d
         y.grad = None
 
 
+def test_first_grad_of_a_leaf_under_create_graph_is_a_copy_into_the_leafs_layout():
+    # torch 2.13: a new empty tensor laid out like the leaf, the gradient copied in (so a
+    # CopyBackwards node whose first edge, the empty tensor, is None, and version 1); a clone
+    # when the leaf's memory is not dense; a retained non-leaf's gradient is a clone
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = R.randn(3, requires_grad=True, dtype=R.float64)
+        go = R.ones(3, requires_grad=True, dtype=R.float64)
+        y = x * 1
+        y.retain_grad()
+        y.backward(go, create_graph=True)
+        node = x.grad.grad_fn
+        assert node.name() == "CopyBackwards" and x.grad._version == 1
+        assert node.next_functions[0] == (None, 0) and node.next_functions[1][0].name() == "MulBackward0"
+        assert y.grad.grad_fn.name() == "CloneBackward0"
+        np.testing.assert_allclose(arr(x.grad), np.ones(3))
+        (gg,) = R.autograd.grad(x.grad.sum(), go)
+        np.testing.assert_allclose(arr(gg), np.ones(3))
+        x.grad = y.grad = None
+
+        z = R.randn(4, 6, dtype=R.float64)[:, ::2].detach().requires_grad_()  # every other column
+        (z * go[0]).sum().backward(create_graph=True)
+        assert z.grad.grad_fn.name() == "CloneBackward0"
+        t = R.randn(4, 3, dtype=R.float64).t().detach().requires_grad_()  # dense, transposed
+        (t * go[0]).sum().backward(create_graph=True)
+        assert t.grad.grad_fn.name() == "CopyBackwards"
+        z.grad = t.grad = None
+
+        w = R.randn(3, requires_grad=True, dtype=R.float64)
+        (w * 2).sum().backward(create_graph=True)  # a gradient without history: still copied
+        assert w.grad.grad_fn is None and w.grad._version == 1
+
+
 # -- reference.utils.weak ------------------------------------------------------------------
 
 def test_weak_id_key_dictionary_mapping_methods():  # rule: identity.weak-id-key-dictionary-entry-dies-with-tensor
