@@ -157,12 +157,14 @@ class BackwardCFunction(FunctionCtx):
         if once:
             with grad_mode.no_grad():
                 results = backward_fn(self, *tensors)
+            if ops.differentiable:
+                # part of the user's backward in torch (the decorator's wrapper), so before the
+                # results are checked against the inputs
+                results = _guard_once_differentiable(results, tensors)
         else:
             results = backward_fn(self, *tensors)
         # rules: legacy_function.wrong-number-of-grads-raises, legacy_function.none-grads-leave-grad-unset
         results = self._validate(results)
-        if once and ops.differentiable:
-            results = _guard_once_differentiable(results, tensors, self._next_functions)
         return [None if r is None else ops.from_tensor(r) for r in results]
 
     def _validate(self, results):
@@ -229,30 +231,36 @@ def _overrides(fn_cls, name):
     return False
 
 
-def _guard_once_differentiable(results, grad_outputs, next_functions):
-    """Results that would be differentiated again go through an Error node."""
+def _guard_once_differentiable(results, grad_outputs):
+    """Results that would be differentiated again go through an Error node: one input and
+    one output per result, None included (torch's DelayedError gets them all, so a None
+    result, e.g. for a non-tensor input, is an empty edge of the node)."""
     if not any(g is not None and g.requires_grad for g in grad_outputs):
         return results
+    if not isinstance(results, tuple):
+        results = (results,)
     # rule: legacy_function.once-differentiable-error-node-keeps-no-history -- the error node's
     # inputs are fresh leaves aliasing the results (as torch's DelayedError), never the incoming
     # gradients' history, which the results would otherwise keep alive
     stand_ins = []
     for result in results:
-        if result is not None:
+        if isinstance(result, Tensor):
             leaf = result.detach()
             leaf._requires_grad = True
             stand_ins.append(edge(leaf))
+        else:
+            stand_ins.append((None, 0))
     guarded = []
     # rule: legacy_function.once-differentiable-double-backward-raises
     error = Error(ONCE_DIFFERENTIABLE, tuple(stand_ins))
-    for result in results:
-        if result is None:
-            guarded.append(None)
+    for index, result in enumerate(results):
+        if not isinstance(result, Tensor):
+            guarded.append(result)  # None, or a wrong value that validation refuses
             continue
         out = result.detach()
-        attach(out, error)
+        attach(out, error, index)
         guarded.append(out)
-    return guarded
+    return tuple(guarded)
 
 
 class Function(FunctionCtx, metaclass=FunctionMeta):

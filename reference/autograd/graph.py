@@ -563,6 +563,7 @@ class Error(NodeBase):
     """Stands in for a backward that must not be differentiated again."""
 
     __slots__ = ("_message",)
+    _none_passes = False  # it refuses whichever of its outputs the gradient arrives through
 
     def __init__(self, message, next_functions):
         super().__init__(next_functions)
@@ -570,6 +571,10 @@ class Error(NodeBase):
 
     def name(self) -> str:
         return "reference::autograd::Error"
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self._next_functions)  # one output per input, as torch's DelayedError
 
     def apply(self, ops, grads):
         raise RuntimeError(self._message)

@@ -293,6 +293,34 @@ def test_once_differentiable():  # rules: legacy_function.once-differentiable-no
     assert modes == [False, False]
 
 
+def test_once_differentiable_error_node_has_a_slot_for_every_result():
+    # torch 2.13's DelayedError takes all of backward's results, None included: one edge and
+    # one output per result, in order, so a None result is an empty edge and the gradient of
+    # the third input is output 2 of the node
+    class F(Function):
+        @staticmethod
+        def forward(ctx, a, scale, b):
+            ctx.scale = scale
+            return a * scale + b
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            return g * ctx.scale, None, g
+
+    x, y = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    go = R.ones(2, dtype=R.float64, requires_grad=True)
+    gx, gy = R.autograd.grad(F.apply(x, 2.0, y), (x, y), go, create_graph=True)
+    error = gx.grad_fn
+    assert gy.grad_fn is error and (gx.output_nr, gy.output_nr) == (0, 2)
+    kinds = [None if node is None else node.name() for node, _ in error.next_functions]
+    assert kinds == ["AccumulateGrad", None, "AccumulateGrad"]
+    np.testing.assert_allclose(arr(gx), [2.0, 2.0])
+    np.testing.assert_allclose(arr(gy), [1.0, 1.0])
+    with pytest.raises(RuntimeError, match="trying to differentiate twice"):
+        gy.sum().backward()  # through output 2 of the node
+
+
 def test_double_backward_through_custom_function():
     x = leaf([1.5, -0.5])
     (g,) = R.autograd.grad(Square.apply(x).sum(), x, create_graph=True)
