@@ -86,6 +86,7 @@ class Tensor:
         "_view_fn",  # views only: redoes this view on another tensor (a tangent, the base)
         "_views",  # bases only, set lazily: weakrefs to the views made in grad mode
         "_view_no_grad",  # views only, set lazily: True when made under no_grad
+        "_view_custom_function",  # views only, set lazily: True when a custom Function returned it
         "__dict__",
         "__weakref__",
     )

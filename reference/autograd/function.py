@@ -16,7 +16,7 @@ import warnings
 from reference import creation, grad_mode
 from reference.autograd import forward_ad
 from reference.autograd.graph import FREED_MESSAGE, Error, NodeBase, RawSavedTensor, SavedTensor, _sequence
-from reference.ops import inplace
+from reference.ops import inplace, views
 from reference.ops.recording import attach, edge, rebase_history
 from reference.ops.reduction import sum_to_size
 from reference.tensor import Tensor
@@ -422,6 +422,7 @@ def _apply(fn_cls, args, kwargs):
         elif id(out) in non_diff_ids and result._node is None:
             result._requires_grad = False
         results.append(result)
+    _mark_views(fn_cls, outputs, results, input_ids, dirty_ids, non_diff_ids, record)
 
     if record or forward:
         # rules: identity.ctx-saved-tensors-same-objects, legacy_function.save-none-roundtrip, gc_cycles.save-for-backward-output-cycle-free
@@ -434,6 +435,22 @@ def _apply(fn_cls, args, kwargs):
     if container is None:
         return results[0]
     return container(results)
+
+
+def _mark_views(fn_cls, outputs, results, input_ids, dirty_ids, non_diff_ids, record):
+    """The outputs that are views (except inputs modified in place) may not be modified in
+    place in grad mode: torch 2.13 gives them the creation meta IN_CUSTOM_FUNCTION whether the
+    Function recorded or not, MULTI_OUTPUT_NODE when it has several differentiable outputs."""
+    differentiable = sum(
+        1 for out in outputs
+        if isinstance(out, Tensor) and record and id(out) not in non_diff_ids and out.dtype.is_floating_point
+    )
+    for index, (out, result) in enumerate(zip(outputs, results)):
+        if not isinstance(result, Tensor) or result._base is None:
+            continue
+        if id(out) in dirty_ids and id(out) in input_ids:
+            continue
+        views.created_in_custom_function(result, index, fn_cls.__name__, differentiable > 1)
 
 
 # rule: forward_levels.custom-function-static-jvp

@@ -63,13 +63,29 @@ def _no_grad_view_message(tensor, inference, of_view):
             "to be tracked).")
 
 
+def _custom_function_view_message(tensor):
+    # torch 2.13 names the view's grad_fn when it has one, else says no_grad mode (a Function
+    # that did not record ran its forward in no_grad)
+    if tensor._node is not None:
+        what = f"Output {tensor._output_nr} of {_graph._short_name(tensor._node)} is a view and is being modified inplace."
+    else:
+        what = "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
+    return (f"{what} This view was created inside a custom Function (or because an input was returned as-is) "
+            "and the autograd logic to handle view+inplace would override the custom backward associated with "
+            "the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this "
+            "by cloning the output of the custom Function.")
+
+
 def check_view_inplace(tensor: Tensor, other) -> None:
     """A view made under no_grad may not be modified in place in grad mode when the result
     would require grad (rule: views.inplace-on-no-grad-view-refused); nor, the same way, an
-    output of unbind / split / chunk or a view of one (rule: views.inplace-on-multi-output-view)."""
+    output of unbind / split / chunk or a view of one (rule: views.inplace-on-multi-output-view),
+    nor a view a custom Function returned (its backward would be bypassed)."""
     if not grad_mode._state.enabled or not (tensor._base._requires_grad or tensor._requires_grad
                                             or getattr(other, "_requires_grad", False)):
         return
+    if getattr(tensor, "_view_custom_function", False):
+        raise RuntimeError(_custom_function_view_message(tensor))
     made = getattr(tensor, "_view_no_grad", None)
     if made is not None:
         raise RuntimeError(_no_grad_view_message(tensor, *made))

@@ -109,6 +109,8 @@ def _make_view(self, data, node_cls=None, configure=None, cls=Tensor, view_fn=No
             parent = getattr(self, "_view_no_grad", None) if self._base is not None else None
             if parent is not None:  # rule: views.inplace-on-view-of-no-grad-view-refused
                 out._view_no_grad = (parent[0], True)
+            if getattr(self, "_view_custom_function", False):  # what torch's creation meta passes on
+                out._view_custom_function = True
         else:
             # rule: views.inplace-on-no-grad-view-refused -- (made in inference mode?, a view of such a view?)
             out._view_no_grad = (_grad_state.inference, False)
@@ -479,6 +481,18 @@ def _parts(self, d, sizes, node_cls, views=True, stacked=False):
         for index, out in enumerate(outs):
             attach(out, node, index)
     return tuple(outs)
+
+
+def created_in_custom_function(view, index, name, multiple) -> None:
+    """A view a custom Function returned (torch's creation meta IN_CUSTOM_FUNCTION, or
+    MULTI_OUTPUT_NODE when the Function has several differentiable outputs): it replaces
+    whatever the view was made with inside forward (no_grad, unbind / split)."""
+    view._view_no_grad = None
+    view.__dict__.pop("_multi_view", None)
+    if multiple:
+        view._multi_view = (index, name)
+    else:
+        view._view_custom_function = True
 
 
 def unbind(self, dim=0):

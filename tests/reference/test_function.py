@@ -571,3 +571,60 @@ def test_materialize_non_diff_grads_false_leaves_a_non_differentiable_outputs_gr
         x = R.tensor([1.0, 2.0], requires_grad=True)
         Three.apply(x)[2].sum().backward()
         assert seen == [expected]
+
+
+class ViewOfInput(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class TwoViews(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x), x.view(-1)
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        return g1 + g2.view_as(g1)
+
+
+CUSTOM_VIEW = "This view was created inside a custom Function (or because an input was returned as-is)"
+
+
+def test_view_returned_by_a_custom_function_refuses_inplace_in_grad_mode():
+    # torch 2.13 gives such a view the creation meta IN_CUSTOM_FUNCTION (replacing the no_grad
+    # one it was made with inside forward), whether the Function recorded or not; the message
+    # names the view's grad_fn if it has one
+    b = leaf([1.0])
+    plain = ViewOfInput.apply(R.zeros(1, 2, dtype=R.float64))
+    with pytest.raises(RuntimeError) as info:
+        plain += b
+    assert str(info.value).startswith("A view was created in no_grad mode and is being modified inplace with grad mode")
+    assert CUSTOM_VIEW in str(info.value)
+    recorded = ViewOfInput.apply(leaf([[1.0, 2.0]]) * 1)
+    with pytest.raises(RuntimeError) as info:
+        recorded.mul_(2)
+    assert str(info.value).startswith("Output 0 of ViewOfInput is a view and is being modified inplace.")
+    assert CUSTOM_VIEW in str(info.value)
+    with pytest.raises(RuntimeError, match="Output 0 of View is a view and is being modified inplace. This view was created inside"):
+        recorded.view(-1).mul_(2)  # a view of it, made in grad mode, inherits the restriction
+    with R.no_grad():
+        recorded.mul_(2)  # outside grad mode nothing is refused
+    unused = ViewOfInput.apply(R.zeros(2, dtype=R.float64))
+    unused.add_(1)  # nothing requires grad: allowed
+    np.testing.assert_array_equal(arr(unused), [1.0, 1.0])
+
+
+def test_views_of_a_function_with_several_differentiable_outputs_are_multi_output_views():
+    first, _ = TwoViews.apply(leaf([[1.0, 2.0]]) * 1)
+    with pytest.raises(RuntimeError, match="Output 0 of TwoViews is a view and is being modified inplace. This view "
+                                           "is the output of a function that returns multiple views."):
+        first.mul_(2)
+    first, _ = TwoViews.apply(R.zeros(1, 2, dtype=R.float64))  # not recorded: no differentiable output
+    with pytest.raises(RuntimeError, match="This view was created inside a custom Function"):
+        first.add_(leaf([1.0]))
