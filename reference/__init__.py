@@ -128,11 +128,11 @@ def is_tensor(obj) -> bool:
 
 
 def equal(a, b) -> bool:
-    return a.shape == b.shape and _builtins.bool((a == b)._data.all())
+    return a.shape == b.shape and _builtins.bool((a == b)._array.all())
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08) -> bool:
-    return _builtins.bool(_namespace_of(a._data).allclose(a._data, b._data, rtol=rtol, atol=atol))
+    return _builtins.bool(_namespace_of(a._array).allclose(a._array, b._array, rtol=rtol, atol=atol))
 
 
 def cuda_is_available() -> bool:

@@ -71,7 +71,7 @@ class Tensor:
     """An n-dimensional array that can record the operations applied to it."""
 
     __slots__ = (
-        "_data",
+        "_array",  # not "_data": wrapper subclasses commonly keep the tensor they wrap under that name
         "_version_counter",
         "_requires_grad",
         "_node",
@@ -97,8 +97,8 @@ class Tensor:
         return _init(object.__new__(cls), None)
 
     def __init__(self, data=None, *args, **kwargs):
-        if data is not None or self._data is None:
-            self._data = _to_array([] if data is None else data, None, "cpu")
+        if data is not None or self._array is None:
+            self._array = _to_array([] if data is None else data, None, "cpu")
 
     @classmethod
     def _wrap(cls, data) -> "Tensor":
@@ -110,33 +110,33 @@ class Tensor:
     # -- metadata ------------------------------------------------------------------
     @property
     def shape(self):
-        return Size(self._data.shape)
+        return Size(self._array.shape)
 
     def size(self, dim=None):
         if dim is None:
-            return Size(self._data.shape)
-        return self._data.shape[dim]
+            return Size(self._array.shape)
+        return self._array.shape[dim]
 
     def dim(self) -> int:
-        return self._data.ndim
+        return self._array.ndim
 
     ndim = property(dim)
 
     def numel(self) -> int:
-        return int(self._data.size)
+        return int(self._array.size)
 
     def __len__(self):
-        if self._data.ndim == 0:
+        if self._array.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self._data.shape[0]
+        return self._array.shape[0]
 
     @property
     def dtype(self):
-        return dtypes.from_numpy_dtype(self._data.dtype)
+        return dtypes.from_numpy_dtype(self._array.dtype)
 
     @property
     def device(self):
-        return device(array_backend.device_type_of(self._data))
+        return device(array_backend.device_type_of(self._array))
 
     @property
     def is_cuda(self) -> bool:
@@ -150,7 +150,7 @@ class Tensor:
         return self._version_counter[0]
 
     def data_ptr(self) -> int:
-        data = self._data
+        data = self._array
         if array_backend.namespace_of(data) is array_backend.numpy:
             return data.__array_interface__["data"][0]
         return data.data.ptr
@@ -267,7 +267,7 @@ class Tensor:
     def data(self) -> "Tensor":
         """A new tensor sharing this one's array, outside autograd (own version counter)."""
         # rule: identity.data-detach-new-objects
-        return Tensor._wrap(self._data)
+        return Tensor._wrap(self._array)
 
     @data.setter
     def data(self, value):
@@ -278,7 +278,7 @@ class Tensor:
                 "data set to a tensor that requires gradients must be floating point or complex dtype"
             )
         # rules: identity.data-assign-keeps-object, engine.data-bypasses-autograd
-        self._data = value._data
+        self._array = value._array
 
     @data.deleter
     def data(self):
@@ -336,7 +336,7 @@ class Tensor:
         """A new tensor sharing data and version counter, with no history."""
         # rule: identity.data-detach-new-objects
         # rule: forward_levels.detach-drops-tangent
-        out = Tensor._wrap(self._data)
+        out = Tensor._wrap(self._array)
         out._version_counter = self._version_counter
         if out._inference is not self._inference:
             out._inference = self._inference
@@ -366,15 +366,15 @@ class Tensor:
             raise TypeError(
                 f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
             )
-        return self._data
+        return self._array
 
     def tolist(self):
-        return array_backend.to_host(self._data).tolist()
+        return array_backend.to_host(self._array).tolist()
 
     def item(self):
-        if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return array_backend.to_host(self._data).reshape(()).item()
+        if self._array.size != 1:
+            raise RuntimeError(f"a Tensor with {self._array.size} elements cannot be converted to Scalar")
+        return array_backend.to_host(self._array).reshape(()).item()
 
     def __float__(self):
         return float(self.item())
@@ -383,19 +383,19 @@ class Tensor:
         return int(self.item())
 
     def __index__(self):
-        if self.dtype.is_floating_point or self._data.size != 1:
+        if self.dtype.is_floating_point or self._array.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
     def __bool__(self):
-        if self._data.size != 1:
+        if self._array.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __array__(self, dtype=None, copy=None):
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        data = array_backend.to_host(self._data)
+        data = array_backend.to_host(self._array)
         return data if dtype is None else data.astype(dtype)
 
     def cpu(self):
@@ -419,12 +419,12 @@ class Tensor:
     # -- printing ------------------------------------------------------------------
     def __repr__(self):
         body = _numpy.array2string(
-            array_backend.to_host(self._data), separator=", ", prefix="tensor(", floatmode="maxprec_equal"
+            array_backend.to_host(self._array), separator=", ", prefix="tensor(", floatmode="maxprec_equal"
         )
         extras = []
         if self.device.type != "cpu":
             extras.append(f"device='{self.device}'")
-        if self._data.dtype not in (_numpy.float32, _numpy.int64, _numpy.bool_):
+        if self._array.dtype not in (_numpy.float32, _numpy.int64, _numpy.bool_):
             extras.append(f"dtype={self.dtype!r}")
         if self._node is not None:
             extras.append(f"grad_fn=<{self._node.name()}>")
@@ -440,7 +440,7 @@ class Tensor:
 
 def _init(tensor, data):
     """Set every slot of a new tensor: a leaf holding ``data``, outside any graph."""
-    tensor._data = data
+    tensor._array = data
     tensor._version_counter = [0]  # shared by all views; in-place ops bump element 0
     tensor._requires_grad = False
     tensor._node = None
@@ -479,7 +479,7 @@ def _infer_dtype(data):
 def _to_array(data, dtype, device_type):
     xp = array_backend.namespace_for_device(device_type)
     if isinstance(data, Tensor):
-        data = array_backend.to_host(data._data)
+        data = array_backend.to_host(data._array)
     if isinstance(data, _numpy.ndarray) or hasattr(data, "__cuda_array_interface__"):
         dt = dtypes.from_numpy_dtype(data.dtype) if dtype is None else dtype
     else:

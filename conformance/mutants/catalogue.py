@@ -49,7 +49,7 @@ def _probe_grad_is_grad():
 def _():
     """`.grad` returns a new tensor object sharing the gradient's storage on each read."""
     edit("reference.tensor:Tensor.grad", "return self._grad",
-         "return None if self._grad is None else Tensor._wrap(self._grad._data)")
+         "return None if self._grad is None else Tensor._wrap(self._grad._array)")
 
 
 def _probe_saved_self_attr():
@@ -66,15 +66,15 @@ def _probe_saved_self_attr():
         probe=_probe_saved_self_attr)
 def _():
     """A saved input is unpacked as a new tensor sharing data and version counter."""
-    edit("reference.autograd.graph:SavedTensor.unpack", "return tensor if as_tensor else tensor._data",
-         "return _fresh_alias(tensor) if as_tensor else tensor._data")
+    edit("reference.autograd.graph:SavedTensor.unpack", "return tensor if as_tensor else tensor._array",
+         "return _fresh_alias(tensor) if as_tensor else tensor._array")
     replace("reference.autograd.graph:_fresh_alias", _fresh_alias)
 
 
 def _fresh_alias(tensor):
     from reference.tensor import Tensor
 
-    out = Tensor._wrap(tensor._data)
+    out = Tensor._wrap(tensor._array)
     out._version_counter = tensor._version_counter
     out._node, out._output_nr, out._requires_grad = tensor._node, tensor._output_nr, tensor._requires_grad
     return out
@@ -126,8 +126,8 @@ def _probe_accumulate_in_place():
 def _():
     """A later gradient replaces `.grad` with a new tensor instead of adding in place."""
     edit("reference.autograd.accumulate:_store_grad_locked",
-         "current._data += ops.raw(grad)\n        current._version_counter[0] += 1",
-         "variable._grad = ops.as_tensor(current._data + ops.raw(grad))")
+         "current._array += ops.raw(grad)\n        current._version_counter[0] += 1",
+         "variable._grad = ops.as_tensor(current._array + ops.raw(grad))")
 
 
 def _probe_create_graph_accumulate():
@@ -146,7 +146,7 @@ def _probe_create_graph_accumulate():
 def _():
     """Under create_graph, the next gradient is added into the old `.grad` object."""
     edit("reference.autograd.accumulate:_store_grad_locked", "variable._grad = current + grad",
-         "current._data += grad._data; current._version_counter[0] += 1")
+         "current._array += grad._array; current._version_counter[0] += 1")
 
 
 def _probe_del_grad():
@@ -179,7 +179,7 @@ def _probe_data_object():
         rules=("identity.data-detach-new-objects", "engine.data-bypasses-autograd"), probe=_probe_data_object)
 def _():
     """`.data` returns `detach()` (shared version counter) instead of a fresh counter."""
-    edit("reference.tensor:Tensor.data", "return Tensor._wrap(self._data)", "return self.detach()")
+    edit("reference.tensor:Tensor.data", "return Tensor._wrap(self._array)", "return self.detach()")
 
 
 def _probe_inplace_self():

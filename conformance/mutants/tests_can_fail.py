@@ -39,7 +39,7 @@ def _drop_saved_objects(node):
 
     for saved in node._saved:
         if getattr(saved, "_tensor", None) is not None:
-            saved._tensor = Tensor._wrap(saved._tensor._data)
+            saved._tensor = Tensor._wrap(saved._tensor._array)
     return False
 
 

@@ -107,7 +107,7 @@ def _root_grads(outputs, grad_outputs, create_graph):
                     f"has a dtype of {out.dtype!r}."
                 )
             grad = grad.to(out.dtype)  # another float dtype is accepted and converted, as in torch
-        grads.append(grad if create_graph else grad._data)
+        grads.append(grad if create_graph else grad._array)
     return grads
 
 

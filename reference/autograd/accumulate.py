@@ -54,10 +54,10 @@ def _store_grad_locked(variable, grad, ops, steal, leaf) -> None:
     elif ops.differentiable:
         variable._grad = current + grad
     elif current._requires_grad:  # a grad with history (from create_graph): never mutate it
-        variable._grad = ops.as_tensor(current._data + grad)
+        variable._grad = ops.as_tensor(current._array + grad)
     else:
         # rules: identity.grad-accumulates-in-place, identity.grad-assignment-keeps-object
-        current._data += ops.raw(grad)
+        current._array += ops.raw(grad)
         current._version_counter[0] += 1
 
 

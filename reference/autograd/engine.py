@@ -179,7 +179,7 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
 def _refuse_nan(node, grad_inputs):
     """Anomaly mode (``detect_anomaly``): a node that returned NaN stops the backward."""
     for index, grad in enumerate(grad_inputs):
-        data = getattr(grad, "_data", grad)
+        data = getattr(grad, "_array", grad)
         if data is not None and data.dtype.kind == "f" and bool(namespace_of(data).isnan(data).any()):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {index}th output.")
 

@@ -527,10 +527,10 @@ def _alias_output(tensor):
     PyTorch), of the input's class: a Tensor subclass stays that subclass, outside the graph too."""
     cls = type(tensor)
     if cls is Tensor:
-        out = Tensor._wrap(tensor._data)
+        out = Tensor._wrap(tensor._array)
     else:  # rule: legacy_function.input-returned-as-is-keeps-class
         out = cls.__new__(cls)
-        out._data = tensor._data
+        out._array = tensor._array
     out._version_counter = tensor._version_counter
     return out
 

@@ -40,18 +40,18 @@ def _numerical(func, inputs, wrt, outputs, positions, eps):
     """``jac[out][inp]``: a (numel(inp), numel(out)) array of central differences."""
     jacobians = [[None] * len(wrt) for _ in outputs]
     for k, x in enumerate(wrt):
-        flat = x._data.reshape(-1) if x._data.flags.c_contiguous else None
-        xp = namespace_of(x._data)
+        flat = x._array.reshape(-1) if x._array.flags.c_contiguous else None
+        xp = namespace_of(x._array)
         columns = [xp.zeros((x.numel(), o.numel()), dtype="float64") for o in outputs]
         for i in range(x.numel()):
-            index = i if flat is not None else xp.unravel_index(i, x._data.shape)
-            target = flat if flat is not None else x._data
+            index = i if flat is not None else xp.unravel_index(i, x._array.shape)
+            target = flat if flat is not None else x._array
             original = target[index].copy()
             values = []
             for delta in (eps, -eps):
                 target[index] = original + delta
                 results = _as_tuple(func(*inputs))
-                values.append([to_host(results[p]._data).astype("float64").reshape(-1) for p in positions])
+                values.append([to_host(results[p]._array).astype("float64").reshape(-1) for p in positions])
             target[index] = original
             for j in range(len(outputs)):
                 columns[j][i] = (values[0][j] - values[1][j]) / (2 * eps)
@@ -63,14 +63,14 @@ def _numerical(func, inputs, wrt, outputs, positions, eps):
 def _analytical(outputs, wrt):
     jacobians = [[None] * len(wrt) for _ in outputs]
     for j, out in enumerate(outputs):
-        columns = [namespace_of(x._data).zeros((x.numel(), out.numel()), dtype="float64") for x in wrt]
+        columns = [namespace_of(x._array).zeros((x.numel(), out.numel()), dtype="float64") for x in wrt]
         for m in range(out.numel()):
             one_hot = creation.zeros(*out.shape, dtype=out.dtype)
-            one_hot._data.reshape(-1)[m] = 1
+            one_hot._array.reshape(-1)[m] = 1
             grads = grad(out, wrt, grad_outputs=one_hot, retain_graph=True, allow_unused=True)
             for k, g in enumerate(grads):
                 if g is not None:
-                    columns[k][:, m] = to_host(g._data).astype("float64").reshape(-1)
+                    columns[k][:, m] = to_host(g._array).astype("float64").reshape(-1)
         for k in range(len(wrt)):
             jacobians[j][k] = columns[k]
     return jacobians

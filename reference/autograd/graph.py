@@ -325,7 +325,7 @@ class RawSavedTensor:
             return value._hooks.packed
         if value._tensor is not None:
             return value._tensor
-        out = Tensor._wrap(value._data)
+        out = Tensor._wrap(value._array)
         out._version_counter = value._counter
         return out
 
@@ -357,7 +357,7 @@ class RawSavedTensor:
         if value._hooks is not None:
             raise RuntimeError(HOOKS_SET_TWICE)  # rule: saved_tensors.register-hooks-twice-raises
         # rule: saved_tensors.register-hooks-per-tensor -- pack once, now; unpack_hook on every later access
-        value._pack(value.unpack(self._node, True), pack_hook, unpack_hook, value._data is not None)
+        value._pack(value.unpack(self._node, True), pack_hook, unpack_hook, value._array is not None)
 
     def __repr__(self) -> str:
         return f"<reference.autograd.graph.RawSavedTensor object at {id(self):#x}>"
@@ -392,13 +392,13 @@ class _Packed:
                 f"{type(value).__name__}"
             )
         if not as_tensor:
-            return value._data  # rule: saved_tensors.unpack-result-feeds-gradient
+            return value._array  # rule: saved_tensors.unpack-result-feeds-gradient
         grad_fn = node if self.is_output else self.grad_fn
         if grad_fn is None and not self.requires_grad:
             return value  # nothing to reconnect: unpack's own tensor (saved_tensors.unpacked-input-identity)
         # rule: saved_tensors.create-graph-through-unpacked -- a new tensor on unpack's data, in the
         # saved tensor's place in the graph (its grad_fn, or the leaf's accumulator)
-        out = Tensor._wrap(value._data)
+        out = Tensor._wrap(value._array)
         out._version_counter = value._version_counter
         out._requires_grad = True
         if grad_fn is not None:
@@ -418,7 +418,7 @@ class SavedTensor:
     itself would make output -> node -> output a reference cycle.
     """
 
-    __slots__ = ("_tensor", "_data", "_counter", "_version", "_output_nr", "_requires_grad", "_dtype", "_hooks",
+    __slots__ = ("_tensor", "_array", "_counter", "_version", "_output_nr", "_requires_grad", "_dtype", "_hooks",
                  "_had_grad_fn")
 
     def __init__(self, tensor, is_output: bool):
@@ -429,13 +429,13 @@ class SavedTensor:
             # rule: gc_cycles.saved-tensors-freed-with-graph -- an output is kept as its array, never the
             # tensor (which owns this node): everything saved goes when the last output does
             self._tensor = None
-            self._data = tensor._data
+            self._array = tensor._array
             self._output_nr = tensor._output_nr
             self._requires_grad = tensor.requires_grad
             self._dtype = tensor.dtype
         else:
             self._tensor = tensor
-            self._data = None
+            self._array = None
             self._had_grad_fn = tensor._node is not None
         # rule: saved_tensors.pack-once-at-save -- the hot path's one check: a global count
         if _open_hook_contexts and _saved_hooks.stack:
@@ -467,7 +467,7 @@ class SavedTensor:
         self._hooks = hooks
         # rule: saved_tensors.node-holds-only-packed -- drop the original
         self._tensor = None
-        self._data = None
+        self._array = None
 
     # rule: identity.saved-output-unpack-not-kept -- each unpack builds its tensor; none is cached
     def unpack(self, node, as_tensor: bool):
@@ -481,11 +481,11 @@ class SavedTensor:
             raise RuntimeError(self._version_error(node))
         tensor = self._tensor
         if tensor is not None:  # (identity hooks give the same: saved_tensors.identity-hooks-transparent)
-            return tensor if as_tensor else tensor._data
+            return tensor if as_tensor else tensor._array
         if not as_tensor:
-            return self._data
+            return self._array
 
-        out = Tensor._wrap(self._data)
+        out = Tensor._wrap(self._array)
         out._version_counter = self._counter
         if self._requires_grad:
             out._node = node
@@ -500,7 +500,7 @@ class SavedTensor:
             producer = tensor.grad_fn
             which = "" if producer is None else f", which is output {tensor._output_nr} of {_short_name(producer)},"
         else:
-            shape, dtype = tuple(self._data.shape), self._dtype
+            shape, dtype = tuple(self._array.shape), self._dtype
             which = f", which is output {self._output_nr} of {_short_name(node)},"
         dims = ", ".join(str(s) for s in shape)
         return (
@@ -661,8 +661,8 @@ class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - torch's name
 def _pack_to_cpu(tensor):
 
     # rule: saved_tensors.save-on-cpu-round-trip
-    device = device_type_of(tensor._data)
-    host = Tensor._wrap(to_host(tensor._data)) if device != "cpu" else tensor.detach()
+    device = device_type_of(tensor._array)
+    host = Tensor._wrap(to_host(tensor._array)) if device != "cpu" else tensor.detach()
     return (device, host)
 
 
@@ -671,7 +671,7 @@ def _unpack_from_cpu(packed):
     device, host = packed
     if device == "cpu":
         return host
-    return Tensor._wrap(to_device(host._data, device))
+    return Tensor._wrap(to_device(host._array, device))
 
 
 MUTATION_OUTSIDE_CONTEXT = (
@@ -698,7 +698,7 @@ class _AllowMutationContext:
 
     def pack(self, tensor):
         saved = _MutableSaved()
-        saved.data = tensor._data
+        saved.data = tensor._array
         saved.counter = tensor._version_counter  # keeps the id below valid while saved lives
         saved.copy = None
         saved.context = self

@@ -45,7 +45,7 @@ def _pass_through(tensors, make_node):
     for tensor in tensors:
         if not isinstance(tensor, Tensor):
             raise TypeError(f"expected Tensors, got {type(tensor).__name__}")
-    outputs = tuple(Tensor._wrap(t._data) for t in tensors)
+    outputs = tuple(Tensor._wrap(t._array) for t in tensors)
     if any(needs_grad(t) for t in tensors):
         node = make_node(tuple(edge(t) for t in tensors))
         for nr, (tensor, out) in enumerate(zip(tensors, outputs)):

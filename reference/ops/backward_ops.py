@@ -26,7 +26,7 @@ class RawOps:
 
     @staticmethod
     def from_tensor(tensor):
-        return tensor._data
+        return tensor._array
 
     @staticmethod
     def raw(value):
@@ -134,7 +134,7 @@ class TensorOps:
 
     @staticmethod
     def raw(value):
-        return value._data
+        return value._array
 
     @staticmethod
     def fresh_grad(grad):
@@ -146,7 +146,7 @@ class TensorOps:
         a new empty tensor like the leaf, with the gradient copied in (a CopyBackwards node, and
         version 1, even for a gradient without history); a clone when the leaf's memory is not
         dense."""
-        data = variable._data
+        data = variable._array
         if not _non_overlapping_and_dense(data):
             return grad.clone()
         return inplace.copy_(Tensor._wrap(namespace_of(data).empty_like(data)), grad)
@@ -223,7 +223,7 @@ class TensorOps:
 
     @staticmethod
     def zeros(shape, like):
-        return Tensor._wrap(namespace_of(like._data).zeros(shape, dtype=like._data.dtype))
+        return Tensor._wrap(namespace_of(like._array).zeros(shape, dtype=like._array.dtype))
 
     @staticmethod
     def cat(parts, dim):

@@ -104,9 +104,9 @@ def check_view_inplace(tensor: Tensor, other) -> None:
 def _check_overlap(tensor: Tensor, other) -> None:
     """PyTorch refuses an in-place op whose input partly overlaps what it writes (the
     result would depend on the order elements are written); the very same array is fine."""
-    if not isinstance(other, Tensor) or other._data is tensor._data:
+    if not isinstance(other, Tensor) or other._array is tensor._array:
         return
-    a, b = tensor._data, other._data
+    a, b = tensor._array, other._array
     if not namespace_of(a).may_share_memory(a, b):
         return
     if a.shape == b.shape and a.strides == b.strides and _address(a) == _address(b):
@@ -175,7 +175,7 @@ class CopySlices(NodeBase):
         else:
             result = namespace_of(grad).array(grad, copy=True)
             with grad_mode.no_grad():
-                region = self._view_fn(Tensor._wrap(result))._data
+                region = self._view_fn(Tensor._wrap(result))._array
             fn_grads_in[self._fn_output_nr] = region.copy()
             fn_grads = list(fn.apply(ops, fn_grads_in))
             first = fn_grads[self._self_index]
@@ -312,7 +312,7 @@ def _old_self(self):
     if self._requires_grad and grad_mode._state.enabled:
         with forward_ad.suppress_propagation():
             return save_input(clone(self))
-    return save_input(Tensor._wrap(self._data.copy()))
+    return save_input(Tensor._wrap(self._array.copy()))
 
 
 def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=None):
@@ -347,11 +347,11 @@ def _apply_inplace(self, other, node_cls, mutate, configure=None, tangent_rule=N
     if watch is not None:  # rule: saved_tensors.allow-mutation-keeps-saved-value
         watch.before_mutation(self)
     try:
-        mutate(self._data)
+        mutate(self._array)
     except ValueError:
         raise RuntimeError(
-            f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
-            f"{list(_broadcast_shape(self._data.shape, shape_of(other)))}"
+            f"output with shape {list(self._array.shape)} doesn't match the broadcast shape "
+            f"{list(_broadcast_shape(self._array.shape, shape_of(other)))}"
         ) from None
     bump_version(self)
     if node is not None:
@@ -480,7 +480,7 @@ def zero_(self):
 def copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'other' must be Tensor, not {type(src).__name__}")
-    src_data = to_device(src._data, device_type_of(self._data))
+    src_data = to_device(src._array, device_type_of(self._array))
 
     def configure(node):
         node._src_dtype = src.dtype

@@ -48,7 +48,7 @@ class MmBackward0(NodeBase):
 def matmul(self, other):
     if not isinstance(other, Tensor):
         return NotImplemented
-    a, b = self._data, other._data
+    a, b = self._array, other._array
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
                            f"{a.ndim}D and {b.ndim}D")

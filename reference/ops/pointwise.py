@@ -481,58 +481,58 @@ def _unary(node_cls, x, data, saves=None):
 
 
 def neg(self):
-    return _unary(NegBackward0, self, -self._data)
+    return _unary(NegBackward0, self, -self._array)
 
 
 def exp(self):
-    return _unary(ExpBackward0, self, namespace_of(self._data).exp(self._data), "result")
+    return _unary(ExpBackward0, self, namespace_of(self._array).exp(self._array), "result")
 
 
 def log(self):
-    return _unary(LogBackward0, self, namespace_of(self._data).log(self._data), "self")
+    return _unary(LogBackward0, self, namespace_of(self._array).log(self._array), "self")
 
 
 def tanh(self):
-    return _unary(TanhBackward0, self, namespace_of(self._data).tanh(self._data), "result")
+    return _unary(TanhBackward0, self, namespace_of(self._array).tanh(self._array), "result")
 
 
 def sigmoid(self):
-    data = self._data
+    data = self._array
     xp = namespace_of(data)
     return _unary(SigmoidBackward0, self, 1 / (1 + xp.exp(-data)), "result")
 
 
 def relu(self):
-    data = self._data
+    data = self._array
     return _unary(ReluBackward0, self, namespace_of(data).maximum(data, 0).astype(data.dtype, copy=False), "result")
 
 
 def sin(self):
-    return _unary(SinBackward0, self, namespace_of(self._data).sin(self._data), "self")
+    return _unary(SinBackward0, self, namespace_of(self._array).sin(self._array), "self")
 
 
 def cos(self):
-    return _unary(CosBackward0, self, namespace_of(self._data).cos(self._data), "self")
+    return _unary(CosBackward0, self, namespace_of(self._array).cos(self._array), "self")
 
 
 def sqrt(self):
-    return _unary(SqrtBackward0, self, namespace_of(self._data).sqrt(self._data), "result")
+    return _unary(SqrtBackward0, self, namespace_of(self._array).sqrt(self._array), "result")
 
 
 def abs(self):
-    return _unary(AbsBackward0, self, namespace_of(self._data).abs(self._data), "self")
+    return _unary(AbsBackward0, self, namespace_of(self._array).abs(self._array), "self")
 
 
 def sign(self):
-    return _unary(SignBackward0, self, namespace_of(self._data).sign(self._data))
+    return _unary(SignBackward0, self, namespace_of(self._array).sign(self._array))
 
 
 def clone(self):
-    return _unary(CloneBackward0, self, self._data.copy())
+    return _unary(CloneBackward0, self, self._array.copy())
 
 
 def to_dtype(self, dtype):
-    out = _unary(ToCopyBackward0, self, self._data.astype(dtypes.to_numpy_dtype(dtype)))
+    out = _unary(ToCopyBackward0, self, self._array.astype(dtypes.to_numpy_dtype(dtype)))
     if out._node is not None:
         if not dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
@@ -542,7 +542,7 @@ def to_dtype(self, dtype):
 
 
 def to_device(self, device_type):
-    out = _unary(ToCopyBackward0, self, _move(self._data, device_type))
+    out = _unary(ToCopyBackward0, self, _move(self._array, device_type))
     if out._node is not None:
         out._node._dtype = self.dtype
         out._node._device = self.device.type
@@ -605,14 +605,14 @@ def masked_fill(self, mask, value):
                                f"{value.dim()} dimension(s).")
         if value.requires_grad:
             raise NotImplementedError("the reference's masked_fill takes no gradient for a value tensor")
-        value = value._data
-    xp = namespace_of(self._data)
+        value = value._array
+    xp = namespace_of(self._array)
     try:
-        m = xp.broadcast_to(mask._data, self._data.shape)
+        m = xp.broadcast_to(mask._array, self._array.shape)
     except ValueError:
         raise broadcast_error(self, mask) from None
-    data = xp.where(m, xp.asarray(value, dtype=self._data.dtype), self._data)
-    keep = (~m).astype(self._data.dtype)
+    data = xp.where(m, xp.asarray(value, dtype=self._array.dtype), self._array)
+    keep = (~m).astype(self._array.dtype)
     out = Tensor._wrap(data)
     if needs_grad(self):
         node = MaskedFillBackward0(edges(self))

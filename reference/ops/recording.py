@@ -87,11 +87,11 @@ def rebase_history(tensor: Tensor, node) -> None:
 
 def raw(value):
     """The array behind a tensor; Python scalars pass through unchanged."""
-    return getattr(value, "_data", value)
+    return getattr(value, "_array", value)
 
 
 def shape_of(value) -> tuple:
-    return value._data.shape if isinstance(value, Tensor) else ()
+    return value._array.shape if isinstance(value, Tensor) else ()
 
 
 def requires_grad(value) -> bool:

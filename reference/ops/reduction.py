@@ -48,15 +48,15 @@ def _reduce(node_cls, self, dim, keepdim, data):
     out = Tensor._wrap(data)
     if needs_grad(self):
         node = node_cls(edges(self))
-        node._shape = self._data.shape
-        node._dims = _normalize_dims(dim, self._data.ndim) if self._data.ndim else ()
+        node._shape = self._array.shape
+        node._dims = _normalize_dims(dim, self._array.ndim) if self._array.ndim else ()
         node._keepdim = keepdim
         attach(out, node)
     return out
 
 
 def sum(self, dim=None, keepdim=False, dtype=None):
-    data = self._data
+    data = self._array
     axes = None if dim is None else _normalize_dims(dim, data.ndim)
     if data.ndim == 0:
         axes = None
@@ -70,7 +70,7 @@ def sum(self, dim=None, keepdim=False, dtype=None):
 
 
 def mean(self, dim=None, keepdim=False):
-    data = self._data
+    data = self._array
     if not data.dtype.kind == "f":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
@@ -117,7 +117,7 @@ class VarMeanBackward0(NodeBase):
 
 def var_mean(self, dim=None, *, correction=None, keepdim=False, unbiased=None):
     """``(variance, mean)`` over ``dim`` (all dims by default); one node, two outputs."""
-    data = self._data
+    data = self._array
     if data.dtype.kind != "f":
         raise RuntimeError(f"std and var only support floating point and complex dtypes, got {self.dtype.name}")
     correction = (1 if unbiased is None or unbiased else 0) if correction is None else correction
@@ -145,14 +145,14 @@ def var_mean(self, dim=None, *, correction=None, keepdim=False, unbiased=None):
 
 def all(self, dim=None, keepdim=False):  # noqa: A001 - torch's name
     """Whether every element (along ``dim``) is nonzero: a bool tensor, never differentiable."""
-    data = self._data
+    data = self._array
     axes = None if dim is None or data.ndim == 0 else _normalize_dims(dim, data.ndim)
     return Tensor._wrap(array_backend.namespace_of(data).asarray(data.astype(bool).all(axis=axes, keepdims=keepdim)))
 
 
 def any(self, dim=None, keepdim=False):  # noqa: A001 - torch's name
     """Whether some element (along ``dim``) is nonzero: a bool tensor, never differentiable."""
-    data = self._data
+    data = self._array
     axes = None if dim is None or data.ndim == 0 else _normalize_dims(dim, data.ndim)
     return Tensor._wrap(array_backend.namespace_of(data).asarray(data.astype(bool).any(axis=axes, keepdims=keepdim)))
 
@@ -167,12 +167,12 @@ class SumToSizeBackward0(NodeBase):
 def sum_to_size(self, shape):
     """Sum a broadcast tensor back down to ``shape`` (differentiable)."""
     shape = tuple(shape)
-    if self._data.shape == shape:
+    if self._array.shape == shape:
         return self
-    out = Tensor._wrap(array_backend.sum_to(self._data, shape))
+    out = Tensor._wrap(array_backend.sum_to(self._array, shape))
     if needs_grad(self):
         node = SumToSizeBackward0(edges(self))
-        node._shape = self._data.shape
+        node._shape = self._array.shape
         attach(out, node)
     if has_tangent(self):
         propagate_tangent(out, lambda t: None if t is None else sum_to_size(t, shape), self)
@@ -191,16 +191,16 @@ class ProdBackward0(NodeBase):
         if not self._keepdim:
             g = ops.unsqueeze_dims(g, (d,))
         if ops.differentiable:
-            if not bool((x._data == 0).any()):
+            if not bool((x._array == 0).any()):
                 return (g * prod(x, d, True) / x,)
             # with zeros, the product of the others, element by element along d (exact, differentiable)
             others = None
             for i in range(x.shape[d]):
-                xp = array_backend.namespace_of(x._data)
+                xp = array_backend.namespace_of(x._array)
                 onehot = xp.zeros(x.shape[d], dtype=bool)
                 onehot[i] = True
                 onehot = Tensor._wrap(onehot.reshape([-1 if k == d else 1 for k in range(x.dim())]))
-                term = prod(x.masked_fill(onehot, 1.0), d, True) * Tensor._wrap(onehot._data.astype(x._data.dtype))
+                term = prod(x.masked_fill(onehot, 1.0), d, True) * Tensor._wrap(onehot._array.astype(x._array.dtype))
                 others = term if others is None else others + term
             return (g * others,)
         xp = array_backend.namespace_of(x)
@@ -223,7 +223,7 @@ def prod(self, dim=None, keepdim=False, dtype=None):
         return prod(self.reshape(-1), 0, False)
     if not isinstance(dim, int):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
-    data = self._data
+    data = self._array
     if data.ndim == 0:
         _normalize_dims(dim, 0)
         result, dim = data.copy(), None

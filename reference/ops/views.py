@@ -84,7 +84,7 @@ def _make_view(self, data, node_cls=None, configure=None, cls=Tensor, view_fn=No
         out = Tensor._wrap(data)
     else:
         out = cls.__new__(cls)
-        out._data = data
+        out._array = data
     # rules: views.view-shares-version-counter, views.saved-view-version-checked (one counter for all aliases)
     out._version_counter = self._version_counter
     out._base = self._base if self._base is not None else self  # rule: views.is-view-and-base
@@ -198,13 +198,13 @@ def _set_shape(node, shape):
 
 
 def view(self, *shape):
-    shape = _infer(_shape_arg(shape), self._data.size)
-    data = self._data.view()
+    shape = _infer(_shape_arg(shape), self._array.size)
+    data = self._array.view()
     try:
         data.shape = shape
     except AttributeError:
         raise RuntimeError(VIEW_INCOMPATIBLE) from None
-    old = self._data.shape
+    old = self._array.shape
     return _make_view(self, data, ViewBackward0, lambda n: _set_shape(n, old), view_fn=lambda t: view(t, *shape))
 
 
@@ -213,7 +213,7 @@ def view_as(self, other):
 
 
 def reshape(self, *shape):
-    shape = _infer(_shape_arg(shape), self._data.size)
+    shape = _infer(_shape_arg(shape), self._array.size)
     try:
         return view(self, *shape)
     except RuntimeError:
@@ -230,14 +230,14 @@ def flatten(self):
 
 
 def transpose(self, dim0, dim1):
-    ndim = max(self._data.ndim, 1)
+    ndim = max(self._array.ndim, 1)
     for d in (dim0, dim1):
         if not -ndim <= d < ndim:
             raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {d})")
-    if self._data.ndim == 0:
-        return _make_view(self, self._data.view(), TransposeBackward0, lambda n: setattr(n, "_dims", (0, 0)),
+    if self._array.ndim == 0:
+        return _make_view(self, self._array.view(), TransposeBackward0, lambda n: setattr(n, "_dims", (0, 0)),
                           view_fn=lambda t: transpose(t, dim0, dim1))
-    data = namespace_of(self._data).swapaxes(self._data, dim0, dim1)
+    data = namespace_of(self._array).swapaxes(self._array, dim0, dim1)
 
     def configure(node):
         node._dims = (dim0, dim1)
@@ -250,15 +250,15 @@ class TBackward0(TransposeBackward0):
 
 
 def t(self):
-    if self._data.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self._data.ndim}D")
-    if self._data.ndim < 2:
-        return _make_view(self, self._data.view(), AliasBackward0, view_fn=t)
+    if self._array.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self._array.ndim}D")
+    if self._array.ndim < 2:
+        return _make_view(self, self._array.view(), AliasBackward0, view_fn=t)
 
     def configure(node):
         node._dims = (0, 1)
 
-    return _make_view(self, self._data.T, TBackward0, configure, view_fn=t)
+    return _make_view(self, self._array.T, TBackward0, configure, view_fn=t)
 
 
 def mT(self):
@@ -267,7 +267,7 @@ def mT(self):
 
 def expand(self, *sizes):
     sizes = _shape_arg(sizes)
-    data = self._data
+    data = self._array
     if len(sizes) < data.ndim:
         raise RuntimeError(
             f"expand(reference.{self.dtype.legacy_name}{{{list(data.shape)}}}, size={list(sizes)}): the number of sizes "
@@ -302,7 +302,7 @@ class UnsqueezeBackward0(ViewBackward0):
 
 
 def squeeze(self, dim=None):
-    data = self._data
+    data = self._array
     if dim is None:
         new_shape = tuple(s for s in data.shape if s != 1)
     else:
@@ -317,7 +317,7 @@ def squeeze(self, dim=None):
 
 
 def unsqueeze(self, dim):
-    data = self._data
+    data = self._array
     ndim = data.ndim + 1
     if not -ndim <= dim < ndim:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
@@ -335,7 +335,7 @@ def _normalize_index(index):
     for item in items:
         if isinstance(item, Tensor):
             basic = False
-            converted.append(item._data)
+            converted.append(item._array)
         elif isinstance(item, (list,)):
             basic = False
             converted.append(item)
@@ -355,10 +355,10 @@ def getitem(self, index):
     else:
         lookup = key
     try:
-        data = self._data[lookup]
+        data = self._array[lookup]
     except IndexError as exc:
         raise IndexError(str(exc)) from None
-    shape = self._data.shape
+    shape = self._array.shape
 
     def configure(node):
         node._shape = shape
@@ -380,7 +380,7 @@ def getitem(self, index):
 
 
 def _dim(self, dim: int) -> int:
-    ndim = self._data.ndim
+    ndim = self._array.ndim
     if ndim == 0 or not -ndim <= dim < ndim:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-max(ndim, 1)}, {max(ndim, 1) - 1}], "
                          f"but got {dim})")
@@ -390,7 +390,7 @@ def _dim(self, dim: int) -> int:
 def narrow(self, dim, start, length):
     """``x.narrow(dim, start, length)``: the view ``x[..., start:start + length, ...]`` along ``dim``."""
     d = _dim(self, dim)
-    size = self._data.shape[d]
+    size = self._array.shape[d]
     start = int(start.item()) if isinstance(start, Tensor) else start
     start = start + size if start < 0 else start
     if not (0 <= start <= size and 0 <= length and start + length <= size):
@@ -401,9 +401,9 @@ def narrow(self, dim, start, length):
 def select(self, dim, index):
     """``x.select(dim, index)``: the view ``x[..., index, ...]``, ``dim`` removed."""
     d = _dim(self, dim)
-    size = self._data.shape[d]
+    size = self._array.shape[d]
     if not -size <= index < size:
-        raise IndexError(f"select(): index {index} out of range for tensor of size {list(self._data.shape)} "
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(self._array.shape)} "
                          f"at dimension {dim}")
     return getitem(self, (slice(None),) * d + (index % size,))
 
@@ -464,7 +464,7 @@ def _parts(self, d, sizes, node_cls, views=True, stacked=False):
             enumerate(zip(starts, sizes))]
     outs = []
     for index, key in enumerate(keys):
-        data = self._data[key + (Ellipsis,)]
+        data = self._array[key + (Ellipsis,)]
         if views:
             out = _make_view(self, data, view_fn=lambda t, key=key: getitem(t, key))
             out._multi_view = (index, node_cls.__name__.removesuffix("Backward0"))
@@ -475,7 +475,7 @@ def _parts(self, d, sizes, node_cls, views=True, stacked=False):
         outs.append(out)
     if keys and needs_grad(self):
         node = node_cls(edges(self))
-        shape = self._data.shape
+        shape = self._array.shape
         node._dim, node._stacked = d, stacked
         node._shapes = tuple(shape[:d] + (1 if stacked else size,) + shape[d + 1:] for size in sizes)
         for index, out in enumerate(outs):
@@ -498,13 +498,13 @@ def created_in_custom_function(view, index, name, multiple) -> None:
 def unbind(self, dim=0):
     """``x.unbind(dim)``: the slices along ``dim``, each a view of ``x``."""
     d = _dim(self, dim)
-    return _parts(self, d, [1] * self._data.shape[d], UnbindBackward0, stacked=True)
+    return _parts(self, d, [1] * self._array.shape[d], UnbindBackward0, stacked=True)
 
 
 def _sections(self, sizes, dim, node_cls, views=True):
     d = _dim(self, dim)
-    if builtins.sum(sizes) != self._data.shape[d] or builtins.any(s < 0 for s in sizes):
-        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {self._data.shape[d]} "
+    if builtins.sum(sizes) != self._array.shape[d] or builtins.any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {self._array.shape[d]} "
                            f"(input tensor's size at dimension {dim}), but got split_sizes={list(sizes)}")
     return _parts(self, d, sizes, node_cls, views)
 
@@ -512,8 +512,8 @@ def _sections(self, sizes, dim, node_cls, views=True):
 def _split_sizes(self, split_size, dim):
     if split_size <= 0:
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of "
-                           f"{self._data.shape[_dim(self, dim)]}")
-    size = self._data.shape[_dim(self, dim)]
+                           f"{self._array.shape[_dim(self, dim)]}")
+    size = self._array.shape[_dim(self, dim)]
     return [min(split_size, size - start) for start in range(0, size, split_size)] or [0]
 
 
@@ -531,7 +531,7 @@ def split_with_sizes(self, split_sizes, dim=0):
 def _chunk_size(self, chunks, dim):
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
-    return max(-(-self._data.shape[_dim(self, dim)] // chunks), 1)
+    return max(-(-self._array.shape[_dim(self, dim)] // chunks), 1)
 
 
 def chunk(self, chunks, dim=0):
@@ -554,7 +554,7 @@ def unsafe_chunk(self, chunks, dim=0):
 
 def alias(self, cls=Tensor):
     """A new object of ``cls`` with the same data, version counter and history."""
-    out = _make_view(self, self._data.view(), AliasBackward0, cls=cls, view_fn=alias)
+    out = _make_view(self, self._array.view(), AliasBackward0, cls=cls, view_fn=alias)
     if out._node is None and self._requires_grad and not needs_grad(self):
         out._requires_grad = False
     return out
@@ -577,7 +577,7 @@ class ScatterIndexBackward0(NodeBase):
 
 def scatter_index(grad, shape, index):
     """zeros(shape) with ``grad`` added at ``index``, recording a graph."""
-    out = Tensor._wrap(array_backend.scatter_index(grad._data, shape, index))
+    out = Tensor._wrap(array_backend.scatter_index(grad._array, shape, index))
     if needs_grad(grad):
         node = ScatterIndexBackward0(edges(grad))
         node._index = index
@@ -593,7 +593,7 @@ class ZeroAtIndexBackward0(NodeBase):
 
 
 def zero_at_index(grad, index):
-    out = Tensor._wrap(array_backend.zero_at_index(grad._data, index))
+    out = Tensor._wrap(array_backend.zero_at_index(grad._array, index))
     if needs_grad(grad):
         node = ZeroAtIndexBackward0(edges(grad))
         node._index = index
@@ -614,12 +614,12 @@ class UnpackDualBackward0(MakeDualBackward0):
 
 def make_dual_view(primal):
     """The dual's body: a differentiable view of the primal (same data and version)."""
-    return _make_view(primal, primal._data.view(), MakeDualBackward0)
+    return _make_view(primal, primal._array.view(), MakeDualBackward0)
 
 
 def unpack_primal_view(dual):
     """A fresh tangent-free, differentiable view of a dual's primal."""
-    return _make_view(dual, dual._data.view(), UnpackDualBackward0)
+    return _make_view(dual, dual._array.view(), UnpackDualBackward0)
 
 
 class CatBackward0(NodeBase):
@@ -649,14 +649,14 @@ def cat(tensors, dim=0):
     if builtins.any(t.dtype is not tensors[0].dtype for t in tensors):
         raise TypeError("the reference's cat joins tensors of one dtype only")
     try:
-        data = namespace_of(tensors[0]._data).concatenate([t._data for t in tensors], axis=d)
+        data = namespace_of(tensors[0]._array).concatenate([t._array for t in tensors], axis=d)
     except ValueError:
         raise RuntimeError("Sizes of tensors must match except in dimension "
                            f"{d}: got {[list(t.shape) for t in tensors]}") from None
     out = Tensor._wrap(data)
     if builtins.any(needs_grad(t) for t in tensors):
         node = CatBackward0(tuple(edge(t) for t in tensors))
-        node._dim, node._sizes = d, tuple(t._data.shape[d] for t in tensors)
+        node._dim, node._sizes = d, tuple(t._array.shape[d] for t in tensors)
         attach(out, node)
     if builtins.any(has_tangent(t) for t in tensors):
         raise NotImplementedError("Trying to use forward AD with cat that does not support it")

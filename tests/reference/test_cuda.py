@@ -31,14 +31,14 @@ def cupy():
 
 
 def host(t):
-    return array_backend.to_host(t.detach()._data)
+    return array_backend.to_host(t.detach()._array)
 
 
 def test_device_and_round_trip(cupy):
     a = np.arange(6.0).reshape(2, 3)
     t = R.tensor(a, dtype=R.float64, device="cuda")
     assert t.device == "cuda" and t.is_cuda
-    assert isinstance(t._data, cupy.ndarray)
+    assert isinstance(t._array, cupy.ndarray)
     np.testing.assert_array_equal(host(t.cpu()), a)
     assert t.cpu().device == "cpu"
     assert R.cuda.is_available()

@@ -40,9 +40,9 @@ def test_node_holds_only_what_pack_returned():
     with saved_tensors_hooks(pack, lambda box: box.tensor):
         y = a.pow(2)
     saved = _saved(y.grad_fn)
-    assert saved._tensor is None and saved._data is None, "the original stays in the SavedTensor"
+    assert saved._tensor is None and saved._array is None, "the original stays in the SavedTensor"
     assert saved._hooks.packed is boxes[0]
-    assert not any(r is a or r is a._data for r in gc.get_referents(saved) + gc.get_referents(saved._hooks))
+    assert not any(r is a or r is a._array for r in gc.get_referents(saved) + gc.get_referents(saved._hooks))
     del a
     assert original() is None, "something else in the graph keeps the original"
     y.sum().backward()
@@ -54,7 +54,7 @@ def test_node_holds_only_what_pack_returned_for_its_output():
     with saved_tensors_hooks(lambda t: Box(t.detach().clone()), lambda box: box.tensor):
         y = x.exp()
     saved = _saved(y.grad_fn)
-    assert saved._tensor is None and saved._data is None
+    assert saved._tensor is None and saved._array is None
     out = weakref.ref(y)
     node = weakref.ref(y.grad_fn)
     gc.disable()
@@ -200,7 +200,7 @@ def test_save_on_cpu_shares_data_on_the_cpu():
     with save_on_cpu():
         y = x.pow(2)
     saved = y.grad_fn._saved_self
-    assert saved is not x and saved._data is x._data
+    assert saved is not x and saved._array is x._array
 
 
 @pytest.mark.skipif(not R.cuda_is_available(), reason="needs cupy and a GPU")
@@ -209,7 +209,7 @@ def test_save_on_cpu_keeps_the_packed_copy_on_the_host():
     with save_on_cpu():
         y = x.pow(2)
     device, host = _saved(y.grad_fn)._hooks.packed
-    assert device == "cuda" and isinstance(host._data, np.ndarray)
+    assert device == "cuda" and isinstance(host._array, np.ndarray)
     assert y.grad_fn._saved_self.device.type == "cuda"
     y.sum().backward()
     assert_allclose(x.grad.cpu().numpy(), [2.0, 2.0, 2.0])
@@ -223,7 +223,7 @@ def test_allow_mutation_cleans_up_and_owns_nothing():
         assert graph._mutation_watch is ctx
         a.mul_(3)
         saved = _saved(y.grad_fn)._hooks.packed
-        assert saved.copy is not None and saved.data is a._data
+        assert saved.copy is not None and saved.data is a._array
         y.sum().backward()
     assert graph._mutation_watch is None and not ctx.watched
     assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
