@@ -43,10 +43,11 @@ from reference.autograd import forward_ad as _forward_ad, graph as _graph, multi
 from reference.ops.methods import bind_tensor_methods as _bind_tensor_methods  # noqa: E402
 
 # The few references that point up the reading order, set once everything is imported:
-# the tensor's op methods and Tensor.backward's entry (the ops and autograd make tensors),
+# the tensor's op methods, Tensor.backward's entry and Tensor(tensor) (the ops and autograd make tensors),
 # torch.autograd.graph's function that needs the engine, and the views a dual tensor is.
 _bind_tensor_methods()
 _tensor._autograd_backward = autograd.backward
+_tensor._alias = _views.alias
 _graph.register_multi_grad_hook = _multi_hooks.register_multi_grad_hook
 _forward_ad._views = _views
 

@@ -36,6 +36,8 @@ _numpy_scalar = _numpy.generic
 #: ``reference.autograd.backward``, which ``Tensor.backward`` calls: the autograd package sits above
 #: this module (it imports Tensor), so ``reference/__init__.py`` sets this once both are imported.
 _autograd_backward = None
+#: ``reference.ops.views.alias``, which ``Tensor(tensor)`` is; set the same way.
+_alias = None
 
 
 class device:
@@ -93,12 +95,17 @@ class Tensor:
 
     _inference = False  # True (in the instance) when made inside inference_mode
 
-    def __new__(cls, *args, **kwargs):
-        return _init(object.__new__(cls), None)
+    def __new__(cls, data=None, *args, **kwargs):
+        """``Tensor(data)``, ``Subclass(data)``: made here, as in torch, whose ``__init__``
+        takes any arguments and does nothing (a subclass's own ``__init__`` may then have any
+        signature and need not pass the data on). A tensor is aliased, not copied: the result
+        is a view of it (an ``AliasBackward0`` when it requires grad)."""
+        if isinstance(data, Tensor) and not args and not kwargs:
+            return _alias(data, cls)
+        return _init(object.__new__(cls), _to_array([] if data is None else data, None, "cpu"))
 
-    def __init__(self, data=None, *args, **kwargs):
-        if data is not None or self._array is None:
-            self._array = _to_array([] if data is None else data, None, "cpu")
+    def __init__(self, *args, **kwargs):
+        pass
 
     @classmethod
     def _wrap(cls, data) -> "Tensor":
@@ -436,6 +443,12 @@ class Tensor:
         return f"tensor({body}{suffix})"
 
     __hash__ = object.__hash__
+
+
+def instance_of(cls, data) -> Tensor:
+    """A new leaf of class ``cls`` around ``data``, made as torch makes a subclass's results
+    (views, aliases): without running the subclass's own ``__new__`` or ``__init__``."""
+    return _init(object.__new__(cls), data)
 
 
 def _init(tensor, data):

@@ -19,7 +19,7 @@ from reference.autograd.graph import FREED_MESSAGE, Error, NodeBase, RawSavedTen
 from reference.ops import inplace, views
 from reference.ops.recording import attach, edge, rebase_history
 from reference.ops.reduction import sum_to_size
-from reference.tensor import Tensor
+from reference.tensor import Tensor, instance_of
 
 LEGACY_CALL = (
     "Legacy autograd function with non-static forward method is deprecated. Please use new-style "
@@ -529,8 +529,7 @@ def _alias_output(tensor):
     if cls is Tensor:
         out = Tensor._wrap(tensor._array)
     else:  # rule: legacy_function.input-returned-as-is-keeps-class
-        out = cls.__new__(cls)
-        out._array = tensor._array
+        out = instance_of(cls, tensor._array)
     out._version_counter = tensor._version_counter
     return out
 

@@ -16,7 +16,7 @@ from reference.autograd import forward_ad
 from reference.autograd.graph import NodeBase
 from reference.ops.pointwise import clone
 from reference.ops.recording import attach, edge, edges, has_tangent, needs_grad, propagate_tangent, rebase_history
-from reference.tensor import Tensor
+from reference.tensor import Tensor, instance_of
 
 VIEW_INCOMPATIBLE = (
     "view size is not compatible with input tensor's size and stride (at least one dimension "
@@ -80,11 +80,7 @@ class AliasBackward0(NodeBase):
 def _make_view(self, data, node_cls=None, configure=None, cls=Tensor, view_fn=None):
     """A view of ``self`` over ``data``; ``view_fn`` redoes the view on another tensor
     (the tangent of a dual gets the same view of its tangent)."""
-    if cls is Tensor:
-        out = Tensor._wrap(data)
-    else:
-        out = cls.__new__(cls)
-        out._array = data
+    out = Tensor._wrap(data) if cls is Tensor else instance_of(cls, data)
     # rules: views.view-shares-version-counter, views.saved-view-version-checked (one counter for all aliases)
     out._version_counter = self._version_counter
     out._base = self._base if self._base is not None else self  # rule: views.is-view-and-base
