@@ -96,7 +96,7 @@ def check_view_inplace(tensor: Tensor, other) -> None:
         node = tensor._node
         what = ("A view was created in no_grad mode and is being modified inplace with grad mode enabled."
                 if node is None else
-                f"Output {tensor._output_nr} of {node.name().removesuffix('Backward0')} is a view and is being "
+                f"Output {tensor._output_nr} of {_graph._short_name(node)} is a view and is being "
                 "modified inplace.")
         raise RuntimeError(f"{what} {MULTI_VIEW_INPLACE}")
 
