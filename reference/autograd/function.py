@@ -401,7 +401,8 @@ def _apply(fn_cls, args, kwargs):
             inplace.check_inplace(out)
             result = out
         elif id(out) in input_ids:
-            result = _alias_output(out)
+            differentiable = record and id(out) not in non_diff_ids and out.dtype.is_floating_point
+            result = _alias_output(out, differentiable or not out._requires_grad)
         else:
             result = out
         if record and id(out) not in non_diff_ids and out.dtype.is_floating_point:
@@ -522,14 +523,16 @@ def _check_jvp_results(outputs, results, out_tangents, non_diff_ids):
             raise RuntimeError(forward_ad.DUAL_TANGENT.format(forward_ad._registry.current))
 
 
-def _alias_output(tensor):
-    """An input returned as-is becomes a new object sharing its data and version counter (as in
-    PyTorch), of the input's class: a Tensor subclass stays that subclass, outside the graph too."""
-    cls = type(tensor)
-    if cls is Tensor:
-        out = Tensor._wrap(tensor._array)
-    else:  # rule: legacy_function.input-returned-as-is-keeps-class
-        out = instance_of(cls, tensor._array)
+def _alias_output(tensor, as_view):
+    """An input returned as-is becomes a new object sharing its data and version counter, of
+    the input's class (a Tensor subclass stays that subclass). As in torch 2.13 it is a view of
+    the input (``view_as(input)`` made without grad mode, so no node of its own), except for an
+    input that requires grad returned outside the graph, which comes back detached."""
+    # rule: legacy_function.input-returned-as-is-keeps-class
+    if as_view:
+        with grad_mode.no_grad(), forward_ad.suppress_propagation():
+            return views.alias(tensor, type(tensor))
+    out = instance_of(type(tensor), tensor._array)
     out._version_counter = tensor._version_counter
     return out
 

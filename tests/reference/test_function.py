@@ -628,3 +628,37 @@ def test_views_of_a_function_with_several_differentiable_outputs_are_multi_outpu
     first, _ = TwoViews.apply(R.zeros(1, 2, dtype=R.float64))  # not recorded: no differentiable output
     with pytest.raises(RuntimeError, match="This view was created inside a custom Function"):
         first.add_(leaf([1.0]))
+
+
+class ReturnsInput(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def test_an_input_returned_as_is_comes_back_as_a_view_of_it():
+    # torch 2.13 returns view_as(input), made without grad mode: a view with the same creation
+    # meta as the views forward returns; an input that requires grad returned outside the
+    # graph (no_grad) comes back detached instead
+    x = R.zeros(2, dtype=R.float64)
+    y = ReturnsInput.apply(x)
+    assert y is not x and y._base is x and y.grad_fn is None
+    with pytest.raises(RuntimeError, match="This view was created inside a custom Function"):
+        y.add_(leaf([1.0, 1.0]))
+    y.add_(1)  # nothing requires grad: allowed, and seen through x
+    np.testing.assert_array_equal(arr(x), [1.0, 1.0])
+    a = leaf([1.0, 2.0])
+    out = ReturnsInput.apply(a)
+    assert out._base is a and out.grad_fn.name() == "ReturnsInputBackward"
+    with pytest.raises(RuntimeError, match="Output 0 of ReturnsInput is a view and is being modified inplace"):
+        out.mul_(2)
+    (out * 2).sum().backward()
+    np.testing.assert_array_equal(arr(a.grad), [2.0, 2.0])
+    with R.no_grad():
+        detached = ReturnsInput.apply(a)
+    assert detached._base is None and not detached.requires_grad
+    assert detached._version == a._version
