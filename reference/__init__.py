@@ -21,7 +21,7 @@ import builtins as _builtins
 from reference import dtypes as _dtypes
 from reference.array_backend import CudaUnavailable, cuda_available as _cuda_available, namespace_of as _namespace_of
 from reference import tensor as _tensor
-from reference.tensor import Size, Tensor, device
+from reference.tensor import Size, Tensor, device, layout, strided
 
 from reference import autograd  # noqa: E402
 from reference.autograd import gradcheck as _gradcheck  # noqa: E402

@@ -69,6 +69,25 @@ class device:
         return f"device(type='{self.type}')"
 
 
+class layout:  # noqa: N801 - torch's name
+    """How a tensor's elements are laid out in memory. The reference has one layout, torch's
+    default: ``strided`` (a dense array addressed through sizes and strides)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"reference.{self.name}"
+
+    def __reduce__(self):
+        return "strided"  # the module-level singleton, by name
+
+
+strided = layout("strided")
+
+
 class Tensor:
     """An n-dimensional array that can record the operations applied to it."""
 
@@ -144,6 +163,14 @@ class Tensor:
     @property
     def device(self):
         return device(array_backend.device_type_of(self._array))
+
+    @property
+    def layout(self) -> layout:
+        return strided
+
+    @property
+    def is_sparse(self) -> bool:
+        return False
 
     @property
     def is_cuda(self) -> bool:

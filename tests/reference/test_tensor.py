@@ -1,6 +1,8 @@
 """The Tensor object itself: its constructor and what user subclasses may do with it."""
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 
 import reference as R
@@ -79,3 +81,11 @@ def test_the_engine_makes_subclass_results_without_calling_the_subclass_construc
     s.requires_grad_()
     out = Identity.apply(s)
     assert type(out) is NeedsData and out.grad_fn is not None
+
+
+def test_every_tensor_has_the_strided_layout_and_is_dense():
+    x = R.ones(2, 3, dtype=R.float64, requires_grad=True)
+    for t in (x, x * 2, x.t(), x[0], R.zeros(0)):
+        assert t.layout is R.strided and t.is_sparse is False
+    assert isinstance(R.strided, R.layout) and repr(R.strided) == "reference.strided"
+    assert pickle.loads(pickle.dumps(x.layout)) is R.strided
