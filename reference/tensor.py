@@ -183,6 +183,25 @@ class Tensor:
     def _version(self) -> int:
         return self._version_counter[0]
 
+    def stride(self, dim=None):
+        """The step in elements between neighbours along each dimension (numpy counts bytes)."""
+        itemsize = self._array.dtype.itemsize
+        strides = tuple(s // itemsize for s in self._array.strides)
+        return strides if dim is None else strides[dim]
+
+    def is_contiguous(self) -> bool:
+        """torch's rule: row-major order, where a dimension of size 1 may have any stride, and
+        an empty tensor is contiguous."""
+        if self._array.size == 0:
+            return True
+        expected = 1
+        for size, stride in zip(reversed(self._array.shape), reversed(self.stride())):
+            if size != 1:
+                if stride != expected:
+                    return False
+                expected *= size
+        return True
+
     def data_ptr(self) -> int:
         data = self._array
         if array_backend.namespace_of(data) is array_backend.numpy:

@@ -6,7 +6,7 @@ package is imported (``reference/__init__.py`` calls ``bind_tensor_methods``).
 """
 from __future__ import annotations
 
-from reference import creation
+from reference import creation, storage
 from reference.ops import inplace, linalg, pointwise, reduction, views
 from reference.tensor import Tensor
 
@@ -47,6 +47,8 @@ def bind_tensor_methods() -> None:
         "unsafe_split_with_sizes": views.unsafe_split_with_sizes, "unsafe_chunk": views.unsafe_chunk,
         "add_": inplace.add_, "sub_": inplace.sub_, "mul_": inplace.mul_, "div_": inplace.div_,
         "zero_": inplace.zero_, "copy_": inplace.copy_, "fill_": inplace.fill_,
+        "storage": storage.storage, "untyped_storage": storage.untyped_storage,
+        "storage_offset": storage.tensor_storage_offset,
         "exp_": inplace.exp_, "relu_": inplace.relu_, "sin_": inplace.sin_, "cos_": inplace.cos_,
     }
     for name, fn in methods.items():
