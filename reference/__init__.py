@@ -3,7 +3,7 @@
 Read it top to bottom; each module imports only modules above it in this list (checked by
 tests/reference/test_imports.py): ``array_backend`` (numpy or cupy), ``dtypes``,
 ``grad_mode``, ``handles`` (hook tables), ``tensor`` (the Tensor object), ``storage`` (the memory
-views share), ``creation``,
+views share), ``serialization`` (pickling, save, load), ``creation``,
 ``utils.weak`` (weak tensor references keyed by identity), ``autograd.versions`` (version
 counters bumped, set or preserved from outside), ``autograd.forward_ad`` (forward-mode levels
 and tangents), ``autograd.hooks`` (running hooks during backward), ``autograd.accumulate`` (how
@@ -24,6 +24,7 @@ from reference.array_backend import CudaUnavailable, cuda_available as _cuda_ava
 from reference import tensor as _tensor
 from reference.tensor import Size, Tensor, device, layout, strided
 from reference.storage import TypedStorage, UntypedStorage
+from reference.serialization import load, save
 
 from reference import autograd  # noqa: E402
 from reference.autograd import gradcheck as _gradcheck  # noqa: E402

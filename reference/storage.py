@@ -48,6 +48,29 @@ def storage_offset(array) -> int:
     return (address_of(array) - address_of(root_of(array))) // array.dtype.itemsize
 
 
+def window(root, offset: int, shape, strides):
+    """An array over ``root``'s memory: ``shape`` and ``strides`` (in elements) from element
+    ``offset`` on, refused as torch refuses a geometry that reaches past the storage."""
+    shape, strides = tuple(int(s) for s in shape), tuple(int(s) for s in strides)
+    if len(shape) != len(strides):
+        raise RuntimeError(f"mismatch in length of strides and shape: {len(strides)} strides, {len(shape)} sizes")
+    if any(s < 0 for s in strides) or offset < 0:
+        raise RuntimeError("as_strided: Negative strides and storage offsets are not supported")
+    needed = 0 if 0 in shape else offset + 1 + sum((size - 1) * stride for size, stride in zip(shape, strides))
+    available = int(root.size)
+    if needed > available:
+        itemsize = root.dtype.itemsize
+        raise RuntimeError(
+            f"setStorage: sizes {list(shape)}, strides {list(strides)}, storage offset {offset}, and itemsize "
+            f"{itemsize} requiring a storage size of {needed * itemsize} are out of bounds for storage of size "
+            f"{available * itemsize}")
+    flat = root.reshape(-1, order="A")  # a view: the root owns its memory, which is contiguous
+    start = flat[min(offset, available):]
+    itemsize = root.dtype.itemsize
+    xp = array_backend.namespace_of(root)
+    return xp.lib.stride_tricks.as_strided(start, shape, tuple(s * itemsize for s in strides))
+
+
 class UntypedStorage:
     """The bytes a tensor's array looks into. Equal to another when it is the same memory."""
 
@@ -95,6 +118,9 @@ class UntypedStorage:
 
     def __hash__(self):
         return hash(self.data_ptr())
+
+    def __reduce__(self):
+        return (UntypedStorage, (self._root,))
 
     def __repr__(self) -> str:
         return f"reference.UntypedStorage(nbytes={self.nbytes()}, device={self.device})"

@@ -68,6 +68,9 @@ class device:
     def __repr__(self):
         return f"device(type='{self.type}')"
 
+    def __reduce__(self):
+        return (device, (str(self),))
+
 
 class layout:  # noqa: N801 - torch's name
     """How a tensor's elements are laid out in memory. The reference has one layout, torch's

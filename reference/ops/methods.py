@@ -6,7 +6,7 @@ package is imported (``reference/__init__.py`` calls ``bind_tensor_methods``).
 """
 from __future__ import annotations
 
-from reference import creation, storage
+from reference import creation, serialization, storage
 from reference.ops import inplace, linalg, pointwise, reduction, views
 from reference.tensor import Tensor
 
@@ -49,6 +49,7 @@ def bind_tensor_methods() -> None:
         "zero_": inplace.zero_, "copy_": inplace.copy_, "fill_": inplace.fill_,
         "storage": storage.storage, "untyped_storage": storage.untyped_storage,
         "storage_offset": storage.tensor_storage_offset,
+        "__reduce_ex__": serialization.reduce_tensor, "__deepcopy__": serialization.deepcopy_tensor,
         "exp_": inplace.exp_, "relu_": inplace.relu_, "sin_": inplace.sin_, "cos_": inplace.cos_,
     }
     for name, fn in methods.items():
