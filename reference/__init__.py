@@ -13,7 +13,8 @@ an op joins the graph), ``autograd.marker_nodes`` (nodes that only raise, or sen
 op's forward and backward node), ``ops.backward_ops`` (the op-set backward formulas run on),
 ``autograd.engine`` (running backward), ``autograd.function`` (custom Functions),
 ``autograd.multi_hooks``, ``ops.methods`` (Tensor's op methods), ``autograd`` (backward, grad),
-``autograd.gradcheck`` (gradients against finite differences; installed as ``autograd.gradcheck``).
+``autograd.gradcheck`` (gradients against finite differences; installed as ``autograd.gradcheck``),
+``nn.parameter``, ``nn.functional``, ``nn.module`` (the few torch.nn pieces models are built of).
 The few references that point up this order are set at the end of the imports below.
 Its behaviour is the specification the conformance suites check other engines against.
 """
@@ -30,7 +31,7 @@ from reference import autograd  # noqa: E402
 from reference.autograd import gradcheck as _gradcheck  # noqa: E402
 
 autograd.gradcheck, autograd.gradgradcheck = _gradcheck.gradcheck, _gradcheck.gradgradcheck
-from reference import utils  # noqa: E402,F401
+from reference import nn, utils  # noqa: E402,F401
 from reference.autograd.function import Function  # noqa: E402,F401
 from reference.creation import (  # noqa: E402
     BoolTensor, DoubleTensor, FloatTensor, LongTensor, arange, empty, empty_like, from_numpy, full, full_like, manual_seed, ones, ones_like, rand, rand_like, randint,
