@@ -61,17 +61,24 @@ CREATE_GRAPH_WARNING = (
 def _as_tuple(value, what):
     if value is None:
         return None
-    if isinstance(value, Tensor):
+    if isinstance(value, (Tensor, graph.GradientEdge)):  # (an edge is a tuple: test it first)
         return (value,)
     if isinstance(value, (tuple, list)):
         return tuple(value)
     raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(value).__name__}")
 
 
+def _edge(value):
+    """(node, output_nr) of a tensor, or of a GradientEdge standing for one."""
+    if isinstance(value, graph.GradientEdge):
+        return (value.node, value.output_nr)
+    return edge(value)
+
+
 def _root_edges(outputs):
     edges = []
     for index, out in enumerate(outputs):
-        node, nr = edge(out)
+        node, nr = _edge(out)
         if node is None:
             # rule: engine.backward-requires-grad-error
             raise RuntimeError(f"element {index} of tensors does not require grad and does not have a grad_fn")
@@ -88,11 +95,17 @@ def _root_grads(outputs, grad_outputs, create_graph):
         raise RuntimeError(f"grad requires one gradient per output: got {len(grad_outputs)} gradients for {len(outputs)} outputs")
     grads = []
     for index, (out, grad) in enumerate(zip(outputs, grad_outputs)):
+        if isinstance(out, graph.GradientEdge):
+            # the shape, dtype and device of the output it stands for (needed to make or check its gradient)
+            out = graph.output_metadata(out, required=grad is None)
+            if out is None and isinstance(grad, Tensor):
+                grads.append(grad if create_graph else grad._array)
+                continue
         if grad is None:
-            if out.numel() != 1:
+            if _numel(out.shape) != 1:
                 # rule: engine.gradient-argument-validation
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            grad = creation.ones_like(out)
+            grad = creation.ones(out.shape, dtype=out.dtype, device=out.device)
         elif not isinstance(grad, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(grad).__name__}")
         elif grad.shape != out.shape:
@@ -109,6 +122,13 @@ def _root_grads(outputs, grad_outputs, create_graph):
             grad = grad.to(out.dtype)  # another float dtype is accepted and converted, as in torch
         grads.append(grad if create_graph else grad._array)
     return grads
+
+
+def _numel(shape) -> int:
+    n = 1
+    for size in shape:
+        n *= size
+    return n
 
 
 # rule: engine.autograd-backward-equivalent
@@ -133,13 +153,20 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         ops = TENSOR_OPS if create_graph else RAW_OPS
         captures, leaves = {}, set()
         for tensor in inputs:
-            node, nr = edge(tensor)
+            node, nr = _edge(tensor)
             if node is None:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             leaves.add(node)  # runs (hooks included), but what lies beyond runs only if needed
-            if not tensor.is_leaf:
+            if isinstance(tensor, graph.GradientEdge):
+                if not isinstance(node, graph.AccumulateGrad):  # no tensor to store into: the edge only stops there
+                    captures.setdefault((node, nr), _ignore)
+            elif not tensor.is_leaf:
                 captures[(node, nr)] = _storing_capture(tensor, ops, store_grad, captures.get((node, nr)))
     engine.execute(root_edges, root_grads, retain_graph, create_graph, captures, leaves)
+
+
+def _ignore(grad):
+    pass
 
 
 def _storing_capture(tensor, ops, store_grad, previous):
@@ -176,7 +203,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     results = [None] * len(inputs)
     captures = {}
     for index, tensor in enumerate(inputs):
-        node, nr = edge(tensor)
+        node, nr = _edge(tensor)
         if node is None:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         captures[(node, nr)] = _result_capture(results, index, captures.get((node, nr)))
@@ -189,7 +216,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     f"The differentiated Tensor at index {index} appears to not have been used in the graph. "
                     "Set allow_unused=True if this is the desired behavior."
                 )
-            out.append(creation.zeros_like(tensor) if materialize_grads else None)
+            if materialize_grads and isinstance(tensor, graph.GradientEdge):
+                meta = graph.output_metadata(tensor, required=True)
+                out.append(creation.zeros(meta.shape, dtype=meta.dtype, device=meta.device))
+            else:
+                out.append(creation.zeros_like(tensor) if materialize_grads else None)
         else:
             out.append(value if create_graph else _wrap_result(value))
     return tuple(out)

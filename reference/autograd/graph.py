@@ -17,6 +17,7 @@ import abc
 import itertools
 import threading
 import weakref
+from typing import NamedTuple
 
 from reference import grad_mode
 from reference.array_backend import device_type_of, to_device, to_host
@@ -256,9 +257,10 @@ class NodeExtras:
     Kept out of NodeBase itself so that the common node is four slots, cheap to create.
     """
 
-    __slots__ = ("pre_hooks", "post_hooks", "tensor_pre_hooks", "retains_grad", "metadata")
+    __slots__ = ("pre_hooks", "post_hooks", "tensor_pre_hooks", "retains_grad", "metadata", "outputs")
 
     def __init__(self):
+        self.outputs = None  # {output_nr: OutputMetadata}, recorded by get_gradient_edge
         self.pre_hooks = None  # HookDict: fn(grad_outputs)
         self.post_hooks = None  # HookDict: fn(grad_inputs, grad_outputs)
         self.tensor_pre_hooks = None  # {output_nr: HookDict}: hooks registered via tensors
@@ -578,6 +580,57 @@ class Error(NodeBase):
 
     def apply(self, ops, grads):
         raise RuntimeError(self._message)
+
+
+# -- gradient edges ---------------------------------------------------------------------
+class GradientEdge(NamedTuple):
+    """Where the gradient of a tensor is computed: input ``output_nr`` of ``node`` (a leaf's
+    AccumulateGrad, input 0). Holding it holds the node, hence the graph behind it; backward
+    and grad accept it in place of the tensor. ``ownership_token`` is torch's field for nodes
+    that do not own their graph; the reference's nodes all do, so it stays None."""
+
+    node: Node
+    output_nr: int
+    ownership_token: Node | None = None
+
+
+class OutputMetadata(NamedTuple):
+    """What a node knows of one of its outputs without holding it: enough for backward to make
+    the implicit gradient of a GradientEdge (torch keeps this for every output; the reference
+    records it when ``get_gradient_edge`` is asked, the one way to an edge without a tensor)."""
+
+    shape: tuple
+    dtype: object
+    device: object
+
+
+GRADIENT_EDGE_NO_GRAD = "It is not possible to get the gradient edge for a Tensor that does not require gradients"
+
+
+def get_gradient_edge(tensor: Tensor) -> GradientEdge:
+    """The edge where ``tensor``'s gradient is computed: ``autograd.grad(loss, edge)`` equals
+    ``autograd.grad(loss, tensor)``, and the edge outlives the tensor."""
+    if not tensor._requires_grad:
+        raise RuntimeError(GRADIENT_EDGE_NO_GRAD)
+    node = tensor._node if tensor._node is not None else grad_accumulator(tensor)
+    extras = node._get_extras()
+    if extras.outputs is None:
+        extras.outputs = {}
+    # shape, dtype and device only: no reference to the tensor, so no cycle and no lifetime change
+    extras.outputs[tensor._output_nr] = OutputMetadata(tensor.shape, tensor.dtype, tensor.device)
+    return GradientEdge(node, tensor._output_nr)
+
+
+def output_metadata(edge: GradientEdge, required: bool):
+    """The recorded shape, dtype and device of the output an edge stands for; None when none
+    was recorded (an edge built by hand), or an error if ``required``."""
+    extras = edge.node._extras
+    meta = None if extras is None or extras.outputs is None else extras.outputs.get(edge.output_nr)
+    if meta is None and required:
+        raise RuntimeError(
+            "the reference knows the shape of a node's output only for edges made by "
+            "torch.autograd.graph.get_gradient_edge; pass the gradient for this GradientEdge explicitly")
+    return meta
 
 
 # -- saved-tensor hooks (torch.autograd.graph's context managers) -----------------------
