@@ -19,7 +19,8 @@ from reference.ops.pointwise import AddBackward0, DivBackward0, MulBackward0, cl
 from reference.ops.recording import (
     attach, edge, edges, has_tangent, needs_grad, raw, rebase_history, save_input, save_output, shape_of,
 )
-from reference.ops.views import _normalize_index, refresh_views, regenerate_view
+from reference.ops.views import _normalize_index, _shape_arg, refresh_views, regenerate_view
+from reference.storage import root_of, storage_offset, window
 from reference.tensor import Tensor
 
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -555,3 +556,50 @@ def sin_(self):
 
 def cos_(self):
     return _unary_inplace(self, CosBackward1, lambda xp, data: xp.cos(data, out=data), lambda old: -old.sin())
+
+
+RESIZE_REQUIRES_GRAD = "cannot resize variables that require grad"
+RESIZE_FORWARD_GRAD = "cannot resize variables that has a forward grad"
+
+
+def resize_(self, *sizes, memory_format=None):
+    """Give ``self`` the shape ``sizes``, contiguous, from its storage offset on: the elements
+    are the storage's next ones in memory order (uninitialized past its end, zeros here).
+    The same shape is a no-op; a new one bumps the version. Refused for a tensor that
+    requires grad or has a tangent, as in torch.
+
+    Where the storage is too small torch enlarges it in place, so that every view of it sees
+    the new memory; numpy cannot grow an array in place, so here ``self`` moves to a new,
+    larger storage holding a copy of the old one, and views made before keep the old one."""
+    if memory_format is not None:
+        raise TypeError("the reference's resize_ has one memory format (contiguous): pass no memory_format")
+    shape = _shape_arg(sizes)
+    if any(size < 0 for size in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+    if self._requires_grad:
+        raise RuntimeError(RESIZE_REQUIRES_GRAD)
+    if self._fw_grads:
+        raise RuntimeError(RESIZE_FORWARD_GRAD)
+    data = self._array
+    if tuple(data.shape) == shape:
+        return self
+    root, offset = root_of(data), storage_offset(data)
+    numel = 1
+    for size in shape:
+        numel *= size
+    if offset + numel > root.size:
+        grown = namespace_of(root).zeros(offset + numel, dtype=root.dtype)
+        grown[:root.size] = root.reshape(-1, order="A")
+        root = grown
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    self._array = window(root, offset, shape, tuple(reversed(strides)))
+    bump_version(self)
+    return self
+
+
+def resize_as_(self, other, memory_format=None):
+    """``self.resize_(other.shape)``."""
+    return resize_(self, tuple(other.shape), memory_format=memory_format)

@@ -50,6 +50,7 @@ def bind_tensor_methods() -> None:
         "storage": storage.storage, "untyped_storage": storage.untyped_storage,
         "storage_offset": storage.tensor_storage_offset,
         "__reduce_ex__": serialization.reduce_tensor, "__deepcopy__": serialization.deepcopy_tensor,
+        "resize_": inplace.resize_, "resize_as_": inplace.resize_as_,
         "exp_": inplace.exp_, "relu_": inplace.relu_, "sin_": inplace.sin_, "cos_": inplace.cos_,
     }
     for name, fn in methods.items():
