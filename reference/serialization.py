@@ -31,15 +31,16 @@ WEIGHTS_ONLY_FAILED = (
     "`weights_only=True` only files holding tensors and plain data."
 )
 
-#: the globals a weights-only load may name: tensors, their classes and plain containers
+#: the globals a weights-only load may name: tensors, their classes and plain data (torch's list,
+#: as far as the reference has the types)
 _SAFE_GLOBALS = {
     ("reference.serialization", "_rebuild_tensor"),
     ("reference.storage", "UntypedStorage"),
     ("reference.tensor", "Tensor"), ("reference.tensor", "Size"), ("reference.tensor", "device"),
     ("reference.tensor", "strided"), ("reference.dtypes", "_by_name"),
     ("reference.nn.parameter", "Parameter"),
-    ("collections", "OrderedDict"),
-    ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "complex"), ("builtins", "slice"),
+    ("collections", "OrderedDict"), ("collections", "Counter"),
+    ("builtins", "set"), ("builtins", "complex"), ("builtins", "bytearray"),
     ("_codecs", "encode"), ("builtins", "bytes"),  # how protocol 2 writes bytes (empty ones: bytes())
 }
 
@@ -47,6 +48,7 @@ _SAFE_GLOBALS = {
 def _rebuild_tensor(cls, storage, offset, shape, strides, requires_grad, state):
     """A leaf tensor of class ``cls`` over ``storage``'s memory (the unpickling side)."""
     tensor = instance_of(cls, window(storage._root, offset, shape, strides))
+    tensor._version_counter[0] = 1  # torch sets the storage on a new tensor, which counts as a write
     tensor._requires_grad = requires_grad
     if state:
         tensor.__dict__.update(state)
@@ -90,6 +92,7 @@ def deepcopy_tensor(self: Tensor, memo):
         root_copy = memo[id(root)] = root.copy(order="A")
         memo.setdefault(id(memo), []).append(root)  # keep the id valid for the whole deepcopy
     new = instance_of(type(self), window(root_copy, storage_offset(data), data.shape, self.stride()))
+    new._version_counter[0] = 1  # as torch, which sets the copied storage on a new tensor
     memo[id(self)] = new
     new._requires_grad = self._requires_grad
     if self._grad is not None:

@@ -28,7 +28,8 @@ def test_a_saved_tensor_loads_as_a_leaf_with_its_values_dtype_and_requires_grad(
         loaded = _round_trip(saved)
         assert loaded.is_leaf and loaded.requires_grad == saved.requires_grad and loaded.dtype is saved.dtype
         np.testing.assert_array_equal(arr(loaded), arr(saved))
-        assert loaded.untyped_storage() != saved.untyped_storage() and loaded._version == 0
+        assert loaded._version == 1  # torch sets the storage on a new tensor: a write
+        assert saved.numel() == 0 or loaded.data_ptr() != saved.data_ptr()
     x.grad = R.ones(3, dtype=R.float64)
     assert _round_trip(x).grad is None
 
@@ -62,17 +63,22 @@ def test_attributes_survive_and_hooks_are_dropped_with_a_warning():
     assert loaded.note == {"k": 1} and not loaded._backward_hooks
 
 
+class Opaque:
+    def __eq__(self, other):
+        return type(other) is Opaque
+
+
 def test_a_weights_only_load_refuses_arbitrary_globals_unless_told_otherwise():
-    plain = {"a": 1, "meta": (R.float64, R.device("cpu"), R.Size([2]), R.strided), "o": collections.OrderedDict(b=2),
-             "s": {1, 2}, "bytes": b"xy"}
+    plain = {"a": 1, "meta": (R.float64, R.device("cpu"), R.Size([2])), "o": collections.OrderedDict(b=2),
+             "s": {1, 2}, "bytes": b"xy", "c": collections.Counter("ab")}
     assert _round_trip(plain) == plain
     buffer = io.BytesIO()
-    R.save({"f": collections.Counter("ab")}, buffer)
+    R.save({"f": Opaque()}, buffer)
     buffer.seek(0)
     with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
         R.load(buffer)
     buffer.seek(0)
-    assert R.load(buffer, weights_only=False) == {"f": collections.Counter("ab")}
+    assert R.load(buffer, weights_only=False) == {"f": Opaque()}
     with pytest.raises(RuntimeError, match="magic number"):
         R.load(io.BytesIO(b"not a reference file"))
 
@@ -90,7 +96,7 @@ def test_deepcopy_copies_leaves_only_with_their_grad_and_attributes():
     x.grad = R.ones(2, dtype=R.float64)
     x.tags = [1]
     y = copy.deepcopy(x)
-    assert y.requires_grad and y.is_leaf and y.data_ptr() != x.data_ptr()
+    assert y.requires_grad and y.is_leaf and y.data_ptr() != x.data_ptr() and y._version == 1
     assert y.grad is not x.grad and y.tags == [1] and y.tags is not x.tags
     np.testing.assert_array_equal(arr(y.grad), [1.0, 1.0])
     with pytest.raises(RuntimeError, match="graph leaves"):

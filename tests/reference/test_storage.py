@@ -17,7 +17,7 @@ def test_views_and_detached_tensors_share_their_base_storage_but_a_clone_does_no
         assert alias.untyped_storage().data_ptr() == x.data_ptr()
     assert x.clone().untyped_storage() != x.untyped_storage()
     u = x.untyped_storage()
-    assert u.nbytes() == len(u) == u.size() == 24 and u.device == "cpu" and u.element_size() == 1
+    assert u.nbytes() == len(u) == u.size() == 24 and u.device.type == "cpu" and u.element_size() == 1
 
 
 def test_storage_offset_and_strides_count_elements():
