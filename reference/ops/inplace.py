@@ -19,8 +19,12 @@ from reference.ops.pointwise import AddBackward0, DivBackward0, MulBackward0, cl
 from reference.ops.recording import (
     attach, edge, edges, has_tangent, needs_grad, raw, rebase_history, save_input, save_output, shape_of,
 )
-from reference.ops.views import _normalize_index, _shape_arg, refresh_views, regenerate_view
-from reference.storage import root_of, storage_offset, window
+from reference.ops import views
+from reference.ops.views import (
+    AsStridedBackward0, SqueezeBackward0, TBackward0, TransposeBackward0, UnsqueezeBackward0, _normalize_index,
+    _shape_arg, refresh_views, regenerate_view,
+)
+from reference.storage import root_of, storage_offset as _storage_offset, window
 from reference.tensor import Tensor
 
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -583,7 +587,7 @@ def resize_(self, *sizes, memory_format=None):
     data = self._array
     if tuple(data.shape) == shape:
         return self
-    root, offset = root_of(data), storage_offset(data)
+    root, offset = root_of(data), _storage_offset(data)
     numel = 1
     for size in shape:
         numel *= size
@@ -603,3 +607,132 @@ def resize_(self, *sizes, memory_format=None):
 def resize_as_(self, other, memory_format=None):
     """``self.resize_(other.shape)``."""
     return resize_(self, tuple(other.shape), memory_format=memory_format)
+
+
+# -- in-place view ops: the tensor itself takes the view's geometry ----------------------
+# Each one's node is its out-of-place twin's (the same formula), as torch's ``*Backward1``.
+class TransposeBackward1(TransposeBackward0):
+    __slots__ = ()
+
+
+class TBackward1(TBackward0):
+    """``t_()``; on fewer than 2 dimensions (``_dims`` None) the gradient passes unchanged."""
+
+    __slots__ = ()
+
+    def apply(self, ops, grads):
+        return (ops.swapaxes(grads[0], *self._dims) if self._dims else grads[0],)
+
+
+class SqueezeBackward3(SqueezeBackward0):
+    """``squeeze_()``"""
+
+    __slots__ = ()
+
+
+class SqueezeBackward4(SqueezeBackward0):
+    """``squeeze_(dim)``"""
+
+    __slots__ = ()
+
+
+class UnsqueezeBackward1(UnsqueezeBackward0):
+    __slots__ = ()
+
+
+class AsStridedBackward1(AsStridedBackward0):
+    __slots__ = ()
+
+
+def _inplace_view(self, view_op, undo, node_cls, configure):
+    """Give ``self`` the geometry of ``view_op(self)``, in place: what a view made by
+    ``view_op`` would be, in the same object. It is checked as an in-place op (a leaf that
+    requires grad, a view made under no_grad or by unbind are refused in grad mode), bumps the
+    version, and in grad mode gets ``node_cls`` (the view's formula) after its old history.
+    A view stays a view of the same base, its replay on the base extended by ``view_op``; views
+    of ``self`` itself replay through ``undo`` (back to the old geometry) first. Made in no_grad
+    mode, it does not become a no_grad view (torch keeps the view's creation mode)."""
+    check_inplace(self)
+    if self._base is not None:
+        check_view_inplace(self, None)
+    with grad_mode.no_grad(), forward_ad.suppress_propagation():
+        made = view_op(self)  # validates the arguments; its geometry is what self takes
+    node = None
+    if needs_grad(self):
+        node = node_cls(edges(self))
+        configure(node)  # the formula's arguments, from the old geometry
+    self._array = made._array
+    bump_version(self)
+    if node is not None:
+        rebase_history(self, node)
+    view_fn = getattr(self, "_view_fn", None)
+    if self._base is not None and view_fn is not None:
+        self._view_fn = lambda t: view_op(view_fn(t))
+    for ref in getattr(self, "_views", None) or ():
+        view = ref()
+        if view is not None and getattr(view, "_view_fn", None) is not None:
+            view._view_fn = _after(undo, view._view_fn)
+    grads = self._fw_grads
+    if grads:
+        with forward_ad.suppress_propagation():
+            for level, tangent in list(grads.items()):
+                forward_ad.set_tangent(self, view_op(tangent), level)
+    return self
+
+
+def _after(first, then):
+    return lambda t: then(first(t))
+
+
+def transpose_(self, dim0, dim1):
+    def configure(node):
+        node._dims = (dim0, dim1)
+
+    return _inplace_view(self, lambda t: views.transpose(t, dim0, dim1), lambda t: views.transpose(t, dim0, dim1),
+                         TransposeBackward1, configure)
+
+
+def t_(self):
+    ndim = self._array.ndim
+
+    def configure(node):
+        node._dims = (0, 1) if ndim == 2 else None
+
+    return _inplace_view(self, views.t, views.t, TBackward1, configure)
+
+
+def squeeze_(self, dim=None):
+    old = tuple(self._array.shape)
+
+    def configure(node):
+        node._shape = old
+
+    return _inplace_view(self, lambda t: views.squeeze(t, dim), lambda t: views.view(t, *old),
+                         SqueezeBackward3 if dim is None else SqueezeBackward4, configure)
+
+
+def unsqueeze_(self, dim):
+    old = tuple(self._array.shape)
+
+    def configure(node):
+        node._shape = old
+
+    return _inplace_view(self, lambda t: views.unsqueeze(t, dim), lambda t: views.view(t, *old),
+                         UnsqueezeBackward1, configure)
+
+
+def as_strided_(self, size, stride, storage_offset=None):
+    """``self`` takes the geometry ``as_strided(size, stride, storage_offset)`` gives."""
+    data = self._array
+    old = (tuple(data.shape), self.stride(), _storage_offset(data))
+    new_offset = old[2] if storage_offset is None else int(storage_offset)
+    new = (tuple(int(s) for s in size), tuple(int(s) for s in stride), new_offset)
+
+    def configure(node):
+        node._geometries = (old, new)
+
+    def undo(t):  # back to the old geometry, relative to t's own offset
+        return views.as_strided(t, old[0], old[1], old[2] - new[2] + _storage_offset(t._array))
+
+    return _inplace_view(self, lambda t: views.as_strided(t, new[0], new[1], new[2] - old[2] + _storage_offset(t._array)),
+                         undo, AsStridedBackward1, configure)

@@ -51,6 +51,10 @@ def bind_tensor_methods() -> None:
         "storage_offset": storage.tensor_storage_offset,
         "__reduce_ex__": serialization.reduce_tensor, "__deepcopy__": serialization.deepcopy_tensor,
         "resize_": inplace.resize_, "resize_as_": inplace.resize_as_,
+        "as_strided": views.as_strided, "swapdims": views.transpose, "swapaxes": views.transpose,
+        "as_strided_": inplace.as_strided_, "transpose_": inplace.transpose_, "t_": inplace.t_,
+        "swapdims_": inplace.transpose_, "swapaxes_": inplace.transpose_,
+        "squeeze_": inplace.squeeze_, "unsqueeze_": inplace.unsqueeze_,
         "exp_": inplace.exp_, "relu_": inplace.relu_, "sin_": inplace.sin_, "cos_": inplace.cos_,
     }
     for name, fn in methods.items():

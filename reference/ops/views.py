@@ -16,6 +16,7 @@ from reference.autograd import forward_ad
 from reference.autograd.graph import NodeBase
 from reference.ops.pointwise import clone
 from reference.ops.recording import attach, edge, edges, has_tangent, needs_grad, propagate_tangent, rebase_history
+from reference.storage import root_of, storage_offset as _storage_offset, window
 from reference.tensor import Tensor, instance_of
 
 VIEW_INCOMPATIBLE = (
@@ -372,6 +373,65 @@ def getitem(self, index):
     if has_tangent(self):
         propagate_tangent(out, lambda t: None if t is None else getitem(t, index), self)
     return out
+
+
+
+class AsStridedBackward0(NodeBase):
+    """``x.as_strided(size, stride, offset)``: the output's gradient is added onto the storage
+    positions it covers, and each element of ``x`` takes its position's sum, divided by how
+    many elements of ``x`` share that position when ``x`` overlaps itself (as torch does)."""
+
+    __slots__ = ("_geometries",)  # ((shape, strides, offset) of the input, of the output)
+
+    def apply(self, ops, grads):
+        grad = grads[0]
+        xp = namespace_of(ops.raw(grad))
+        (in_pos, out_pos), extent = _positions(xp, self._geometries)
+        share = None
+        if in_pos.size:
+            counts = xp.bincount(in_pos.reshape(-1), minlength=extent)
+            if int(counts.max()) > 1:
+                share = (1.0 / counts[in_pos]).astype(ops.raw(grad).dtype)
+        storage = ops.scatter_index(grad, (extent,), out_pos)
+        result = ops.index(storage, Tensor._wrap(in_pos) if ops.differentiable else in_pos)
+        if share is not None:
+            result = result * (Tensor._wrap(share) if ops.differentiable else share)
+        return (result,)
+
+
+def _positions(xp, geometries):
+    """The storage position of every element of each (shape, strides, offset), shifted so that
+    the lowest is 0, and how many positions that spans."""
+    positions = []
+    for shape, strides, offset in geometries:
+        pos = xp.full(shape, offset, dtype=xp.int64)
+        for d, (size, stride) in enumerate(zip(shape, strides)):
+            pos = pos + (xp.arange(size, dtype=xp.int64) * stride).reshape((size,) + (1,) * (len(shape) - d - 1))
+        positions.append(pos)
+    nonempty = [p for p in positions if p.size]
+    low = min(int(p.min()) for p in nonempty) if nonempty else 0
+    extent = max(int(p.max()) for p in nonempty) - low + 1 if nonempty else 0
+    return tuple(p - low for p in positions), extent
+
+
+def as_strided(self, size, stride, storage_offset=None):
+    """A view of ``self``'s storage with the given sizes and strides (in elements) from
+    ``storage_offset`` (default: ``self``'s own) on: the geometry counts from the start of the
+    storage, not of ``self``. Replayed on another tensor (a tangent, a gradient shaped like
+    the base), the offset is kept relative to that tensor's own offset."""
+    data = self._array
+    own = _storage_offset(data)
+    offset = own if storage_offset is None else int(storage_offset)
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    out_data = window(root_of(data), offset, size, stride)
+    geometries = ((tuple(data.shape), self.stride(), own), (size, stride, offset))
+
+    def configure(node):
+        node._geometries = geometries
+
+    relative = offset - own
+    return _make_view(self, out_data, AsStridedBackward0, configure,
+                      view_fn=lambda t: as_strided(t, size, stride, relative + _storage_offset(t._array)))
 
 
 
