@@ -60,7 +60,7 @@ class TestFake(TestCase):
             self.assertIsNone(ref())
 
     def test_needs_nn(self):
-        nn.Linear(2, 2)
+        nn.Conv2d(1, 1, 1)
 
     def test_needs_private_name(self):
         torch._C._this_name_is_nowhere_on_the_reference(torch.ones(1))
@@ -126,13 +126,13 @@ def test_every_outcome_is_told_apart(tmp_path):
         "test_cuda_only": "not_applicable",
         "test_not_in_this_file": "not_in_file",
     }
-    assert by_name["test_needs_nn"]["reference"]["detail"] == "torch.nn.Linear"
+    assert by_name["test_needs_nn"]["reference"]["detail"] == "torch.nn.Conv2d"
     assert "built on another engine" in by_name["test_engine_differs"]["reference"]["detail"]
     assert by_name["test_worker_crashes_on_reference"]["reference"]["detail"].startswith("crash")
     assert (result["selected"], result["pass_on_torch"], result["pass_on_reference"]) == (10, 6, 3)
     assert result["ratio"] == pytest.approx(0.5)
     assert "pass on reference: 3 of 6 = 50.0%" in proc.stdout
-    assert "1  torch.nn.Linear: test_needs_nn" in proc.stdout
+    assert "1  torch.nn.Conv2d: test_needs_nn" in proc.stdout
 
 
 @pytest.mark.parametrize("args, words", [
