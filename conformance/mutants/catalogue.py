@@ -658,8 +658,8 @@ def _probe_post_accumulate_sees():
 def _():
     """Post-accumulate-grad hooks run before the gradient is stored."""
     replace("reference.autograd.accumulate:_post_hooks_first", _post_hooks_first)
-    edit("reference.autograd.accumulate:accumulate_into_leaf", "store_grad(variable, grad, ops, steal)",
-         "_post_hooks_first(variable)\n    store_grad(variable, grad, ops, steal)\n    return")
+    edit("reference.autograd.accumulate:accumulate_into_leaf", "store_grad(variable, grad, ops, steal, leaf=True)",
+         "_post_hooks_first(variable)\n    store_grad(variable, grad, ops, steal, leaf=True)\n    return")
 
 
 def _post_hooks_first(variable):
@@ -1606,7 +1606,7 @@ def _probe_once_guard():
 
 
 _simple("legacy_function.once-differentiable-unguarded", "reference.autograd.function:BackwardCFunction.apply",
-        "if once and ops.differentiable:", "if False:",
+        "if ops.differentiable:", "if False:",
         models="results of a once_differentiable backward left differentiable (wrong second-order "
                "gradients instead of an error)",
         rules="legacy_function.once-differentiable-double-backward-raises", probe=_probe_once_guard)
