@@ -23,10 +23,6 @@ class DelayedError(Error):
     def name(self) -> str:
         return "DelayedError"
 
-    @property
-    def num_outputs(self) -> int:
-        return len(self._next_functions)
-
 
 class UndefinedGradBackward(NodeBase):
     """Sends no gradient (None) to each of its inputs, whatever it receives."""
