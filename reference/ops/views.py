@@ -291,6 +291,20 @@ def expand_as(self, other):
 
 
 class SqueezeBackward0(ViewBackward0):
+    """``squeeze()``: every dimension of size 1."""
+
+    __slots__ = ()
+
+
+class SqueezeBackward1(SqueezeBackward0):
+    """``squeeze(dim)``, named as torch 2.13 names its overload."""
+
+    __slots__ = ()
+
+
+class SqueezeBackward2(SqueezeBackward0):
+    """``squeeze(dims)`` with a tuple of dimensions."""
+
     __slots__ = ()
 
 
@@ -302,14 +316,19 @@ def squeeze(self, dim=None):
     data = self._array
     if dim is None:
         new_shape = tuple(s for s in data.shape if s != 1)
+        node_class = SqueezeBackward0
     else:
         ndim = max(data.ndim, 1)
-        if not -ndim <= dim < ndim:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
-        d = dim % ndim
-        new_shape = data.shape if data.ndim == 0 or data.shape[d] != 1 else data.shape[:d] + data.shape[d + 1:]
+        dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+        for d in dims:
+            if not -ndim <= d < ndim:
+                raise IndexError(
+                    f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {d})")
+        drop = {d % ndim for d in dims if data.ndim and data.shape[d % ndim] == 1}
+        new_shape = tuple(s for i, s in enumerate(data.shape) if i not in drop)
+        node_class = SqueezeBackward2 if isinstance(dim, (tuple, list)) else SqueezeBackward1
     old = data.shape
-    return _make_view(self, data.reshape(new_shape), SqueezeBackward0, lambda n: _set_shape(n, old),
+    return _make_view(self, data.reshape(new_shape), node_class, lambda n: _set_shape(n, old),
                       view_fn=lambda t: squeeze(t, dim))
 
 
@@ -333,13 +352,36 @@ def _normalize_index(index):
         if isinstance(item, Tensor):
             basic = False
             converted.append(item._array)
-        elif isinstance(item, (list,)):
-            basic = False
+        elif isinstance(item, (list, bool, array_backend.numpy.bool_)):
+            basic = False  # a boolean scalar is a mask (a copy with a new dimension), as in torch and numpy
             converted.append(item)
         else:
             converted.append(item)
     key = tuple(converted) if isinstance(index, tuple) else converted[0]
     return key, basic
+
+
+def _basic_index_node_class(key, shape):
+    """The node torch 2.13 names a basic index by: it applies the items one by one, so the
+    last that does something names the result (an integer selects, a slice narrows; a slice
+    over the whole dimension inside a tuple is skipped). One node does all of it here."""
+    if not isinstance(key, tuple):
+        return SelectBackward0 if isinstance(key, int) else SliceBackward0
+    last = SliceBackward0
+    dim = 0
+    for item in key:
+        if item is Ellipsis:
+            dim += len(shape) - sum(1 for other in key if other is not None and other is not Ellipsis)
+        elif item is None:
+            continue
+        elif isinstance(item, slice):
+            if item.indices(shape[dim]) != (0, shape[dim], 1):
+                last = SliceBackward0
+            dim += 1
+        else:
+            last = SelectBackward0
+            dim += 1
+    return last
 
 
 def getitem(self, index):
@@ -362,7 +404,7 @@ def getitem(self, index):
         node._index = key
 
     if basic:
-        node_cls = SelectBackward0 if isinstance(key, int) else SliceBackward0
+        node_cls = _basic_index_node_class(key, shape)
         return _make_view(self, data, node_cls, configure, view_fn=lambda t: getitem(t, index))
     out = Tensor._wrap(data)
     if needs_grad(self):

@@ -290,3 +290,60 @@ def test_unsafe_split_of_a_leaf_may_be_written_and_of_a_no_grad_input_records_no
     with R.no_grad():
         parts = a.unsafe_chunk(2)
     assert parts[0].grad_fn is None and not parts[0].requires_grad
+
+
+@pytest.mark.parametrize(
+    "call, name, shape",
+    [
+        (lambda b: b.squeeze(), "SqueezeBackward0", (3,)),
+        (lambda b: b.squeeze(0), "SqueezeBackward1", (3, 1)),
+        (lambda b: b.squeeze(1), "SqueezeBackward1", (1, 3, 1)),  # not of size 1: a view all the same
+        (lambda b: b.squeeze((0, 2)), "SqueezeBackward2", (3,)),
+        (lambda b: b.squeeze([1, -1]), "SqueezeBackward2", (1, 3)),
+    ],
+)
+def test_squeeze_overloads_are_views_named_as_torch_names_them(call, name, shape):
+    a = R.ones(1, 3, 1, requires_grad=True)
+    view = call(a * 1)
+    assert view._is_view() and view.grad_fn.name() == name and tuple(view.shape) == shape
+    (view * R.tensor(2.0)).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.full((1, 3, 1), 2.0))
+
+
+@pytest.mark.parametrize(
+    "index, name",
+    [
+        (1, "SelectBackward0"),
+        ((slice(None), 0), "SelectBackward0"),  # the whole-dimension slice does nothing
+        ((1, 0), "SelectBackward0"),
+        ((slice(0, 1), 1), "SelectBackward0"),
+        ((1, slice(0, 1)), "SliceBackward0"),
+        ((Ellipsis, 0), "SelectBackward0"),
+        (slice(None, None, 2), "SliceBackward0"),
+    ],
+)
+def test_basic_index_is_named_by_its_last_effective_item(index, name):
+    b = R.ones(3, 2, requires_grad=True) * 1
+    assert b[index].grad_fn.name() == name and b[index]._is_view()
+
+
+def test_select_is_a_select_view():
+    a = R.ones(3, 2, requires_grad=True)
+    row = (a * 1).select(0, 1)
+    assert row.grad_fn.name() == "SelectBackward0"
+    (row * R.tensor([2.0, 3.0])).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [[0, 0], [2, 3], [0, 0]])
+
+
+def test_boolean_scalar_index_is_a_copy_not_a_view():
+    # numpy and torch both treat a boolean scalar as a mask: a new leading dimension, new memory
+    a = R.ones(3, 2, requires_grad=True)
+    masked = (a * 1)[True]
+    assert not masked._is_view() and masked.grad_fn.name() == "IndexBackward0" and tuple(masked.shape) == (1, 3, 2)
+    (masked * R.tensor(2.0)).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.full((3, 2), 2.0))
+    base = R.zeros(2)
+    copy = base[True]
+    copy.add_(1)
+    np.testing.assert_allclose(base.numpy(), [0, 0])
+    assert base._version == 0
