@@ -636,6 +636,12 @@ class SqueezeBackward4(SqueezeBackward0):
     __slots__ = ()
 
 
+class SqueezeBackward5(SqueezeBackward0):
+    """``squeeze_(dims)`` with a tuple of dimensions"""
+
+    __slots__ = ()
+
+
 class UnsqueezeBackward1(UnsqueezeBackward0):
     __slots__ = ()
 
@@ -708,7 +714,8 @@ def squeeze_(self, dim=None):
         node._shape = old
 
     return _inplace_view(self, lambda t: views.squeeze(t, dim), lambda t: views.view(t, *old),
-                         SqueezeBackward3 if dim is None else SqueezeBackward4, configure)
+                         SqueezeBackward3 if dim is None
+                         else SqueezeBackward5 if isinstance(dim, (tuple, list)) else SqueezeBackward4, configure)
 
 
 def unsqueeze_(self, dim):

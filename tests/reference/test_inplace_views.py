@@ -15,6 +15,7 @@ OPS = {  # in-place op, its out-of-place twin, torch's node name
     "swapaxes_": (lambda t: t.swapaxes_(1, 0), lambda t: t.swapaxes(1, 0), "TransposeBackward1"),
     "t_": (lambda t: t.t_(), lambda t: t.t(), "TBackward1"),
     "squeeze_dim": (lambda t: t.squeeze_(1), lambda t: t.squeeze(1), "SqueezeBackward4"),
+    "squeeze_dims": (lambda t: t.squeeze_((1, 0)), lambda t: t.squeeze((1, 0)), "SqueezeBackward5"),
     "squeeze_": (lambda t: t.squeeze_(), lambda t: t.squeeze(), "SqueezeBackward3"),
     "unsqueeze_": (lambda t: t.unsqueeze_(0), lambda t: t.unsqueeze(0), "UnsqueezeBackward1"),
     "as_strided_": (lambda t: t.as_strided_((2, 2), (1, 2), 1), lambda t: t.as_strided((2, 2), (1, 2), 1),
