@@ -6,8 +6,8 @@ it is what to compare between two commits (run this in each checkout, same Pytho
 
 What is counted: the reverse-mode chain of bench_chain.py (1000 ops, forward plus backward
 of the sum) run ``--rounds`` times, minus the same process with no round, so interpreter
-start-up and the imports cancel out. A first unmeasured run writes the bytecode caches, so
-neither measured run compiles. ``PYTHONHASHSEED`` is fixed: string hashing then takes the same
+start-up, the imports and a first warm-up chain cancel out. A first unmeasured run writes
+the bytecode caches, so neither measured run compiles. ``PYTHONHASHSEED`` is fixed: string hashing then takes the same
 path in both. What remains varies by about 1% between identical runs.
 
     python benchmarks/instructions.py [--size 10] [--rounds 5]
@@ -29,12 +29,13 @@ _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
 def _child(size: int, rounds: int) -> None:
-    """The measured program: import everything first, then ``rounds`` chains."""
+    """The measured program: import everything and run one chain first, then ``rounds`` chains."""
     sys.path[:0] = [HERE, os.path.dirname(HERE)]  # this checkout's reference, not an installed one
     import reference  # noqa: F401 - imported in both runs, so its cost cancels out
     from bench_chain import initial_values, reference_chain
 
     x = initial_values(size)
+    reference_chain(x)  # in both runs: first-call work (caches numpy and the engine fill) cancels out too
     for _ in range(rounds):
         reference_chain(x)
 
@@ -90,7 +91,7 @@ def main(argv=None) -> int:
         print("usage error: valgrind is not on PATH; install it (apt-get install valgrind) to count "
               "instructions", file=sys.stderr)
         return 4
-    _child(args.size, 1)  # writes the bytecode caches the measured runs then read
+    _child(args.size, 0)  # writes the bytecode caches the measured runs then read
     with_chains = _count(args.size, args.rounds)
     without = _count(args.size, 0)
     from bench_chain import N_OPS
@@ -102,5 +103,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, HERE)
     sys.exit(main())
