@@ -24,6 +24,7 @@ import dataclasses
 import gc
 import io
 import re
+import sys
 from pathlib import Path
 
 from conformance.tomlfile import FileError, read_toml
@@ -132,6 +133,11 @@ def run_snippet(snippet: str) -> str:
     # The namespace is not cleared: a snippet's weakref callbacks and finalizers may still need
     # its names; the cyclic collector frees it (functions refer to it as their globals).
     gc.enable()  # a snippet that checks refcount-only freeing disables gc
+    # a snippet that ends inside a forward-AD level (an uncaught error, a thread that never
+    # exits) would make the next snippet's level a nested one: levels are process-wide
+    forward_ad = sys.modules.get("torch.autograd.forward_ad")
+    while forward_ad is not None and getattr(forward_ad, "_current_level", -1) >= 0:
+        forward_ad.exit_dual_level()
     return buffer.getvalue().strip()
 
 
