@@ -4,50 +4,26 @@
     python -m conformance.fw_surface --write    # rewrite docs/fw-surface.md
     python -m conformance.fw_surface --check    # exit 1 if docs/fw-surface.md is stale
 
-Generated from the suites' source (their ASTs), so the list cannot drift from what the tests
+Generated from the suites' source (their ASTs, read by :mod:`conformance.suite_index`), so the list cannot drift from what the tests
 call; tests/harness/test_fw_surface.py keeps the committed page in sync.
 """
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
-from collections import defaultdict
 from pathlib import Path
+
+from conformance import suite_index
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "conformance" / "suites"
 DOC = ROOT / "docs" / "fw-surface.md"
 
 
-def _chain(node: ast.AST) -> list[str] | None:
-    """``fw.autograd.grad`` -> ["fw", "autograd", "grad"]; None if not rooted at a name."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return [node.id, *reversed(parts)]
-    return None
-
-
 def scan(suites_dir: Path = SUITES) -> dict[str, dict[str, set[str]]]:
-    """{"fw": {dotted name: {suite, ...}}, "adapter": {...}} over every suite file."""
-    found: dict[str, dict[str, set[str]]] = {"fw": defaultdict(set), "adapter": defaultdict(set)}
-    for path in sorted(suites_dir.glob("test_*.py")):
-        suite = path.stem[len("test_"):]
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        inner = set()  # attribute nodes that are part of a longer chain
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute):
-                inner.add(id(node.value))
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Attribute) or id(node) in inner:
-                continue
-            chain = _chain(node)
-            if chain and chain[0] in found:
-                found[chain[0]][".".join(chain)].add(suite)
-    return found
+    """{"fw": {dotted name: {suite, ...}}, "adapter": {...}} over every suite file (the suite
+    index's reading of their source)."""
+    return suite_index.index_of_dir(suites_dir).surface_by_suite()
 
 
 def render(found=None) -> str:

@@ -12,7 +12,6 @@ a hand-written page would drift from them the first week.
 from __future__ import annotations
 
 import argparse
-import ast
 import html
 import re
 import sys
@@ -20,6 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from conformance import evidence as _evidence
+from conformance import suite_index
 from conformance.rules import CatalogueError, load_catalogue
 
 PACKAGE = Path(__file__).resolve().parent
@@ -28,18 +28,10 @@ RULE_ID = re.compile(r"\b[a-z][a-z0-9_]*\.[a-z0-9]+(?:-[a-z0-9]+)+\b")
 
 
 def rule_tests(suites_dir: Path) -> dict[str, list[tuple[str, Path, int]]]:
-    """rule id -> [(test name, file, line)] from the ``@rule("<id>")`` decorators."""
-    found: dict[str, list] = defaultdict(list)
-    for path in sorted(Path(suites_dir).glob("test_*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        for node in ast.walk(tree):
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            for deco in node.decorator_list:
-                if (isinstance(deco, ast.Call) and getattr(deco.func, "id", getattr(deco.func, "attr", None)) == "rule"
-                        and deco.args and isinstance(deco.args[0], ast.Constant)):
-                    found[deco.args[0].value].append((node.name, path, node.lineno))
-    return found
+    """rule id -> [(test name, file, line)] from the suite index (the ``@rule("<id>")`` marks)."""
+    index = suite_index.index_of_dir(suites_dir)
+    return {rule: [(t.name, index.tree.root / t.file, t.line) for t in tests]
+            for rule, tests in index.rules().items()}
 
 
 def reference_lines(reference_dir: Path) -> dict[str, list[tuple[Path, int, str]]]:

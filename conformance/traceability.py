@@ -6,11 +6,11 @@ Violations become collection errors (they also travel through pytest-xdist worke
 """
 from __future__ import annotations
 
-import ast
 import inspect
 from pathlib import Path
 from typing import Iterable
 
+from conformance import suite_index
 from conformance.rules import Catalogue
 
 
@@ -92,23 +92,9 @@ def directory_problems(suites_dir: Path, catalogue: Catalogue) -> list[str]:
 
 
 def test_names_by_rule(suites_dir: Path) -> dict[str, set[str]]:
-    """rule id -> names of the test functions decorated ``@rule(id)``, read from the source.
+    """rule id -> names of the test functions decorated ``@rule(id)``, from the suite index.
 
     Read without importing the suites (the harness checks expectations files before any
-    test module is imported); parametrized ids are not known here, only function names.
+    test module is imported); a module that does not parse is left to collection to report.
     """
-    names: dict[str, set[str]] = {}
-    for path in sorted(Path(suites_dir).glob("test_*.py")):
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        except (OSError, SyntaxError, ValueError):
-            continue  # collection reports it
-        for node in ast.walk(tree):
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            for deco in node.decorator_list:
-                if (isinstance(deco, ast.Call) and getattr(deco.func, "id", None) == "rule"
-                        and deco.args and isinstance(deco.args[0], ast.Constant)
-                        and isinstance(deco.args[0].value, str)):
-                    names.setdefault(deco.args[0].value, set()).add(node.name)
-    return names
+    return suite_index.index_of_dir(Path(suites_dir)).names_by_rule()

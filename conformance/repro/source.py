@@ -58,17 +58,21 @@ class Tree:
 class WorkingTree(Tree):
     """The files on disk under ``root`` (a checkout, or the installed package's parent)."""
 
-    def __init__(self, root: Path = ROOT) -> None:
+    def __init__(self, root: Path = ROOT, suites: Path | None = None) -> None:
         self.root = Path(root).resolve()
-        suites = self.root / SUITES
-        stamp = tuple((p.name, p.stat().st_mtime_ns) for p in sorted(suites.glob("*.py")))
-        self.key = ("work", str(self.root), stamp)
+        #: the suites directory: ``<root>/conformance/suites``, or another one a pytest run
+        #: collects (its files are then named by absolute path)
+        self.suites = Path(suites).resolve() if suites is not None else self.root / SUITES
+        self._prefix = (SUITES if suites is None else self.suites.as_posix())
+        stamp = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size)
+                      for p in sorted(self.suites.glob("*.py")))
+        self.key = ("work", str(self.root), str(self.suites), stamp)
 
     def read(self, relpath: str) -> str:
         return (self.root / relpath).read_text(encoding="utf-8")
 
     def suite_files(self) -> list[str]:
-        return [f"{SUITES}/{p.name}" for p in sorted((self.root / SUITES).glob("*.py"))]
+        return [f"{self._prefix}/{p.name}" for p in sorted(self.suites.glob("*.py"))]
 
     def describe(self) -> str:
         return "the working tree"
