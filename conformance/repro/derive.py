@@ -5,19 +5,22 @@ from the test it claims to reproduce. A script is therefore assembled from the s
 rule's tests **at the suite revision the run recorded** (:mod:`conformance.repro.source`:
 the working tree when its digest matches, else ``git show <revision>:<path>``):
 
-* the test functions of the rule, without their ``@rule`` / ``@pytest.mark.parametrize``
-  decorators, and the suite's autouse fixtures;
-* every module-level helper they use, transitively, from the suite module and the test
-  helpers (``conformance/liveness.py``, ``conformance/suites/_helpers.py``), copied verbatim
-  (``liveness.x`` becomes ``x``); ``fw`` becomes the framework's own name (``torch``,
-  ``oneflow``) where the adapter names one, so the tests read like user code;
-* the harness is imported, never copied: what the suites use from ``conformance.api``,
-  ``conformance.outcomes`` and ``adapters.base`` (``raises``, ``prerequisite``,
-  ``Unsupported``...), and :class:`conformance.repro.runtime.Repro`, which loads the adapter
-  by the run's recorded spec (built-in, entry point or ``package.module:Class``) on the run's
-  device and classifies each test with the harness's own :func:`conformance.outcomes.test_outcome`
-  (and the run's timeout and leak check). The script ends with ``RESULT: <OUTCOME>[: why]``:
-  the outcome of the rule's cell for that run.
+* the test functions of the rule (which :mod:`conformance.suite_index` finds), without their
+  ``@rule`` / ``@pytest.mark.parametrize`` decorators, the suite's autouse fixtures and every
+  module-level definition of the suite module they use, transitively, copied verbatim;
+  ``fw`` becomes the framework's own name (``torch``, ``oneflow``) where the adapter names
+  one, so the tests read like user code;
+* everything else they use from the project is imported from the installed harness, never
+  copied: ``conformance.api`` (``raises``, ``prerequisite``...), ``conformance.liveness``, the
+  suites' helper modules (``conformance.suites._helpers`` or any new one) and
+  :class:`conformance.repro.runtime.Repro`, which loads the adapter by the run's recorded spec
+  (built-in, entry point or ``package.module:Class``) on the run's device and classifies each
+  test with the harness's own :func:`conformance.outcomes.test_outcome` (and the run's timeout
+  and leak check). The one exception: a helper module of the suites package whose source at
+  the run's revision differs from the installed one (a run of an older revision) has the
+  definitions the tests use copied from that revision, as the tests are. No list of modules
+  says which is which. The script ends with ``RESULT: <OUTCOME>[: why]``: the outcome of the
+  rule's cell for that run.
 
 A script runs with ``python script.py`` wherever autograd-conformance and the framework are
 installed. Where a derived script would not say what an upstream issue needs (the
@@ -39,131 +42,29 @@ import tokenize
 from pathlib import Path
 from typing import Any, Iterable
 
+from conformance import suite_index
 from conformance.repro import source as _source
 from conformance.repro.source import SourceUnavailable, Tree, WorkingTree
+from conformance.suite_index import FIXTURES, Definition, ModuleSource, SuiteSourceError
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 
-#: Test helpers whose definitions are copied into a script (module -> path in the tree).
-INLINED_MODULES = {
-    "conformance.liveness": "conformance/liveness.py",
-    "conformance.suites._helpers": "conformance/suites/_helpers.py",
-}
-#: The harness: what a suite uses from these is imported by the script, never copied (the
-#: exception classes must be the harness's own for its classification to recognise them).
-IMPORTED_MODULES = ("conformance.api", "conformance.outcomes", "adapters.base")
-#: Fixture parameters a suite test may take besides its own parametrize arguments.
-FIXTURES = ("fw", "adapter", "device", "observe")
+#: The package of the suites: its non-test modules are the suites' own helpers, whose source
+#: belongs to the suite revision a run recorded (everything else is the harness).
+SUITES_PACKAGE = suite_index.module_name_of(_source.SUITES)
 #: Imports a script may contain: the standard library, these, and the framework's module.
 ALLOWED_THIRD_PARTY = {"numpy", "objgraph", "conformance", "adapters"}
+#: What a project module is: the harness (imported by a script) or the suites' helpers.
+PROJECT_PACKAGES = ("conformance", "adapters")
 
 
 class ReproError(Exception):
     """A rule's tests cannot be turned into a reproduction script."""
 
 
-# -- source model -----------------------------------------------------------------------------
-@dataclasses.dataclass
-class Definition:
-    name: str
-    source: str
-    node: ast.AST
-    module: str
-    order: int
-
-
-@dataclasses.dataclass
-class ModuleSource:
-    """The top-level definitions and imports of one module."""
-
-    name: str
-    text: str
-    definitions: dict[str, Definition]
-    imports: dict[str, tuple[str, str | None, str]]  # alias -> (module, attribute or None, stmt)
-    tree: ast.Module
-
-    @classmethod
-    def load(cls, name: str, tree: Tree, relpath: str) -> "ModuleSource":
-        return _load_module(name, tree, relpath, tree.key)
-
-    @classmethod
-    def parse(cls, name: str, text: str) -> "ModuleSource":
-        tree = ast.parse(text)
-        lines = text.splitlines(keepends=True)
-        definitions: dict[str, Definition] = {}
-        imports: dict[str, tuple[str, str | None, str]] = {}
-        for order, node in enumerate(tree.body):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    local = alias.asname or alias.name.split(".")[0]
-                    stmt = (f"import {alias.name} as {alias.asname}" if alias.asname
-                            else f"import {alias.name}")
-                    imports[local] = (alias.name, None, stmt)
-            elif isinstance(node, ast.ImportFrom):
-                if node.module == "__future__":
-                    continue
-                for alias in node.names:
-                    local = alias.asname or alias.name
-                    stmt = f"from {node.module} import {alias.name}" + (
-                        f" as {alias.asname}" if alias.asname else "")
-                    imports[local] = (node.module or "", alias.name, stmt)
-            else:
-                names = _defined_names(node)
-                if not names:
-                    continue
-                source = _segment(lines, node)
-                for n in names:
-                    definitions[n] = Definition(n, source, node, name, order)
-        return cls(name, text, definitions, imports, tree)
-
-
-_MODULES: dict[tuple, ModuleSource] = {}
-
-
-def _load_module(name: str, tree: Tree, relpath: str, key: tuple) -> ModuleSource:
-    cache_key = (key, relpath)
-    if cache_key not in _MODULES:
-        if len(_MODULES) > 256:
-            _MODULES.clear()
-        try:
-            text = tree.read(relpath)
-        except (OSError, SourceUnavailable) as exc:
-            raise ReproError(f"{relpath} ({tree.describe()}): {exc}") from None
-        _MODULES[cache_key] = ModuleSource.parse(name, text)
-    return _MODULES[cache_key]
-
-
-def _defined_names(node: ast.AST) -> list[str]:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [node.name]
-    if isinstance(node, ast.Assign):
-        return [t.id for t in node.targets if isinstance(t, ast.Name)]
-    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-        return [node.target.id]
-    return []
-
-
-def _is_dropped_decorator(dec: ast.AST) -> bool:
-    """Decorators that belong to the harness: @rule(...), @pytest.mark.*, @pytest.fixture."""
-    target = dec.func if isinstance(dec, ast.Call) else dec
-    text = ast.unparse(target)
-    return text == "rule" or text.startswith(("pytest.mark.", "pytest.fixture"))
-
-
-def _segment(lines: list[str], node: ast.AST) -> str:
-    """The node's source, keeping decorators that are not the harness's own."""
-    start = node.lineno
-    kept: list[str] = []
-    for dec in getattr(node, "decorator_list", []):
-        if not _is_dropped_decorator(dec):
-            kept.append("".join(lines[dec.lineno - 1:dec.end_lineno]))
-        start = min(start, dec.lineno)
-    body_start = node.lineno
-    if getattr(node, "decorator_list", None):
-        # the def/class line follows the last decorator
-        body_start = max(d.end_lineno for d in node.decorator_list) + 1
-    text = "".join(kept) + "".join(lines[body_start - 1:node.end_lineno])
-    return textwrap.dedent(text)
+def _is_suite_module(module: str) -> bool:
+    return module.startswith(SUITES_PACKAGE + ".") and \
+        module.rsplit(".", 1)[-1].startswith("test_")
 
 
 def _used_names(node: ast.AST, module_aliases: set[str]) -> tuple[set[str], set[tuple[str, str]]]:
@@ -172,7 +73,7 @@ def _used_names(node: ast.AST, module_aliases: set[str]) -> tuple[set[str], set[
     attrs: set[tuple[str, str]] = set()
     roots = [node]
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        roots = [d for d in node.decorator_list if not _is_dropped_decorator(d)]
+        roots = [d for d in node.decorator_list if not suite_index.is_harness_decorator(d)]
         if isinstance(node, ast.ClassDef):
             roots += node.bases + node.keywords + node.body
         else:
@@ -187,10 +88,6 @@ def _used_names(node: ast.AST, module_aliases: set[str]) -> tuple[set[str], set[
     return names, attrs
 
 
-def _module_name_of(relpath: str) -> str:
-    return "conformance.suites." + relpath.rsplit("/", 1)[-1][:-3]
-
-
 # -- assembly ---------------------------------------------------------------------------------
 @dataclasses.dataclass
 class TestCase:
@@ -201,57 +98,100 @@ class TestCase:
 
 @dataclasses.dataclass
 class Assembly:
-    imports: list[str]          # standard library and third-party imports of the copied code
+    imports: list[str]          # standard library, third-party and harness imports of the code
     harness: list[str]          # ``from conformance.api import raises, ...``: imported, not copied
     blocks: list[Definition]
     tests: list[TestCase]
     fixtures_autouse: list[str]
     suite_file: str
     identifiers: frozenset = frozenset()
+    inlined: dict[str, str] = dataclasses.field(default_factory=dict)  # module -> its relpath
+    dropped_prefixes: tuple[str, ...] = ()  # aliases of inlined modules (``_helpers.x`` -> ``x``)
 
 
 class _Collector:
-    def __init__(self, tree: Tree) -> None:
-        self.tree = tree
-        self.modules: dict[str, ModuleSource] = {}
+    """The definitions a rule's tests need, each either copied from the run's tree or imported.
+
+    A project module the suites use is the installed harness's, imported by the script, with
+    one exception: a helper module of the suites package (``conformance/suites/<not test_>.py``)
+    whose source in the run's tree differs from the installed one (an older revision, or a
+    helper the installed harness lacks): its definitions are copied from the tree."""
+
+    def __init__(self, tree: Tree, installed: Tree) -> None:
+        self.tree, self.installed = tree, installed
         self.chosen: dict[tuple[str, str], Definition] = {}
         self.imports: dict[str, str] = {}  # statement -> local name
         self.harness: dict[str, set[str]] = {}  # harness module -> names imported from it
         self.names_taken: dict[str, tuple[str, str]] = {}
+        self.dropped: set[str] = set()
+        self._inlined: dict[str, ModuleSource | None] = {}
+        self._modules: dict[str, bool] = {}
 
-    def module(self, name: str, relpath: str | None = None) -> ModuleSource:
-        if name not in self.modules:
-            self.modules[name] = ModuleSource.load(name, self.tree, relpath or INLINED_MODULES[name])
-        return self.modules[name]
+    def inlined(self, module: str) -> ModuleSource | None:
+        """The tree's source of ``module`` when the script must copy from it, else None."""
+        if module not in self._inlined:
+            found = None
+            if module.startswith(SUITES_PACKAGE + ".") and not _is_suite_module(module):
+                mine = suite_index.find_module(self.tree, module)
+                if mine is not None:
+                    theirs = (mine if self.tree.key == self.installed.key
+                              else suite_index.find_module(self.installed, module))
+                    if theirs is None or theirs.text != mine.text:
+                        found = mine
+            self._inlined[module] = found
+        return self._inlined[module]
 
-    def import_from_harness(self, module: str, attr: str) -> None:
+    def is_module(self, module: str) -> bool:
+        if module not in self._modules:
+            self._modules[module] = any(suite_index.find_module(t, module) is not None
+                                        for t in (self.tree, self.installed))
+        return self._modules[module]
+
+    def module_alias(self, mod: ModuleSource, alias: str) -> str | None:
+        """The project module ``alias`` names in ``mod`` (``from conformance import liveness``)."""
+        module, attr, _ = mod.imports[alias]
+        if module.split(".")[0] not in PROJECT_PACKAGES:
+            return None
+        if attr is None:
+            return module
+        return f"{module}.{attr}" if self.is_module(f"{module}.{attr}") else None
+
+    def take(self, local: str, source: tuple[str, str]) -> None:
+        taken = self.names_taken.get(local)
+        if taken is not None and taken != source:
+            raise ReproError(f"name {local!r} is both {'.'.join(taken)} and {'.'.join(source)}")
+        self.names_taken[local] = source
+
+    def check_harness(self, module: str, attr: str | None = None) -> None:
+        """ReproError unless the installed harness has ``module`` (and its ``attr``)."""
+        if _is_suite_module(module):
+            raise ReproError(f"the suites of {self.tree.describe()} use the test module "
+                             f"{module}; move what they share to a helper module of the suites")
         try:
-            present = hasattr(importlib.import_module(module), attr)
+            present = attr is None or hasattr(importlib.import_module(module), attr)
         except ImportError:
             present = False
         if not present:
-            raise ReproError(f"the suites of {self.tree.describe()} use {module}.{attr}, which "
-                             f"this installed harness does not have")
-        self.harness.setdefault(module, set()).add(attr)
+            raise ReproError(f"the suites of {self.tree.describe()} use {module}"
+                             f"{'.' + attr if attr else ''}, which this installed harness does "
+                             f"not have")
+
+    def import_from_harness(self, module: str, attr: str, local: str | None = None) -> None:
+        self.check_harness(module, attr)
+        local = local or attr
+        self.take(local, (module, attr))
+        self.harness.setdefault(module, set()).add(attr if local == attr else f"{attr} as {local}")
 
     def add_definition(self, mod: ModuleSource, name: str) -> None:
         key = (mod.name, name)
         if key in self.chosen:
             return
         if name not in mod.definitions and name in mod.imports:
-            module, attr, stmt = mod.imports[name]
-            if module in INLINED_MODULES and attr is not None:
-                return self.add_definition(self.module(module), attr)
-            if module in IMPORTED_MODULES and attr is not None:
-                return self.import_from_harness(module, attr)
-            raise ReproError(f"{mod.name}.{name} comes from {stmt!r}, which is not inlined")
+            return self.resolve_name(mod, name)  # a name the copied module imports itself
         if name not in mod.definitions:
             raise ReproError(f"{mod.name} defines no {name!r} ({self.tree.describe()})")
         d = mod.definitions[name]
-        taken = self.names_taken.get(name)
-        if taken is not None and taken != key:
-            raise ReproError(f"name {name!r} is defined both in {taken[0]} and {mod.name}")
-        self.names_taken[name] = key
+        self.take(name, key)
         # every name of the same statement (a, b = ...) counts as chosen
         for n, other in mod.definitions.items():
             if other.node is d.node:
@@ -259,16 +199,17 @@ class _Collector:
         self.resolve(mod, d.node, local_scope=set())
 
     def resolve(self, mod: ModuleSource, node: ast.AST, local_scope: set[str]) -> None:
-        inlined_aliases = {a for a, (m, attr, _) in mod.imports.items()
-                           if attr is None and m in INLINED_MODULES
-                           or attr is not None and f"{m}.{attr}" in INLINED_MODULES}
-        names, attrs = _used_names(node, inlined_aliases)
+        aliases = {a: m for a in mod.imports if (m := self.module_alias(mod, a)) is not None}
+        names, attrs = _used_names(node, set(aliases))
         for name in sorted(names - local_scope):
             self.resolve_name(mod, name)
         for alias, attr in sorted(attrs):
-            module, sub, _ = mod.imports[alias]
-            target = module if sub is None else f"{module}.{sub}"
-            self.add_definition(self.module(target), attr)
+            source = self.inlined(aliases[alias])
+            if source is not None:
+                self.dropped.add(alias)
+                self.add_definition(source, attr)
+            else:
+                self.check_harness(aliases[alias], attr)
 
     def resolve_name(self, mod: ModuleSource, name: str) -> None:
         if name in FIXTURES:
@@ -276,44 +217,31 @@ class _Collector:
         if name in mod.definitions:
             self.add_definition(mod, name)
             return
-        if name in mod.imports:
-            module, attr, stmt = mod.imports[name]
-            if attr is None and module in INLINED_MODULES:
-                return  # attribute uses (liveness.x) are resolved one by one
-            if attr is not None and f"{module}.{attr}" in INLINED_MODULES:
+        if name not in mod.imports:
+            return  # a builtin or a local of the definition: nothing to copy
+        module, attr, stmt = mod.imports[name]
+        top = module.split(".")[0]
+        if top == "pytest":
+            raise ReproError(f"uses pytest ({stmt}) beyond the dropped decorators")
+        if top in PROJECT_PACKAGES:
+            target = self.module_alias(mod, name)
+            if target is not None:  # a module: its attributes are resolved one by one (resolve)
+                if self.inlined(target) is None:
+                    self.check_harness(target)
+                    self.take(name, (target, ""))
+                    self.imports.setdefault(stmt, name)
                 return
-            if module in INLINED_MODULES:
-                self.add_definition(self.module(module), attr)
-                return
-            if module in IMPORTED_MODULES and attr is not None:
-                self.import_from_harness(module, attr)
-                return
-            top = module.split(".")[0]
-            if top in ("conformance", "adapters") or (
-                    top not in sys.stdlib_module_names and top not in ALLOWED_THIRD_PARTY):
-                if top == "pytest":
-                    raise ReproError(f"uses pytest ({stmt}) beyond the dropped decorators")
-                raise ReproError(f"imports {stmt!r}, which a script cannot")
-            self.imports.setdefault(stmt, name)
+            source = self.inlined(module)
+            if source is not None:
+                if name != attr:
+                    raise ReproError(f"{mod.name} imports {stmt!r}: a copied helper cannot be renamed")
+                self.add_definition(source, attr)
+            else:
+                self.import_from_harness(module, attr, local=name)
             return
-        # a builtin or a local of the definition: nothing to copy
-
-
-def _parametrize(node: ast.FunctionDef) -> list[tuple[str, list]]:
-    out = []
-    for dec in node.decorator_list:
-        if (isinstance(dec, ast.Call) and ast.unparse(dec.func) == "pytest.mark.parametrize"):
-            argnames = ast.literal_eval(dec.args[0])
-            values = ast.literal_eval(dec.args[1])
-            out.append((argnames, values))
-    return out
-
-
-def _rule_of(node: ast.FunctionDef) -> str | None:
-    for dec in node.decorator_list:
-        if isinstance(dec, ast.Call) and ast.unparse(dec.func) == "rule":
-            return ast.literal_eval(dec.args[0])
-    return None
+        if top not in sys.stdlib_module_names and top not in ALLOWED_THIRD_PARTY:
+            raise ReproError(f"imports {stmt!r}, which a script cannot")
+        self.imports.setdefault(stmt, name)
 
 
 def _autouse_fixtures(mod: ModuleSource) -> list[str]:
@@ -329,29 +257,10 @@ def _autouse_fixtures(mod: ModuleSource) -> list[str]:
 
 
 def tests_by_rule(tree: Tree | None = None) -> dict[str, tuple[str, list[str]]]:
-    """rule id -> (suite module path in the tree, names of its test functions)."""
-    tree = tree or WorkingTree()
-    return _tests_by_rule(tree, tree.key)
-
-
-_INDEX: dict[tuple, dict[str, tuple[str, list[str]]]] = {}
-
-
-def _tests_by_rule(tree: Tree, key: tuple) -> dict[str, tuple[str, list[str]]]:
-    if key in _INDEX:
-        return _INDEX[key]
-    found: dict[str, tuple[str, list[str]]] = {}
-    for relpath in tree.suite_files():
-        if not relpath.rsplit("/", 1)[-1].startswith("test_"):
-            continue
-        mod = ModuleSource.load(_module_name_of(relpath), tree, relpath)
-        for node in mod.tree.body:
-            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-                rule_id = _rule_of(node)
-                if rule_id:
-                    found.setdefault(rule_id, (relpath, []))[1].append(node.name)
-    _INDEX[key] = found
-    return found
+    """rule id -> (suite module path in the tree, names of its test functions): the suite
+    index's (:mod:`conformance.suite_index`)."""
+    return {rule: (tests[0].file, [t.name for t in tests])
+            for rule, tests in suite_index.index_of(tree).rules().items()}
 
 
 def assemble(rule_id: str, tree: Tree | None = None,
@@ -369,45 +278,48 @@ def _assemble(rule_id: str, tree: Tree, key: tuple, names: tuple | None) -> Asse
     cache_key = (rule_id, key, names)
     if cache_key in _ASSEMBLED:
         return _ASSEMBLED[cache_key]
-    index = tests_by_rule(tree)
-    if rule_id not in index:
+    index = suite_index.index_of(tree)
+    if rule_id not in index.rules():
         raise ReproError(f"rule {rule_id!r} has no test in the suites of {tree.describe()}")
-    relpath, found = index[rule_id]
+    found = index.rules()[rule_id]
     if names:
-        missing = sorted(set(names) - set(found))
+        missing = sorted(set(names) - {t.name for t in found})
         if missing:
             raise ReproError(f"the run recorded test(s) {missing} of {rule_id}, which the suites "
                              f"of {tree.describe()} do not have")
-        found = [n for n in found if n in names]
-    collector = _Collector(tree)
-    mod = collector.module(_module_name_of(relpath), relpath)
-    tests: list[TestCase] = []
-    autouse = _autouse_fixtures(mod)
-    for name in found:
-        node = mod.definitions[name].node
-        params = [a.arg for a in node.args.args]
-        parametrize = _parametrize(node)
-        own = {n.strip() for argnames, _ in parametrize for n in argnames.split(",")}
-        unknown = [p for p in params if p not in FIXTURES and p not in own]
-        if unknown:
-            raise ReproError(f"{name} takes fixture(s) {unknown} a script cannot provide")
-        collector.add_definition(mod, name)
-        tests.append(TestCase(name, params, parametrize))
-    for name in autouse:
-        collector.add_definition(mod, name)
-    # test helpers first (in a fixed order), then the suite, each in source order
-    order = {m: i for i, m in enumerate([*INLINED_MODULES, mod.name])}
+        found = [t for t in found if t.name in names]
+    relpath = found[0].file
+    collector = _Collector(tree, WorkingTree(_source.ROOT))
+    try:
+        mod = index.modules[relpath]
+        tests: list[TestCase] = []
+        autouse = _autouse_fixtures(mod)
+        for test in found:
+            own = {n.strip() for argnames, _ in test.parametrize for n in argnames.split(",")}
+            unknown = [p for p in test.params if p not in FIXTURES and p not in own]
+            if unknown:
+                raise ReproError(f"{test.name} takes fixture(s) {unknown} a script cannot provide")
+            collector.add_definition(mod, test.name)
+            tests.append(TestCase(test.name, list(test.params),
+                                  [(a, list(v)) for a, v in test.parametrize]))
+        for name in autouse:
+            collector.add_definition(mod, name)
+    except SuiteSourceError as exc:
+        raise ReproError(str(exc)) from None
+    # copied helpers first (by module), then the suite, each in source order
     seen_nodes: set[int] = set()
     blocks = []
-    for d in sorted(collector.chosen.values(), key=lambda d: (order.get(d.module, 9), d.order)):
+    for d in sorted(collector.chosen.values(), key=lambda d: (d.module == mod.name, d.module, d.order)):
         if id(d.node) not in seen_nodes:
             seen_nodes.add(id(d.node))
             blocks.append(d)
     identifiers = frozenset(n for d in blocks for n in _identifiers(d.node))
-    harness = [f"from {m} import {', '.join(sorted(collector.harness[m]))}"
-               for m in IMPORTED_MODULES if m in collector.harness]
+    harness = [f"from {m} import {', '.join(sorted(names))}"
+               for m, names in sorted(collector.harness.items())]
+    inlined = {m: src.relpath for m, src in sorted(collector._inlined.items())
+               if src is not None and any(d.module == m for d in blocks)}
     out = Assembly(_merge_imports(collector.imports), harness, blocks, tests, autouse, relpath,
-                   identifiers)
+                   identifiers, inlined, tuple(sorted(collector.dropped)))
     if len(_ASSEMBLED) > 4096:
         _ASSEMBLED.clear()
     _ASSEMBLED[cache_key] = out
@@ -434,8 +346,9 @@ def _import_sort_key(stmt: str) -> tuple:
 
 # -- rewriting --------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=4096)
-def rewrite(source: str, framework_module: str, drop_prefixes: tuple[str, ...] = ("liveness",)) -> str:
-    """``fw`` -> the framework's name; ``liveness.x`` -> ``x`` (tokens, so strings stay intact)."""
+def rewrite(source: str, framework_module: str, drop_prefixes: tuple[str, ...] = ()) -> str:
+    """``fw`` -> the framework's name; ``<prefix>.x`` -> ``x`` for the aliases of modules whose
+    definitions were copied (tokens, so strings stay intact)."""
     drop = set(drop_prefixes)
     tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     out = []
@@ -527,21 +440,23 @@ class RunInfo:
 @functools.lru_cache(maxsize=32)
 def framework_of(adapter_spec: str) -> tuple[str | None, str]:
     """(the framework's import name, the lines that import it as user code would) for an
-    adapter spec; (None, "") for an adapter that names no module or cannot be loaded here."""
-    from adapters.base import load_adapter
+    adapter spec; (None, "") for one that is not a built-in adapter.
 
-    try:
-        adapter = load_adapter(adapter_spec)
-    except (ValueError, ImportError):
+    Read from the built-in adapter classes (``adapters/*.py``, whose import loads no
+    framework) and nothing else: a spec comes from a results file, and rendering a report
+    must run nothing a results file names (``"os:abort"``). A script for another adapter
+    loads it by its spec when the user runs the script (:mod:`conformance.repro.runtime`)."""
+    from adapters.base import builtin_adapter_classes
+
+    for name, cls in builtin_adapter_classes().items():
+        if adapter_spec in (name, f"{cls.__module__}:{cls.__qualname__}"):
+            break
+    else:
         return None, ""
-    module = getattr(adapter, "module", "") or None
+    module = getattr(cls, "module", "") or None
     if module is None or not module.isidentifier():
         return None, ""
-    try:
-        preamble = adapter.preamble()
-    except Exception:  # noqa: BLE001 - a third-party preamble that fails: import it plainly
-        preamble = f"import {module}\n"
-    return module, preamble
+    return module, cls().preamble()
 
 
 # -- the public entry points ------------------------------------------------------------------
@@ -619,15 +534,15 @@ def generate(rule, run: RunInfo | str, tree: Tree | None = None,
     asm = assemble(rule.id, tree, names)
     name = module if module and module not in asm.identifiers else "fw"
     parts = [head, _head(rule.id, rule.level, run, name, preamble, asm.imports, asm.harness)]
-    inlined = [d for d in asm.blocks if d.module in INLINED_MODULES]
-    suite = [d for d in asm.blocks if d.module not in INLINED_MODULES]
-    if inlined:
-        files = ", ".join(INLINED_MODULES[m] for m in INLINED_MODULES
-                          if any(d.module == m for d in inlined))
-        parts.append(f"\n\n# -- test helpers ({files}) --\n\n")
-        parts.append("\n\n".join(rewrite(d.source, name).rstrip() for d in inlined) + "\n")
+    copied = [d for d in asm.blocks if d.module in asm.inlined]
+    suite = [d for d in asm.blocks if d.module not in asm.inlined]
+    if copied:
+        parts.append(f"\n\n# -- test helpers as at that revision ({', '.join(asm.inlined.values())}) --\n\n")
+        parts.append("\n\n".join(rewrite(d.source, name, asm.dropped_prefixes).rstrip()
+                                   for d in copied) + "\n")
     parts.append(f"\n\n# -- the test(s) of the rule ({asm.suite_file}) --\n\n")
-    parts.append("\n\n".join(rewrite(d.source, name).rstrip() for d in suite) + "\n\n\n")
+    parts.append("\n\n".join(rewrite(d.source, name, asm.dropped_prefixes).rstrip()
+                               for d in suite) + "\n\n\n")
     parts.append("# -- run them as the harness does: each test's outcome, then the rule's --\n")
     fixtures = "".join(f"lambda: {f}(" + ", ".join(_fixture_args(asm, f, name)) + "), "
                        for f in asm.fixtures_autouse)
@@ -697,17 +612,17 @@ def check_script(script: str, module: str | None = None) -> None:
         tree = ast.parse(script)
     except SyntaxError as exc:
         raise ReproError(f"generated script does not compile: {exc}") from exc
-    allowed_project = {*IMPORTED_MODULES, "conformance.repro.runtime"}
     for node in ast.walk(tree):
         mods = []
         if isinstance(node, ast.Import):
             mods = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            mods = [node.module or ""]
+            mods = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names
+                                          if node.module == SUITES_PACKAGE]
         for m in mods:
             top = m.split(".")[0]
-            if top in ("conformance", "adapters"):
-                if m not in allowed_project:
+            if top in PROJECT_PACKAGES:
+                if _is_suite_module(m):  # tests are copied; a test module imports pytest
                     raise ReproError(f"generated script imports {m!r}")
             elif top not in sys.stdlib_module_names and top not in ALLOWED_THIRD_PARTY \
                     and top != module:
