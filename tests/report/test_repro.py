@@ -169,3 +169,134 @@ def test_runtime_gives_timeout_leak_and_blocked_as_the_harness_does(capsys):
     leaky = Repro("engine.some-rule", "MUST", adapter_spec="reference", leak_check=[1, 3])
     assert leaky.check("hoards", lambda: _HOARD.append(_Hoard()))[0] == "LEAK"
     assert leaky.check("clean", lambda: None)[0] == "PASS"
+
+
+# -- what a script copies and what it imports: decided from the tree, not a list of files -------
+PLANTED_HELPER = '''"""A helper module a suite starts using: no edit of conformance/repro/derive.py needed."""
+from conformance.api import prerequisite
+from conformance.suites._helpers import TENSOR_WEAKREF
+
+FACTOR = 3
+
+
+def tripled(fw, device):
+    with prerequisite(TENSOR_WEAKREF, what="a planted step"):
+        return fw.ones(2, device=device) * FACTOR
+'''
+
+PLANTED_TEST = '''
+
+
+from conformance.suites import _planted
+from conformance.suites._planted import tripled
+
+
+@rule("views.is-view-and-base")
+def test_planted(fw, device):
+    assert tripled(fw, device).tolist() == [3.0, 3.0], "tripled is not three"
+    assert _planted.FACTOR == 3
+'''
+
+
+def _copy_of_the_suites(tmp_path: Path) -> Path:
+    """A tree with this checkout's suites, and a test using a helper module planted in it."""
+    import shutil
+
+    root = tmp_path / "tree"
+    shutil.copytree(ROOT / "conformance" / "suites", root / "conformance" / "suites",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "conformance" / "suites" / "_planted.py").write_text(PLANTED_HELPER)
+    views = root / "conformance" / "suites" / "test_views.py"
+    views.write_text(views.read_text() + PLANTED_TEST)
+    return root
+
+
+def _run_script(tmp_path: Path, script: str, name: str = "script.py") -> str:
+    path = tmp_path / name
+    path.write_text(script)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=300)
+    return proc.stdout + proc.stderr
+
+
+def test_a_new_helper_module_of_the_suites_works_in_scripts(tmp_path):
+    """The tree's helper module the installed harness lacks is copied from the tree (with the
+    helpers it uses from the installed one imported); the script runs on its own."""
+    tree = source.WorkingTree(_copy_of_the_suites(tmp_path))
+    rule = CATALOGUE.rules["views.is-view-and-base"]
+    script = derive.generate(rule, derive.RunInfo("reference"), tree, ["test_planted"])
+    derive.check_script(script, "reference")
+    assert "def tripled(" in script and "FACTOR = 3" in script
+    assert "conformance/suites/_planted.py" in script
+    assert "_planted.FACTOR" not in script and "FACTOR == 3" in script  # the module prefix went
+    assert "from conformance.suites._helpers import TENSOR_WEAKREF" in script
+    assert "from conformance.api import prerequisite" in script
+    assert _run_script(tmp_path, script).rstrip().endswith("RESULT: PASS")
+    # the copied helper is the one that runs: a broken one gives the rule's verdict
+    broken = script.replace("FACTOR = 3", "FACTOR = 4")
+    assert "RESULT: DIVERGES: AssertionError: tripled is not three" in _run_script(tmp_path, broken)
+
+
+def test_a_helper_changed_since_the_run_is_copied_as_it_was_then(tmp_path):
+    """A suites helper module whose source at the run's revision differs from the installed
+    one is copied from the run's tree; an unchanged one is imported."""
+    root = _copy_of_the_suites(tmp_path)
+    helpers = root / "conformance" / "suites" / "_helpers.py"
+    helpers.write_text(helpers.read_text().replace(
+        'TENSOR_WEAKREF = "identity.weakref-survives-framework-ownership"',
+        'TENSOR_WEAKREF = "identity.weakref-survives-framework-ownership"  # as it was'))
+    rule = CATALOGUE.rules["views.is-view-and-base"]
+    script = derive.generate(rule, "reference", source.WorkingTree(root), ["test_planted"])
+    assert 'TENSOR_WEAKREF = "identity.weakref-survives-framework-ownership"  # as it was' in script
+    assert "import TENSOR_WEAKREF" not in script  # (the copy of the planted test's tree: imported)
+    assert _run_script(tmp_path, script).rstrip().endswith("RESULT: PASS")
+
+
+# -- rendering a report runs nothing a results file names -----------------------------------------
+MARKER_MODULE = '''
+import pathlib, os
+pathlib.Path(os.environ["MARKER"]).write_text("imported")
+
+
+class Adapter:
+    def __init__(self):
+        pathlib.Path(os.environ["MARKER"]).write_text("called")
+'''
+
+
+def test_rendering_a_report_runs_nothing_a_results_header_names(tmp_path):
+    """``adapter_spec: "os:abort"`` and a module that writes a file when imported: the page,
+    results.json and JUnit are written, the process lives, nothing was imported; each column's
+    scripts name the spec as text, to be loaded when the user runs one."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "marker_adapter.py").write_text(MARKER_MODULE)
+    marker = tmp_path / "marker"
+    results = tmp_path / "results"
+    results.mkdir()
+    lines = OLD_RUN.read_text().splitlines()
+    for label, spec in (("aborts", "os:abort"), ("marks", "marker_adapter:Adapter")):
+        head = json.loads(lines[0])
+        for key in ("suite_revision", "suite_dirty"):  # scripts from this checkout's suites
+            head.pop(key)
+        head.update(adapter=spec, adapter_spec=spec)
+        (results / f"{label}.jsonl").write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    env = {**os.environ, "MARKER": str(marker),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "lib"), str(ROOT)])}
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "conformance.report", "--results-dir",
+                           str(results), "--out", str(out)], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert not marker.exists()
+    page = (out / "index.html").read_text()
+    assert "marker_adapter:Adapter" in page
+    from conformance.report import html
+
+    scripts = html.embedded_data(page)["scripts"]
+    assert set(scripts) >= {"aborts", "marks"} and all(scripts[k] for k in ("aborts", "marks"))
+    assert derive.framework_of("os:abort") == (None, "")
+    assert derive.framework_of("marker_adapter:Adapter") == (None, "") and not marker.exists()
+    # the built-in registry still gives its facts, by name or by its module:Class
+    assert derive.framework_of("torch")[0] == "torch"
+    assert derive.framework_of("adapters.torch_adapter:TorchAdapter") == derive.framework_of("torch")

@@ -237,20 +237,21 @@ def test_id_of_grad_script_prints_the_ids():
     assert "adapter_spec='oneflow'" in script
 
 
-def test_derived_script_inlines_test_helpers_and_imports_the_harness():
+def test_derived_script_copies_the_tests_and_imports_helpers_and_harness():
     rule = CATALOGUE.rules["gc_cycles.hook-self-closure-nonleaf-collectable"]
     script = repro.generate(rule, "torch")
     assert "\nimport torch\n" in script and "fw." not in script
-    assert "def assert_freed(" in script and "def keep_alive_chain(" in script
     tree = ast.parse(script)
-    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Attribute)
-                and isinstance(n.value, ast.Name) and n.value.id in ("liveness", "adapter_fw")]
     assert "\n@rule(" not in script and "@pytest" not in script
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    assert {"watch", "tensor_probe", "gc_disabled"} <= defined
-    imported = {a.name for n in tree.body if isinstance(n, ast.ImportFrom)
-                and n.module == "conformance.api" for a in n.names}
-    assert "Diverges" in imported  # the harness's class, so its classification knows it
+    # the test and its suite module's own helper are copied
+    assert {"test_hook_closing_over_its_nonleaf_collectable", "watch"} <= defined
+    # the suites' helper modules and the harness are the installed package's, imported
+    assert not {"assert_freed", "tensor_probe", "gc_disabled", "prerequisite"} & defined
+    imported = {(n.module, a.name) for n in tree.body if isinstance(n, ast.ImportFrom)
+                for a in n.names}
+    assert {("conformance.liveness", "assert_freed"), ("conformance.api", "prerequisite"),
+            ("conformance.suites._helpers", "TENSOR_WEAKREF")} <= imported
 
 
 def test_script_follows_the_run_it_was_made_from():

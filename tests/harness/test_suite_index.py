@@ -1,0 +1,146 @@
+"""conformance/suite_index.py is the one reader of "which tests check which rule", and it agrees
+with what pytest collects."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from conformance import fw_surface, spec, suite_index, traceability
+from conformance.repro import derive
+from conformance.repro.source import WorkingTree
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITES = ROOT / "conformance" / "suites"
+
+COLLECTOR = '''
+import json, os
+
+
+def pytest_collection_finish(session):
+    rows = []
+    for item in session.items:
+        rows.append({"file": str(item.path), "name": item.originalname,
+                     "rules": [list(m.args) for m in item.iter_markers("rule")],
+                     "id": item.callspec.id if hasattr(item, "callspec") else ""})
+    with open(os.environ["RULES_DUMP"], "w") as fh:
+        json.dump(rows, fh)
+'''
+
+
+def test_the_index_agrees_with_pytests_collection(tmp_path):
+    """Every collected suite item carries the rule the index gives its function, under one of
+    the parameter ids the index computed; every test of the index is collected."""
+    (tmp_path / "rules_dump.py").write_text(COLLECTOR)
+    dump = tmp_path / "rows.json"
+    env = {**os.environ, "RULES_DUMP": str(dump),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                           "-p", "no:cacheprovider", "-p", "rules_dump", "--adapter=reference",
+                           str(SUITES)], capture_output=True, text=True, cwd=ROOT, env=env,
+                          timeout=300)
+    assert proc.returncode == 0 and dump.is_file(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = json.loads(dump.read_text())
+    index = suite_index.index_of()
+    by_key = {(Path(t.file).name, t.name): t for t in index.tests}
+    collected = set()
+    for row in rows:
+        key = (Path(row["file"]).name, row["name"])
+        assert key in by_key, f"pytest collected {key}, which the index does not have"
+        test = by_key[key]
+        assert row["rules"] == [[test.rule]], (key, row["rules"], test.rule)
+        assert row["id"] in test.ids, (key, row["id"], test.ids)
+        collected.add(key)
+    assert collected == set(by_key), sorted(set(by_key) - collected)
+    assert len(rows) == sum(len(t.ids) for t in index.tests)
+
+
+def test_every_reader_gives_the_index_answer():
+    index = suite_index.index_of()
+    names = index.names_by_rule()
+    assert traceability.test_names_by_rule(SUITES) == names
+    assert {r: {n for n, _, _ in tests} for r, tests in spec.rule_tests(SUITES).items()} == names
+    assert {r: set(ns) for r, (_, ns) in derive.tests_by_rule().items()} == names
+    assert fw_surface.scan() == index.surface_by_suite()
+    # file and line lead to the test's def
+    name, path, line = spec.rule_tests(SUITES)["identity.grad-fn-same-object"][0]
+    assert path.read_text().splitlines()[line - 1].startswith(f"def {name}(")
+
+
+def test_one_rule_to_tests_reader():
+    """No other module of the harness reads ``@rule(...)`` marks from source (decorator ASTs
+    compared with "rule") or parses the suite files itself."""
+    offenders = []
+    for path in sorted((ROOT / "conformance").rglob("*.py")) + sorted((ROOT / "adapters").rglob("*.py")):
+        if path.name == "suite_index.py" or SUITES in path.parents:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                   and isinstance(n.value, str)}
+        attrs = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        if "decorator_list" in attrs and strings & {"rule", "api.rule"}:
+            offenders.append(f"{path.relative_to(ROOT)} matches @rule decorators")
+        if "parse" in attrs and "test_*.py" in strings:
+            offenders.append(f"{path.relative_to(ROOT)} parses the suite files")
+    assert not offenders, offenders
+
+
+def test_a_test_module_is_indexed_as_pytest_would(tmp_path):
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "test_demo.py").write_text(textwrap.dedent('''
+        import pytest
+        from conformance import api
+        from conformance.api import rule
+        from conformance import liveness
+
+        def helper(fw):
+            return fw.autograd.grad
+
+        @rule("demo.one")
+        @pytest.mark.parametrize("a", [1, 2])
+        @pytest.mark.parametrize("b,c", [(True, "x")], ids=["named"])
+        def test_one(fw, a, b, c):
+            helper(fw)
+            liveness.collect()
+
+        @api.rule("demo.two")
+        def test_two(adapter):
+            def test_nested():  # not collected: no test of its own
+                pass
+            adapter.saved_tensors(None)
+
+        class TestGroup:
+            @rule("demo.three")
+            def test_method(self, fw):
+                pass
+
+        def test_unmarked():
+            pass
+    '''))
+    (suites / "test_broken.py").write_text("def test_(:\n")
+    index = suite_index.index_of_dir(suites)
+    assert set(index.names_by_rule()) == {"demo.one", "demo.two", "demo.three"}
+    one = index.by_rule["demo.one"][0]
+    assert one.ids == ("named-1", "named-2") and one.params == ("fw", "a", "b", "c")
+    assert {("conformance.suites.test_demo", "helper"), ("conformance.liveness", "collect")} <= one.uses
+    assert ("conformance.api", "rule") not in one.uses  # the harness's mark is no use
+    assert index.by_rule["demo.two"][0].surface == {"adapter.saved_tensors"}
+    assert [t.name for t in index.tests if t.rule is None] == ["test_unmarked"]
+    assert index.surface_by_suite()["fw"] == {"fw.autograd.grad": {"demo"}}
+    assert list(index.errors) and "test_broken.py" in next(iter(index.errors))
+
+
+def test_the_index_is_read_once_per_tree_and_again_when_a_suite_changes(tmp_path):
+    suites = tmp_path / "conformance" / "suites"
+    suites.mkdir(parents=True)
+    module = suites / "test_demo.py"
+    module.write_text('from conformance.api import rule\n\n@rule("demo.one")\ndef test_one():\n    pass\n')
+    first = suite_index.index_of(WorkingTree(tmp_path))
+    assert suite_index.index_of(WorkingTree(tmp_path)) is first
+    module.write_text(module.read_text() + '\n\n@rule("demo.two")\ndef test_two():\n    pass\n')
+    assert set(suite_index.index_of(WorkingTree(tmp_path)).by_rule) == {"demo.one", "demo.two"}
