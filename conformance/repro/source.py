@@ -16,7 +16,9 @@ source files below, as the run read them). :func:`tree_for` finds the source:
 A header without ``suite_digest`` (results written before it existed) goes straight to 2.
 
 The harness itself (adapters, classification, ``conformance.api``) is not part of this
-source: a script imports it from the installed package (:mod:`conformance.repro.runtime`).
+source: a script imports it from the installed package (:mod:`conformance.repro.runtime`), as
+it imports the suites' helper modules where the run's revision has them as installed
+(:mod:`conformance.repro.derive`). :mod:`conformance.suite_index` reads the tests of a tree.
 Standard library only (the harness imports :func:`digest` to write the header).
 """
 from __future__ import annotations
@@ -29,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 #: The suites directory, relative to the root (every ``*.py`` in it is suite source).
 SUITES = "conformance/suites"
-#: Further modules the scripts copy definitions from (test helpers, not the harness).
+#: Further files the suite digest covers: the suites' liveness checks, so that a run whose
+#: liveness checks differ from this checkout's is not taken for it (scripts import them).
 HELPERS = ("conformance/liveness.py",)
 
 
