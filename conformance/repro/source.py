@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import subprocess
 from pathlib import Path
 
@@ -34,6 +35,7 @@ SUITES = "conformance/suites"
 #: Further files the suite digest covers: the suites' liveness checks, so that a run whose
 #: liveness checks differ from this checkout's is not taken for it (scripts import them).
 HELPERS = ("conformance/liveness.py",)
+_COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
 
 
 class SourceUnavailable(Exception):
@@ -149,9 +151,13 @@ def tree_for(header: dict, root: Path = ROOT) -> Tree:
         return work
     if not recorded and not revision:
         return work  # nothing recorded to compare with (a hand-made results file)
-    where = (f"suite revision {revision[:12]}" if revision else "no git revision") + \
+    where = (f"suite revision {str(revision)[:12]}" if revision else "no git revision") + \
         (f" (digest {recorded})" if recorded else "") + \
         (", with uncommitted changes" if header.get("suite_dirty") else "")
+    if revision and not _COMMIT.fullmatch(str(revision)):
+        # a results file is data: its revision reaches git only as a commit id, never as an option
+        raise SourceUnavailable(f"the run's suite_revision {str(revision)[:60]!r} is not a git "
+                                f"commit id; run the suites again")
     if not revision:
         raise SourceUnavailable(
             f"the run used suites of {where}, which differ from this checkout's "

@@ -63,6 +63,15 @@ def test_a_revision_git_does_not_have_fails_with_what_to_do(tmp_path):
         derive.RunInfo.of(head).tree()
 
 
+def test_a_revision_that_is_no_commit_id_never_reaches_git(tmp_path):
+    out = tmp_path / "written"
+    for revision in (f"--output={out}", "HEAD~1", "main"):
+        with pytest.raises(derive.ReproError, match="is not a git commit id"):
+            derive.RunInfo.of({"adapter": "torch", "suite_revision": revision,
+                               "suite_digest": "sha256:not-this-checkout"}).tree()
+    assert not out.exists()
+
+
 def test_bad_input_is_one_line_and_exit_4(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "conformance.repro.check",
                            str(tmp_path / "none.jsonl")], capture_output=True, text=True,
