@@ -1,4 +1,5 @@
-"""Curated mutants of the engine suite's area: the backward engine: saved-tensor release and version checks, gradient summation, ready order, grad mode, argument checks.
+"""Curated mutants of the engine suite's area: the backward engine: saved-tensor release and version
+checks, gradient summation, ready order, grad mode, argument checks.
 
 Importing the module registers them; the package imports the areas in a fixed order.
 """
@@ -17,18 +18,18 @@ def _probe_version_check():
 
 
 single_edit("engine.version-check-skipped", "reference.autograd.graph:SavedTensor.unpack",
-        "if self._counter[0] != self._version:", "if False:",
-        models="an engine without saved-tensor version checks (MXNet's autograd and OneFlow 0.8 keep no "
-               "version counter): backward silently uses values overwritten in place",
-        rules=("engine.version-counter-error", "legacy_function.saved-tensors-version-check"),
-        probe=_probe_version_check)
+            "if self._counter[0] != self._version:", "if False:",
+            models="an engine without saved-tensor version checks (MXNet's autograd and OneFlow 0.8 keep no "
+                   "version counter): backward silently uses values overwritten in place",
+            rules=("engine.version-counter-error", "legacy_function.saved-tensors-version-check"),
+            probe=_probe_version_check)
 
 single_edit("engine.inplace-does-not-bump-version", "reference.ops.inplace:bump_version",
-        "tensor._version_counter[0] += 1", "pass",
-        models="an in-place kernel that writes through the raw storage without bumping the version "
-               "(PyTorch's own bugs of this kind in out= and foreach kernels)",
-        rules=("engine.version-counter-error", "identity.saved-unpack-version-checked"),
-        probe=_probe_version_check)
+            "tensor._version_counter[0] += 1", "pass",
+            models="an in-place kernel that writes through the raw storage without bumping the version "
+                   "(PyTorch's own bugs of this kind in out= and foreach kernels)",
+            rules=("engine.version-counter-error", "identity.saved-unpack-version-checked"),
+            probe=_probe_version_check)
 
 
 def _probe_second_backward():
@@ -39,11 +40,11 @@ def _probe_second_backward():
 
 
 single_edit("engine.saved-tensors-not-released", "reference.autograd.engine:execute",
-        "if not retain_graph and node._saved:", "if False:",
-        models="backward that never frees saved tensors (a persistent tape, as TensorFlow's "
-               "GradientTape(persistent=True) always)",
-        rules=("engine.second-backward-error", "engine.backward-frees-saved-tensors",
-               "gc_cycles.backward-releases-saved-tensors"), probe=_probe_second_backward)
+            "if not retain_graph and node._saved:", "if False:",
+            models="backward that never frees saved tensors (a persistent tape, as TensorFlow's "
+                   "GradientTape(persistent=True) always)",
+            rules=("engine.second-backward-error", "engine.backward-frees-saved-tensors",
+                   "gc_cycles.backward-releases-saved-tensors"), probe=_probe_second_backward)
 
 
 def _probe_retain_graph():
@@ -54,11 +55,11 @@ def _probe_retain_graph():
 
 
 single_edit("engine.retain-graph-ignored", "reference.autograd.engine:execute",
-        "if not retain_graph and node._saved:", "if node._saved:",
-        models="retain_graph=True not honoured by a node type (buffers freed anyway, as by custom "
-               "CUDA-graph or fused nodes that release eagerly)",
-        rules=("engine.retain-graph-keeps-saved", "hooks.retain-graph-hooks-fire-each-backward"),
-        probe=_probe_retain_graph)
+            "if not retain_graph and node._saved:", "if node._saved:",
+            models="retain_graph=True not honoured by a node type (buffers freed anyway, as by custom "
+                   "CUDA-graph or fused nodes that release eagerly)",
+            rules=("engine.retain-graph-keeps-saved", "hooks.retain-graph-hooks-fire-each-backward"),
+            probe=_probe_retain_graph)
 
 
 def _probe_diamond():
@@ -69,10 +70,10 @@ def _probe_diamond():
 
 
 single_edit("engine.gradients-overwritten-not-summed", "reference.autograd.engine:execute",
-        "buffer[nr] = grad if previous is None else previous + grad", "buffer[nr] = grad",
-        models="an input buffer that keeps the last gradient instead of the sum (InputBuffer::add "
-               "done as assignment)",
-        rules="engine.node-runs-once-with-summed-grads", probe=_probe_diamond)
+            "buffer[nr] = grad if previous is None else previous + grad", "buffer[nr] = grad",
+            models="an input buffer that keeps the last gradient instead of the sum (InputBuffer::add "
+                   "done as assignment)",
+            rules="engine.node-runs-once-with-summed-grads", probe=_probe_diamond)
 
 
 def _probe_ready_order():
@@ -87,10 +88,10 @@ def _probe_ready_order():
 
 
 single_edit("engine.oldest-node-first", "reference.autograd.engine:_priority",
-        "else -node._seq", "else node._seq",
-        models="a ready queue ordered oldest-first (a FIFO/BFS engine, as OneFlow's and Chainer's "
-               "topological order, instead of PyTorch's newest-sequence-number-first heap)",
-        rules="engine.ready-newest-first", probe=_probe_ready_order)
+            "else -node._seq", "else node._seq",
+            models="a ready queue ordered oldest-first (a FIFO/BFS engine, as OneFlow's and Chainer's "
+                   "topological order, instead of PyTorch's newest-sequence-number-first heap)",
+            rules="engine.ready-newest-first", probe=_probe_ready_order)
 
 
 def _probe_unused():
@@ -102,10 +103,10 @@ def _probe_unused():
 
 
 single_edit("engine.unused-input-silently-none", "reference.autograd:grad",
-        "        allow_unused = materialize_grads\n", "        allow_unused = True\n",
-        models="autograd.grad returning None for an input the outputs do not depend on without being "
-               "asked to (allow_unused defaulting to True, as JAX-free eager frameworks often do)",
-        rules="engine.grad-unused-inputs", probe=_probe_unused)
+            "        allow_unused = materialize_grads\n", "        allow_unused = True\n",
+            models="autograd.grad returning None for an input the outputs do not depend on without being "
+                   "asked to (allow_unused defaulting to True, as JAX-free eager frameworks often do)",
+            rules="engine.grad-unused-inputs", probe=_probe_unused)
 
 
 def _probe_backward_inputs():
@@ -115,10 +116,10 @@ def _probe_backward_inputs():
 
 
 single_edit("engine.backward-inputs-ignored", "reference.autograd:backward",
-        "    if inputs is not None:\n", "    if False:\n",
-        models="backward(inputs=...) accepted but ignored (every leaf accumulates), as in PyTorch "
-               "before 1.8 added the argument, or a framework that parses it and drops it",
-        rules="engine.backward-inputs-restricts", probe=_probe_backward_inputs)
+            "    if inputs is not None:\n", "    if False:\n",
+            models="backward(inputs=...) accepted but ignored (every leaf accumulates), as in PyTorch "
+                   "before 1.8 added the argument, or a framework that parses it and drops it",
+            rules="engine.backward-inputs-restricts", probe=_probe_backward_inputs)
 
 
 def _probe_no_grad():
@@ -128,10 +129,10 @@ def _probe_no_grad():
 
 
 single_edit("engine.no-grad-records", "reference.ops.recording:needs_grad",
-        "return _grad_state.enabled and (", "return (",
-        models="ops that record a graph regardless of grad mode (a kernel family that forgets to "
-               "check GradMode, as several of PyTorch's early custom ops did)",
-        rules="engine.no-grad-records-nothing", probe=_probe_no_grad)
+            "return _grad_state.enabled and (", "return (",
+            models="ops that record a graph regardless of grad mode (a kernel family that forgets to "
+                   "check GradMode, as several of PyTorch's early custom ops did)",
+            rules="engine.no-grad-records-nothing", probe=_probe_no_grad)
 
 
 def _probe_grad_mode_threads():
@@ -164,10 +165,10 @@ def _probe_leaf_inplace():
 
 
 single_edit("engine.leaf-inplace-allowed", "reference.ops.inplace:check_inplace",
-        "raise RuntimeError(LEAF_INPLACE)", "pass",
-        models="in-place ops on a leaf that requires grad accepted (the leaf's value silently no longer "
-               "matches what its gradient refers to)",
-        rules=("engine.leaf-inplace-error", "legacy_function.mark-dirty-leaf-raises"), probe=_probe_leaf_inplace)
+            "raise RuntimeError(LEAF_INPLACE)", "pass",
+            models="in-place ops on a leaf that requires grad accepted (the leaf's value silently no longer "
+                   "matches what its gradient refers to)",
+            rules=("engine.leaf-inplace-error", "legacy_function.mark-dirty-leaf-raises"), probe=_probe_leaf_inplace)
 
 
 def _probe_int_requires_grad():
@@ -175,10 +176,10 @@ def _probe_int_requires_grad():
 
 
 single_edit("engine.requires-grad-on-integers", "reference.tensor:Tensor.requires_grad",
-        "if value and not self.dtype.is_floating_point:", "if False:",
-        models="requires_grad accepted on integer tensors (OneFlow 0.8 and MXNet accept it; gradients "
-               "then truncate)",
-        rules="engine.requires-grad-float-only", probe=_probe_int_requires_grad, setter=True)
+            "if value and not self.dtype.is_floating_point:", "if False:",
+            models="requires_grad accepted on integer tensors (OneFlow 0.8 and MXNet accept it; gradients "
+                   "then truncate)",
+            rules="engine.requires-grad-float-only", probe=_probe_int_requires_grad, setter=True)
 
 
 def _probe_nonleaf_warning():
@@ -187,9 +188,9 @@ def _probe_nonleaf_warning():
 
 
 single_edit("engine.non-leaf-grad-silent", "reference.tensor:Tensor.grad",
-        "warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)", "pass",
-        models="no warning when reading .grad of a non-leaf (PyTorch < 1.5 returned None silently)",
-        rules="engine.nonleaf-grad-warning", probe=_probe_nonleaf_warning)
+            "warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)", "pass",
+            models="no warning when reading .grad of a non-leaf (PyTorch < 1.5 returned None silently)",
+            rules="engine.nonleaf-grad-warning", probe=_probe_nonleaf_warning)
 
 
 def _probe_retain_grad():
@@ -201,10 +202,10 @@ def _probe_retain_grad():
 
 
 single_edit("engine.retain-grad-ignored", "reference.tensor:Tensor.retain_grad",
-        "if self._node is None or self._retains_grad:", "if True:",
-        models="retain_grad() accepted and ignored for non-leaves (a no-op stub, as in frameworks "
-               "that only expose it for API compatibility)",
-        rules="engine.retain-grad", probe=_probe_retain_grad)
+            "if self._node is None or self._retains_grad:", "if True:",
+            models="retain_grad() accepted and ignored for non-leaves (a no-op stub, as in frameworks "
+                   "that only expose it for API compatibility)",
+            rules="engine.retain-grad", probe=_probe_retain_grad)
 
 
 def _probe_gradient_shape():
@@ -213,10 +214,10 @@ def _probe_gradient_shape():
 
 
 single_edit("engine.gradient-argument-unchecked", "reference.autograd:_root_grads",
-        "elif grad.shape != out.shape:", "elif False:",
-        models="backward(gradient) not checked against the output's shape (broadcast or failing deep "
-               "inside a kernel instead)",
-        rules="engine.gradient-argument-validation", probe=_probe_gradient_shape)
+            "elif grad.shape != out.shape:", "elif False:",
+            models="backward(gradient) not checked against the output's shape (broadcast or failing deep "
+                   "inside a kernel instead)",
+            rules="engine.gradient-argument-validation", probe=_probe_gradient_shape)
 
 
 def _probe_grad_assign_shape():
@@ -229,10 +230,10 @@ def _probe_grad_assign_shape():
 
 
 single_edit("engine.grad-assignment-unchecked", "reference.tensor:Tensor.grad",
-        "if value.shape != self.shape:", "if False:",
-        models="a .grad setter that accepts a tensor of another shape (the optimizer step then fails "
-               "or broadcasts)",
-        rules="engine.grad-assignment-validated", probe=_probe_grad_assign_shape, setter=True)
+            "if value.shape != self.shape:", "if False:",
+            models="a .grad setter that accepts a tensor of another shape (the optimizer step then fails "
+                   "or broadcasts)",
+            rules="engine.grad-assignment-validated", probe=_probe_grad_assign_shape, setter=True)
 
 
 def _probe_duplicate_roots():
@@ -243,9 +244,9 @@ def _probe_duplicate_roots():
 
 
 single_edit("engine.duplicate-roots-collapsed", "reference.autograd.engine:_deliver",
-        "buffer[nr] = grad if previous is None else previous + grad", "buffer[nr] = grad",
-        models="roots given twice counted once (roots deduplicated as a set)",
-        rules="engine.duplicate-roots", probe=_probe_duplicate_roots)
+            "buffer[nr] = grad if previous is None else previous + grad", "buffer[nr] = grad",
+            models="roots given twice counted once (roots deduplicated as a set)",
+            rules="engine.duplicate-roots", probe=_probe_duplicate_roots)
 
 
 def _probe_create_graph():
@@ -255,7 +256,7 @@ def _probe_create_graph():
 
 
 single_edit("engine.create-graph-ignored", "reference.autograd.engine:execute",
-        "ops = TENSOR_OPS if create_graph else RAW_OPS", "ops = RAW_OPS",
-        models="create_graph=True accepted but the backward formulas not recorded (no double "
-               "backward; a framework whose backward kernels are not differentiable)",
-        rules="engine.create-graph-double-backward", probe=_probe_create_graph)
+            "ops = TENSOR_OPS if create_graph else RAW_OPS", "ops = RAW_OPS",
+            models="create_graph=True accepted but the backward formulas not recorded (no double "
+                   "backward; a framework whose backward kernels are not differentiable)",
+            rules="engine.create-graph-double-backward", probe=_probe_create_graph)

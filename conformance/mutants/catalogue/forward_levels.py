@@ -1,4 +1,5 @@
-"""Curated mutants of the forward_levels suite's area: forward-mode AD levels: tangents and their lifetime, level indices, nesting, jvp of custom Functions.
+"""Curated mutants of the forward_levels suite's area: forward-mode AD levels: tangents and their
+lifetime, level indices, nesting, jvp of custom Functions.
 
 Importing the module registers them; the package imports the areas in a fixed order.
 """
@@ -23,11 +24,11 @@ def _probe_tangent_after_exit():
 
 
 single_edit("forward_levels.tangents-kept-after-exit", "reference.autograd.forward_ad:_LevelRegistry.exit",
-        "dropped.append(grads.pop(level))", "pass",
-        models="a level that does not clear its tangents on exit (PyTorch's ForwardADLevel destructor "
-               "resets every registered forward grad; a framework without that registry keeps them)",
-        rules=("forward_levels.tangents-cleared-at-exit", "forward_levels.new-level-starts-clean"),
-        probe=_probe_tangent_after_exit)
+            "dropped.append(grads.pop(level))", "pass",
+            models="a level that does not clear its tangents on exit (PyTorch's ForwardADLevel destructor "
+                   "resets every registered forward grad; a framework without that registry keeps them)",
+            rules=("forward_levels.tangents-cleared-at-exit", "forward_levels.new-level-starts-clean"),
+            probe=_probe_tangent_after_exit)
 
 
 def _probe_level_index():
@@ -43,11 +44,11 @@ _LEVELS = iter(range(10**9))
 
 
 single_edit("forward_levels.level-index-not-reused", "reference.autograd.forward_ad:_LevelRegistry.enter",
-        "self.current = 0\n        return 0", "self.current = next(_LEVELS)\nreturn self.current",
-        models="level indices handed out by an ever-growing counter (functorch's interpreter stack "
-               "levels; PyTorch's forward AD reuses index 0 for its single level)",
-        rules=("forward_levels.level-index-reused", "forward_levels.dual-level-yields-zero"),
-        probe=_probe_level_index)
+            "self.current = 0\n        return 0", "self.current = next(_LEVELS)\nreturn self.current",
+            models="level indices handed out by an ever-growing counter (functorch's interpreter stack "
+                   "levels; PyTorch's forward AD reuses index 0 for its single level)",
+            rules=("forward_levels.level-index-reused", "forward_levels.dual-level-yields-zero"),
+            probe=_probe_level_index)
 
 
 def _probe_nesting():
@@ -57,10 +58,10 @@ def _probe_nesting():
 
 
 single_edit("forward_levels.nesting-allowed", "reference.autograd.forward_ad:_LevelRegistry.enter",
-        "if self.current is not None:", "if False:",
-        models="nested levels accepted although tangents are kept for one level only (the second enter "
-               "silently takes over the first)",
-        rules="forward_levels.nesting-is-error", probe=_probe_nesting)
+            "if self.current is not None:", "if False:",
+            models="nested levels accepted although tangents are kept for one level only (the second enter "
+                   "silently takes over the first)",
+            rules="forward_levels.nesting-is-error", probe=_probe_nesting)
 
 
 def _probe_exit_wrong_level():
@@ -75,9 +76,9 @@ def _probe_exit_wrong_level():
 
 
 single_edit("forward_levels.exit-any-level", "reference.autograd.forward_ad:_LevelRegistry.exit",
-        "if self.current is None or level != self.current:", "if self.current is None:",
-        models="exit_dual_level ignoring which level it is given (closes the open one)",
-        rules="forward_levels.exit-not-current-errors", probe=_probe_exit_wrong_level)
+            "if self.current is None or level != self.current:", "if self.current is None:",
+            models="exit_dual_level ignoring which level it is given (closes the open one)",
+            rules="forward_levels.exit-not-current-errors", probe=_probe_exit_wrong_level)
 
 
 def _probe_exit_none_open():
@@ -85,9 +86,10 @@ def _probe_exit_none_open():
 
 
 single_edit("forward_levels.exit-without-open-level", "reference.autograd.forward_ad:_LevelRegistry.exit",
-        "if self.current is None or level != self.current:", "if self.current is not None and level != self.current:",
-        models="exiting when no level is open treated as a no-op (unbalanced enter/exit goes unnoticed)",
-        rules="forward_levels.exit-none-open-errors", probe=_probe_exit_none_open)
+            "if self.current is None or level != self.current:",
+            "if self.current is not None and level != self.current:",
+            models="exiting when no level is open treated as a no-op (unbalanced enter/exit goes unnoticed)",
+            rules="forward_levels.exit-none-open-errors", probe=_probe_exit_none_open)
 
 
 _HELD_TANGENTS: list = []
@@ -122,10 +124,11 @@ def _probe_unpack_fresh():
 
 
 single_edit("forward_levels.unpack-returns-dual", "reference.autograd.forward_ad:unpack_dual",
-        "return UnpackedDualTensor(_views.unpack_primal_view(tensor), tangent)", "return UnpackedDualTensor(tensor, tangent)",
-        models="unpack_dual returning the dual itself as the primal (its tangent then leaks into "
-               "computations meant to be tangent-free)",
-        rules="forward_levels.unpack-primal-fresh-view", probe=_probe_unpack_fresh)
+            "return UnpackedDualTensor(_views.unpack_primal_view(tensor), tangent)",
+            "return UnpackedDualTensor(tensor, tangent)",
+            models="unpack_dual returning the dual itself as the primal (its tangent then leaks into "
+                   "computations meant to be tangent-free)",
+            rules="forward_levels.unpack-primal-fresh-view", probe=_probe_unpack_fresh)
 
 
 def _probe_make_dual_alias():
@@ -138,9 +141,9 @@ def _probe_make_dual_alias():
 
 
 single_edit("forward_levels.make-dual-copies-primal", "reference.autograd.forward_ad:make_dual",
-        "dual = _views.make_dual_view(tensor)", "dual = _views.make_dual_view(tensor.clone())",
-        models="make_dual copying the primal (JAX-style value semantics) instead of viewing it",
-        rules="forward_levels.make-dual-aliases-primal", probe=_probe_make_dual_alias)
+            "dual = _views.make_dual_view(tensor)", "dual = _views.make_dual_view(tensor.clone())",
+            models="make_dual copying the primal (JAX-style value semantics) instead of viewing it",
+            rules="forward_levels.make-dual-aliases-primal", probe=_probe_make_dual_alias)
 
 
 def _probe_detach_tangent():
@@ -151,11 +154,11 @@ def _probe_detach_tangent():
 
 
 single_edit("forward_levels.detach-keeps-tangent", "reference.tensor:Tensor.detach",
-        "out._version_counter = self._version_counter",
-        "out._version_counter = self._version_counter\nout._fw_grads = self._fw_grads",
-        models="detach() sharing the autograd meta that holds forward grads (the tangent leaks through "
-               "a tensor that must be outside autograd)",
-        rules="forward_levels.detach-drops-tangent", probe=_probe_detach_tangent)
+            "out._version_counter = self._version_counter",
+            "out._version_counter = self._version_counter\nout._fw_grads = self._fw_grads",
+            models="detach() sharing the autograd meta that holds forward grads (the tangent leaks through "
+                   "a tensor that must be outside autograd)",
+            rules="forward_levels.detach-drops-tangent", probe=_probe_detach_tangent)
 
 
 def _probe_detach_inplace_tangent():
@@ -167,10 +170,10 @@ def _probe_detach_inplace_tangent():
 
 
 single_edit("forward_levels.detach-inplace-keeps-tangent", "reference.tensor:Tensor.detach_",
-        "self._fw_grads = None", "pass",
-        models="detach_() clearing the reverse-mode history only (requires_grad and grad_fn), leaving "
-               "the forward grads in the autograd meta it does not reset",
-        rules="forward_levels.detach-inplace-drops-tangent", probe=_probe_detach_inplace_tangent)
+            "self._fw_grads = None", "pass",
+            models="detach_() clearing the reverse-mode history only (requires_grad and grad_fn), leaving "
+                   "the forward grads in the autograd meta it does not reset",
+            rules="forward_levels.detach-inplace-drops-tangent", probe=_probe_detach_inplace_tangent)
 
 
 def _probe_dual_tangent():
@@ -181,10 +184,10 @@ def _probe_dual_tangent():
 
 
 single_edit("forward_levels.dual-tangent-accepted", "reference.autograd.forward_ad:make_dual",
-        "if get_tangent(tangent, level) is not None:", "if False:",
-        models="make_dual storing whatever tensor it is given as the tangent, a dual of the same level "
-               "included (its own tangent then rides along as a hidden second-order term)",
-        rules="forward_levels.dual-tangent-refused", probe=_probe_dual_tangent)
+            "if get_tangent(tangent, level) is not None:", "if False:",
+            models="make_dual storing whatever tensor it is given as the tangent, a dual of the same level "
+                   "included (its own tangent then rides along as a hidden second-order term)",
+            rules="forward_levels.dual-tangent-refused", probe=_probe_dual_tangent)
 
 
 def _probe_jvp_unchecked():
@@ -208,10 +211,10 @@ def _probe_jvp_unchecked():
 
 
 single_edit("forward_levels.jvp-results-unchecked", "reference.autograd.function:_forward_tangents",
-        "_check_jvp_results(outputs, results, out_tangents, non_diff_ids)", "pass",
-        models="a custom Function's jvp results set as the outputs' tangents without checking count, "
-               "shape or dtype (the user's mistake surfaces ops later as wrong derivatives)",
-        rules="forward_levels.custom-function-jvp-validated", probe=_probe_jvp_unchecked)
+            "_check_jvp_results(outputs, results, out_tangents, non_diff_ids)", "pass",
+            models="a custom Function's jvp results set as the outputs' tangents without checking count, "
+                   "shape or dtype (the user's mistake surfaces ops later as wrong derivatives)",
+            rules="forward_levels.custom-function-jvp-validated", probe=_probe_jvp_unchecked)
 
 
 def _probe_no_grad_tangent():
@@ -225,12 +228,12 @@ def _probe_no_grad_tangent():
 
 
 single_edit("forward_levels.no-grad-stops-tangents", "reference.autograd.forward_ad:propagating",
-        "return _suppressed.depth == 0 and _registry.current is not None",
-        "from reference import grad_mode\nreturn _suppressed.depth == 0 and _registry.current is not None "
-        "and grad_mode._state.enabled",
-        models="forward AD switched off by no_grad (the reverse-mode recording switch reused for tangents; "
-               "PyTorch keeps propagating under no_grad)",
-        rules="forward_levels.no-grad-keeps-tangent", probe=_probe_no_grad_tangent)
+            "return _suppressed.depth == 0 and _registry.current is not None",
+            "from reference import grad_mode\nreturn _suppressed.depth == 0 and _registry.current is not None "
+            "and grad_mode._state.enabled",
+            models="forward AD switched off by no_grad (the reverse-mode recording switch reused for tangents; "
+                   "PyTorch keeps propagating under no_grad)",
+            rules="forward_levels.no-grad-keeps-tangent", probe=_probe_no_grad_tangent)
 
 
 def _probe_inplace_tangent_object():
@@ -243,10 +246,10 @@ def _probe_inplace_tangent_object():
 
 
 single_edit("forward_levels.inplace-replaces-tangent", "reference.ops.inplace:add_",
-        "return t_self.add_(step)", "return t_self + step",
-        models="in-place ops giving the dual a new tangent object instead of updating the tangent in "
-               "place (aliases of the old tangent go stale)",
-        rules="forward_levels.inplace-keeps-tangent-object", probe=_probe_inplace_tangent_object)
+            "return t_self.add_(step)", "return t_self + step",
+            models="in-place ops giving the dual a new tangent object instead of updating the tangent in "
+                   "place (aliases of the old tangent go stale)",
+            rules="forward_levels.inplace-keeps-tangent-object", probe=_probe_inplace_tangent_object)
 
 
 def _probe_view_tangent():
@@ -257,9 +260,9 @@ def _probe_view_tangent():
 
 
 single_edit("forward_levels.views-drop-tangent", "reference.ops.views:_make_view",
-        "if has_tangent(self):", "if False:",
-        models="view ops without a forward rule (tangents lost through reshape/transpose)",
-        rules="forward_levels.views-propagate-tangent", probe=_probe_view_tangent)
+            "if has_tangent(self):", "if False:",
+            models="view ops without a forward rule (tangents lost through reshape/transpose)",
+            rules="forward_levels.views-propagate-tangent", probe=_probe_view_tangent)
 
 
 def _probe_levels_threads():
@@ -296,9 +299,9 @@ def _probe_make_dual_size():
 
 
 single_edit("forward_levels.make-dual-size-unchecked", "reference.autograd.forward_ad:make_dual",
-        "if tangent.shape != tensor.shape:", "if False:",
-        models="make_dual accepting a tangent of another shape (broadcast later or failing in a jvp)",
-        rules="forward_levels.make-dual-size-check", probe=_probe_make_dual_size)
+            "if tangent.shape != tensor.shape:", "if False:",
+            models="make_dual accepting a tangent of another shape (broadcast later or failing in a jvp)",
+            rules="forward_levels.make-dual-size-check", probe=_probe_make_dual_size)
 
 
 def _probe_custom_jvp():
@@ -319,6 +322,6 @@ def _probe_custom_jvp():
 
 
 single_edit("forward_levels.custom-function-jvp-unused", "reference.autograd.function:_apply",
-        "    if forward:\n        _forward_tangents(", "if False:\n    _forward_tangents(",
-        models="custom Functions opaque to forward AD (their jvp never called; outputs carry no tangent)",
-        rules="forward_levels.custom-function-static-jvp", probe=_probe_custom_jvp)
+            "    if forward:\n        _forward_tangents(", "if False:\n    _forward_tangents(",
+            models="custom Functions opaque to forward AD (their jvp never called; outputs carry no tangent)",
+            rules="forward_levels.custom-function-static-jvp", probe=_probe_custom_jvp)

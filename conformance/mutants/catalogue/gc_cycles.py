@@ -1,4 +1,5 @@
-"""Curated mutants of the gc_cycles suite's area: the graph's ownership: what a graph, a node, a handle or a retained tensor keeps alive (no cycles that only the collector frees).
+"""Curated mutants of the gc_cycles suite's area: the graph's ownership: what a graph, a node, a
+handle or a retained tensor keeps alive (no cycles that only the collector frees).
 
 Importing the module registers them; the package imports the areas in a fixed order.
 """

@@ -1,4 +1,4 @@
-"""Curated mutants of the harness suite's area: planted bugs the project's own tests use (not scored).
+"""Planted bugs the project's own tests use (area ``harness``: not scored, not a suite's area).
 
 Importing the module registers them; the package imports the areas in a fixed order.
 """

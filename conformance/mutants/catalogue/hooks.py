@@ -1,4 +1,5 @@
-"""Curated mutants of the hooks suite's area: hooks: their order, how often they fire, what their return value does, where they are kept.
+"""Curated mutants of the hooks suite's area: hooks: their order, how often they fire, what their
+return value does, where they are kept.
 
 Importing the module registers them; the package imports the areas in a fixed order.
 """
@@ -18,10 +19,10 @@ def _probe_hook_order():
 
 
 single_edit("hooks.tensor-hooks-reversed", "reference.autograd.hooks:call_tensor_hooks",
-        "for hook in tuple(hooks.values()):", "for hook in tuple(reversed(hooks.values())):",
-        models="hooks kept in a stack (last registered runs first), as Keras callbacks pushed onto a "
-               "list and popped, or an engine that prepends each new hook",
-        rules="hooks.chain-in-registration-order", probe=_probe_hook_order)
+            "for hook in tuple(hooks.values()):", "for hook in tuple(reversed(hooks.values())):",
+            models="hooks kept in a stack (last registered runs first), as Keras callbacks pushed onto a "
+                   "list and popped, or an engine that prepends each new hook",
+            rules="hooks.chain-in-registration-order", probe=_probe_hook_order)
 
 
 def _probe_leaf_hook_count():
@@ -33,11 +34,11 @@ def _probe_leaf_hook_count():
 
 
 single_edit("hooks.leaf-hook-fires-twice", "reference.autograd.hooks:run_leaf_hooks",
-        "grads[0] = call_tensor_hooks(hooks, grads[0], ops)",
-        "grads[0] = call_tensor_hooks(hooks, call_tensor_hooks(hooks, grads[0], ops), ops)",
-        models="a leaf's hooks run both as tensor hooks and as accumulator pre-hooks (two registration "
-               "paths for leaves, the duplication PyTorch 2.0 removed by moving leaf hooks onto AccumulateGrad)",
-        rules="hooks.leaf-hook-fires-once-per-backward", probe=_probe_leaf_hook_count)
+            "grads[0] = call_tensor_hooks(hooks, grads[0], ops)",
+            "grads[0] = call_tensor_hooks(hooks, call_tensor_hooks(hooks, grads[0], ops), ops)",
+            models="a leaf's hooks run both as tensor hooks and as accumulator pre-hooks (two registration "
+                   "paths for leaves, the duplication PyTorch 2.0 removed by moving leaf hooks onto AccumulateGrad)",
+            rules="hooks.leaf-hook-fires-once-per-backward", probe=_probe_leaf_hook_count)
 
 
 def _probe_removed_handle():
@@ -50,10 +51,10 @@ def _probe_removed_handle():
 
 
 single_edit("hooks.removed-handle-still-fires", "reference.handles:RemovableHandle.remove",
-        "hooks.pop(self.id, None)", "pass",
-        models="a handle that removes its hook from a copy of the hook list (hooks copied at "
-               "registration, so remove() edits the wrong container)",
-        rules=("hooks.register-hook-returns-handle", "hooks.handle-remove-idempotent"), probe=_probe_removed_handle)
+            "hooks.pop(self.id, None)", "pass",
+            models="a handle that removes its hook from a copy of the hook list (hooks copied at "
+                   "registration, so remove() edits the wrong container)",
+            rules=("hooks.register-hook-returns-handle", "hooks.handle-remove-idempotent"), probe=_probe_removed_handle)
 
 
 def _probe_remove_twice():
@@ -65,10 +66,10 @@ def _probe_remove_twice():
 
 
 single_edit("hooks.second-remove-raises", "reference.handles:RemovableHandle.remove",
-        "hooks.pop(self.id, None)", "del hooks[self.id]",
-        models="a handle deleting its key unconditionally (KeyError on the second remove), as "
-               "hand-written handle classes in several frameworks do",
-        rules="hooks.handle-remove-idempotent", probe=_probe_remove_twice)
+            "hooks.pop(self.id, None)", "del hooks[self.id]",
+            models="a handle deleting its key unconditionally (KeyError on the second remove), as "
+                   "hand-written handle classes in several frameworks do",
+            rules="hooks.handle-remove-idempotent", probe=_probe_remove_twice)
 
 
 def _probe_prehook_order():
@@ -106,14 +107,14 @@ def _probe_leaf_hook_sees_grad():
 
 
 single_edit("hooks.leaf-hook-after-accumulation", "reference.autograd.hooks:run_leaf_hooks",
-        "grads[0] = call_tensor_hooks(hooks, grads[0], ops)",
-        "from reference.autograd.accumulate import accumulate_into_leaf\n"
-        "accumulate_into_leaf(leaf, grads[0], ops)\n"
-        "call_tensor_hooks(hooks, grads[0], ops)\n"
-        "grads[0] = None",
-        models="leaf hooks run as notifications after the gradient is stored (the post-accumulate "
-               "order used for the wrong kind of hook; MXNet-style grad callbacks)",
-        rules="hooks.leaf-hook-before-accumulation", probe=_probe_leaf_hook_sees_grad)
+            "grads[0] = call_tensor_hooks(hooks, grads[0], ops)",
+            "from reference.autograd.accumulate import accumulate_into_leaf\n"
+            "accumulate_into_leaf(leaf, grads[0], ops)\n"
+            "call_tensor_hooks(hooks, grads[0], ops)\n"
+            "grads[0] = None",
+            models="leaf hooks run as notifications after the gradient is stored (the post-accumulate "
+                   "order used for the wrong kind of hook; MXNet-style grad callbacks)",
+            rules="hooks.leaf-hook-before-accumulation", probe=_probe_leaf_hook_sees_grad)
 
 
 def _probe_hook_replaces():
@@ -124,10 +125,10 @@ def _probe_hook_replaces():
 
 
 single_edit("hooks.hook-return-ignored", "reference.autograd.hooks:call_tensor_hooks",
-        "value = result", "result = value",
-        models="hooks treated as observers whose return value is dropped (TensorFlow's "
-               "tape watchers, OneFlow hooks before returning a tensor was supported)",
-        rules="hooks.return-none-keeps-tensor-replaces", probe=_probe_hook_replaces)
+            "value = result", "result = value",
+            models="hooks treated as observers whose return value is dropped (TensorFlow's "
+                   "tape watchers, OneFlow hooks before returning a tensor was supported)",
+            rules="hooks.return-none-keeps-tensor-replaces", probe=_probe_hook_replaces)
 
 
 def _probe_hook_bad_shape():
@@ -141,10 +142,10 @@ def _probe_hook_bad_shape():
 
 
 single_edit("hooks.hook-return-unvalidated", "reference.autograd.hooks:call_tensor_hooks",
-        "_check_hook_result(hook, value, result)", "pass",
-        models="an engine that trusts a hook's returned tensor (shape/dtype/device unchecked; "
-               "PyTorch's check_single_result validates it)",
-        rules=("hooks.return-metadata-validated", "hooks.return-type-validated"), probe=_probe_hook_bad_shape)
+            "_check_hook_result(hook, value, result)", "pass",
+            models="an engine that trusts a hook's returned tensor (shape/dtype/device unchecked; "
+                   "PyTorch's check_single_result validates it)",
+            rules=("hooks.return-metadata-validated", "hooks.return-type-validated"), probe=_probe_hook_bad_shape)
 
 
 def _probe_grad_leaf_untouched():
@@ -154,11 +155,11 @@ def _probe_grad_leaf_untouched():
 
 
 single_edit("hooks.whole-graph-runs-for-grad", "reference.autograd.engine:_plan",
-        "    if captures is None:\n        executable = seen", "if True:\n    executable = seen",
-        models="an engine without graph-task pruning: autograd.grad runs every reachable node "
-               "(PyTorch's GraphTask exec_info restricts it to the paths to the inputs)",
-        rules=("hooks.off-path-never-fire", "engine.grad-returns-without-accumulating"),
-        probe=_probe_grad_leaf_untouched)
+            "    if captures is None:\n        executable = seen", "if True:\n    executable = seen",
+            models="an engine without graph-task pruning: autograd.grad runs every reachable node "
+                   "(PyTorch's GraphTask exec_info restricts it to the paths to the inputs)",
+            rules=("hooks.off-path-never-fire", "engine.grad-returns-without-accumulating"),
+            probe=_probe_grad_leaf_untouched)
 
 
 def _probe_post_accumulate_sees():
@@ -192,10 +193,10 @@ def _probe_post_accumulate_return():
 
 
 single_edit("hooks.post-accumulate-return-accepted", "reference.autograd.hooks:run_post_accumulate_hooks",
-        "raise RuntimeError(POST_ACCUMULATE_RETURN)", "pass",
-        models="post-accumulate hooks whose return value is silently dropped (the user believes a "
-               "returned tensor replaced .grad)",
-        rules="hooks.post-accumulate-must-return-none", probe=_probe_post_accumulate_return)
+            "raise RuntimeError(POST_ACCUMULATE_RETURN)", "pass",
+            models="post-accumulate hooks whose return value is silently dropped (the user believes a "
+                   "returned tensor replaced .grad)",
+            rules="hooks.post-accumulate-must-return-none", probe=_probe_post_accumulate_return)
 
 
 def _probe_retain_grad_sees_hooks():
@@ -270,11 +271,12 @@ def _probe_hooks_each_backward():
 
 
 single_edit("hooks.one-shot-hooks", "reference.autograd.hooks:call_tensor_hooks",
-        "for hook in tuple(hooks.values()):", "pending = tuple(hooks.values())\nhooks.clear()\nfor hook in pending:",
-        models="hooks consumed when they fire (one-shot callbacks, like TensorFlow's tape that is "
-               "spent after gradient())",
-        rules=("hooks.retain-graph-hooks-fire-each-backward", "hooks.leaf-hooks-persist-across-graphs"),
-        probe=_probe_hooks_each_backward)
+            "for hook in tuple(hooks.values()):",
+            "pending = tuple(hooks.values())\nhooks.clear()\nfor hook in pending:",
+            models="hooks consumed when they fire (one-shot callbacks, like TensorFlow's tape that is "
+                   "spent after gradient())",
+            rules=("hooks.retain-graph-hooks-fire-each-backward", "hooks.leaf-hooks-persist-across-graphs"),
+            probe=_probe_hooks_each_backward)
 
 
 def _probe_hook_no_grad_tensor():
@@ -282,10 +284,10 @@ def _probe_hook_no_grad_tensor():
 
 
 single_edit("hooks.hook-on-tensor-without-grad", "reference.tensor:Tensor.register_hook",
-        "if not self._requires_grad:", "if False:",
-        models="a framework that accepts a hook on a tensor that never gets a gradient (the hook "
-               "silently never fires)",
-        rules="hooks.register-hook-needs-requires-grad", probe=_probe_hook_no_grad_tensor)
+            "if not self._requires_grad:", "if False:",
+            models="a framework that accepts a hook on a tensor that never gets a gradient (the hook "
+                   "silently never fires)",
+            rules="hooks.register-hook-needs-requires-grad", probe=_probe_hook_no_grad_tensor)
 
 
 def _probe_post_hook_nonleaf():
@@ -293,9 +295,9 @@ def _probe_post_hook_nonleaf():
 
 
 single_edit("hooks.post-accumulate-on-non-leaf", "reference.tensor:Tensor.register_post_accumulate_grad_hook",
-        "if self._node is not None:", "if False:",
-        models="post-accumulate hooks accepted on non-leaves, where nothing is ever accumulated",
-        rules="hooks.post-accumulate-hook-leaf-only", probe=_probe_post_hook_nonleaf)
+            "if self._node is not None:", "if False:",
+            models="post-accumulate hooks accepted on non-leaves, where nothing is ever accumulated",
+            rules="hooks.post-accumulate-hook-leaf-only", probe=_probe_post_hook_nonleaf)
 
 
 def _probe_custom_node_hook():

@@ -1,11 +1,11 @@
-"""Curated mutants of the identity suite's area: object identity: the same tensor, gradient, node or saved object comes back, not a new wrapper.
+"""Curated mutants of the identity suite's area: object identity: the same tensor, gradient, node or
+saved object comes back, not a new wrapper.
 
 Importing the module registers them; the package imports the areas in a fixed order.
 """
 from __future__ import annotations
 
 import gc
-import weakref
 
 from conformance.mutants import edit, mutant, original, replace, single_edit
 from conformance.mutants.catalogue.shared import double_function, fresh_alias, fw, leaf
@@ -267,8 +267,8 @@ def _probe_kept_gradient():
 
 
 single_edit("identity.grad-steals-held-buffer", "reference.autograd.accumulate:can_take_over",
-        "if sys.getrefcount(grad) > held + 2 or getattr(grad, \"base\", True) is not None:",
-        "if getattr(grad, \"base\", True) is not None:",
-        models="an engine that always makes the incoming gradient the leaf's .grad, without asking "
-               "whether anything else (a hook, the user) still holds it",
-        rules="identity.grad-takes-over-unshared-buffer", probe=_probe_kept_gradient)
+            "if sys.getrefcount(grad) > held + 2 or getattr(grad, \"base\", True) is not None:",
+            "if getattr(grad, \"base\", True) is not None:",
+            models="an engine that always makes the incoming gradient the leaf's .grad, without asking "
+                   "whether anything else (a hook, the user) still holds it",
+            rules="identity.grad-takes-over-unshared-buffer", probe=_probe_kept_gradient)

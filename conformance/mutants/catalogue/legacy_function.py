@@ -1,4 +1,5 @@
-"""Curated mutants of the legacy_function suite's area: custom autograd Functions: legacy instance calls, ctx, mark_dirty, once_differentiable, saved tensors.
+"""Curated mutants of the legacy_function suite's area: custom autograd Functions: legacy instance
+calls, ctx, mark_dirty, once_differentiable, saved tensors.
 
 Importing the module registers them; the package imports the areas in a fixed order.
 """
@@ -34,10 +35,10 @@ def _probe_instance_call():
 
 
 single_edit("legacy_function.instance-call-runs", "reference.autograd.function:Function.__call__",
-        "raise RuntimeError(LEGACY_CALL)", "return type(self).apply(*args, **kwargs)",
-        models="legacy (instance-called) Functions still executed, as PyTorch did before 1.5 removed "
-               "non-static forward",
-        rules="legacy_function.instance-call-raises", probe=_probe_instance_call)
+            "raise RuntimeError(LEGACY_CALL)", "return type(self).apply(*args, **kwargs)",
+            models="legacy (instance-called) Functions still executed, as PyTorch did before 1.5 removed "
+                   "non-static forward",
+            rules="legacy_function.instance-call-raises", probe=_probe_instance_call)
 
 
 def _probe_instantiation_warning():
@@ -74,10 +75,10 @@ def _probe_materialize():
 
 
 single_edit("legacy_function.materialize-grads-ignored", "reference.autograd.function:BackwardCFunction.apply",
-        "if grad is None and self._materialize_grads:", "if False:",
-        models="unused outputs' gradients passed as None although materialize_grads is on (the "
-               "default PyTorch documents: zeros)",
-        rules="legacy_function.materialize-grads", probe=_probe_materialize)
+            "if grad is None and self._materialize_grads:", "if False:",
+            models="unused outputs' gradients passed as None although materialize_grads is on (the "
+                   "default PyTorch documents: zeros)",
+            rules="legacy_function.materialize-grads", probe=_probe_materialize)
 
 
 def _probe_once_differentiable():
@@ -128,10 +129,10 @@ def _probe_once_guard():
 
 
 single_edit("legacy_function.once-differentiable-unguarded", "reference.autograd.function:BackwardCFunction.apply",
-        "if ops.differentiable:", "if False:",
-        models="results of a once_differentiable backward left differentiable (wrong second-order "
-               "gradients instead of an error)",
-        rules="legacy_function.once-differentiable-double-backward-raises", probe=_probe_once_guard)
+            "if ops.differentiable:", "if False:",
+            models="results of a once_differentiable backward left differentiable (wrong second-order "
+                   "gradients instead of an error)",
+            rules="legacy_function.once-differentiable-double-backward-raises", probe=_probe_once_guard)
 
 
 def _probe_needs_input_grad():
@@ -152,11 +153,11 @@ def _probe_needs_input_grad():
 
 
 single_edit("legacy_function.needs-input-grad-all-true", "reference.autograd.function:_apply",
-        "ctx.needs_input_grad = tuple(t and value._requires_grad for t, value in zip(is_tensor, inputs))",
-        "ctx.needs_input_grad = tuple(is_tensor)",
-        models="needs_input_grad reporting True for every tensor input (backward computes gradients "
-               "nobody asked for)",
-        rules="legacy_function.needs-input-grad", probe=_probe_needs_input_grad)
+            "ctx.needs_input_grad = tuple(t and value._requires_grad for t, value in zip(is_tensor, inputs))",
+            "ctx.needs_input_grad = tuple(is_tensor)",
+            models="needs_input_grad reporting True for every tensor input (backward computes gradients "
+                   "nobody asked for)",
+            rules="legacy_function.needs-input-grad", probe=_probe_needs_input_grad)
 
 
 _SHARED_CTX: dict = {}
@@ -228,9 +229,9 @@ def _probe_dirty_not_returned():
 
 
 single_edit("legacy_function.dirty-not-returned-accepted", "reference.autograd.function:_check_dirty",
-        "if id(tensor) not in output_ids:", "if False:",
-        models="mark_dirty on an input that is not returned accepted (its history silently stale)",
-        rules="legacy_function.mark-dirty-not-returned-raises", probe=_probe_dirty_not_returned)
+            "if id(tensor) not in output_ids:", "if False:",
+            models="mark_dirty on an input that is not returned accepted (its history silently stale)",
+            rules="legacy_function.mark-dirty-not-returned-raises", probe=_probe_dirty_not_returned)
 
 
 def _probe_extra_grads():
@@ -247,10 +248,10 @@ def _probe_extra_grads():
 
 
 single_edit("legacy_function.extra-grads-dropped", "reference.autograd.function:BackwardCFunction._validate",
-        "if len(results) > expected and all(r is None for r in results[expected:]):", "if len(results) > expected:",
-        models="a backward returning too many gradients silently truncated (a bug in the user's "
-               "backward goes unnoticed)",
-        rules="legacy_function.wrong-number-of-grads-raises", probe=_probe_extra_grads)
+            "if len(results) > expected and all(r is None for r in results[expected:]):", "if len(results) > expected:",
+            models="a backward returning too many gradients silently truncated (a bug in the user's "
+                   "backward goes unnoticed)",
+            rules="legacy_function.wrong-number-of-grads-raises", probe=_probe_extra_grads)
 
 
 def _probe_custom_second_backward():
@@ -260,11 +261,12 @@ def _probe_custom_second_backward():
 
 
 single_edit("legacy_function.saved-never-freed", "reference.autograd.engine:execute",
-        "if not retain_graph and node._saved:", "if not retain_graph and node._saved and not hasattr(type(node), '_forward_cls'):",
-        models="custom-function nodes that keep their saved tensors after backward (PyNode not "
-               "calling release_variables)",
-        rules=("legacy_function.saved-tensors-after-free-message",
-               "legacy_function.second-backward-without-retain-graph"), probe=_probe_custom_second_backward)
+            "if not retain_graph and node._saved:",
+            "if not retain_graph and node._saved and not hasattr(type(node), '_forward_cls'):",
+            models="custom-function nodes that keep their saved tensors after backward (PyNode not "
+                   "calling release_variables)",
+            rules=("legacy_function.saved-tensors-after-free-message",
+                   "legacy_function.second-backward-without-retain-graph"), probe=_probe_custom_second_backward)
 
 
 def _probe_container():
@@ -281,9 +283,9 @@ def _probe_container():
 
 
 single_edit("legacy_function.output-list-becomes-tuple", "reference.autograd.function:_apply",
-        "return container(results)", "return tuple(results)",
-        models="multiple outputs always returned as a tuple whatever forward returned",
-        rules="legacy_function.output-container-preserved", probe=_probe_container)
+            "return container(results)", "return tuple(results)",
+            models="multiple outputs always returned as a tuple whatever forward returned",
+            rules="legacy_function.output-container-preserved", probe=_probe_container)
 
 
 def _probe_save_none():
@@ -305,10 +307,10 @@ def _probe_save_none():
 
 
 single_edit("legacy_function.saved-none-dropped", "reference.autograd.function:FunctionCtx.saved_tensors",
-        "return tuple(None if s is None else s.unpack(self, True) for s in saved)",
-        "return tuple(s.unpack(self, True) for s in saved if s is not None)",
-        models="None entries of save_for_backward dropped (positions of the other tensors shift)",
-        rules="legacy_function.save-none-roundtrip", probe=_probe_save_none)
+            "return tuple(None if s is None else s.unpack(self, True) for s in saved)",
+            "return tuple(s.unpack(self, True) for s in saved if s is not None)",
+            models="None entries of save_for_backward dropped (positions of the other tensors shift)",
+            rules="legacy_function.save-none-roundtrip", probe=_probe_save_none)
 
 
 def _probe_custom_version():
@@ -320,9 +322,9 @@ def _probe_custom_version():
 
 
 single_edit("legacy_function.saved-tensors-unchecked", "reference.autograd.function:FunctionCtx.saved_tensors",
-        "return tuple(None if s is None else s.unpack(self, True) for s in saved)",
-        "return tuple(None if s is None else (s._tensor if s._tensor is not None else s.unpack(self, True)) "
-        "for s in saved)",
-        models="ctx.saved_tensors skipping the version check built-in nodes make (custom functions "
-               "read overwritten inputs)",
-        rules="legacy_function.saved-tensors-version-check", probe=_probe_custom_version)
+            "return tuple(None if s is None else s.unpack(self, True) for s in saved)",
+            "return tuple(None if s is None else (s._tensor if s._tensor is not None else s.unpack(self, True)) "
+            "for s in saved)",
+            models="ctx.saved_tensors skipping the version check built-in nodes make (custom functions "
+                   "read overwritten inputs)",
+            rules="legacy_function.saved-tensors-version-check", probe=_probe_custom_version)
