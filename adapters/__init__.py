@@ -6,6 +6,7 @@ tests call as ``fw``), how to turn one of its tensors into numpy, and which feat
 lacks. Tests read like the framework's own user code; the adapter translates only where
 frameworks differ. See ``adapters/base.py`` for the contract.
 """
-from adapters.base import Adapter, Unsupported, FrameworkNotInstalled, load_adapter, known_adapters
+from adapters.base import Adapter, FrameworkNotInstalled, load_adapter, known_adapters
+from conformance.outcome_exceptions import Unsupported
 
 __all__ = ["Adapter", "Unsupported", "FrameworkNotInstalled", "load_adapter", "known_adapters"]

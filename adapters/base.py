@@ -17,14 +17,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
+from conformance.outcome_exceptions import Unsupported  # re-exported: adapters import it from here
+
 ENTRY_POINT_GROUP = "autograd_conformance.adapters"
-
-
-class Unsupported(Exception):
-    """Raised by an adapter (or a test through it) when the framework lacks a feature.
-
-    The harness reports it as its own outcome, UNSUPPORTED, never as a pass or a skip.
-    """
 
 
 class FrameworkNotInstalled(Exception):
@@ -219,6 +214,11 @@ def framework_module(adapter_name: str) -> str:
     """The import name of a built-in adapter's framework (the adapter's name otherwise)."""
     cls = builtin_adapter_classes().get(adapter_name)
     return (cls.module or adapter_name) if cls else adapter_name
+
+
+def builtin_adapters() -> tuple[str, ...]:
+    """The names of the built-in adapters, in the registry's order (imports no framework)."""
+    return tuple(_BUILTIN)
 
 
 def known_adapters() -> list[str]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from adapters.base import Adapter, Unsupported
+from adapters.base import Adapter
+from conformance.outcome_exceptions import Unsupported
 
 
 class _Namespace(types.SimpleNamespace):

@@ -17,9 +17,7 @@ from typing import Iterator
 
 import pytest
 
-from adapters.base import Unsupported
-from conformance.outcomes import Blocked
-from conformance.timeout import TestTimeout
+from conformance.outcome_exceptions import Blocked, Diverges, TestTimeout, Unsupported
 
 __all__ = ["rule", "Diverges", "Unsupported", "Blocked", "prerequisite", "diverges_if_raises",
            "raises", "in_fresh_interpreter"]
@@ -28,10 +26,6 @@ __all__ = ["rule", "Diverges", "Unsupported", "Blocked", "prerequisite", "diverg
 def rule(rule_id: str):
     """Mark a test as the check of catalogue rule ``rule_id``."""
     return pytest.mark.rule(rule_id)
-
-
-class Diverges(AssertionError):
-    """The framework does not follow the rule (reported as DIVERGES, not ERROR)."""
 
 
 @contextlib.contextmanager
@@ -91,7 +85,8 @@ def prerequisite(rule_id: str, what: str = "") -> Iterator[None]:
 
 _FRESH_PRELUDE = """
 import sys
-from adapters.base import Unsupported, load_adapter
+from adapters.base import load_adapter
+from conformance.outcome_exceptions import Unsupported
 adapter = load_adapter(sys.argv[1])
 fw = adapter.fw
 argv = sys.argv[3:]

@@ -11,7 +11,7 @@ import inspect
 import os
 from pathlib import Path
 
-from adapters.base import _BUILTIN
+from adapters.base import builtin_adapters
 
 DEVICES = ("cpu", "cuda")
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -47,7 +47,7 @@ OPTIONS = (
         "--adapter",
         default="reference",
         metavar="NAME",
-        help="framework adapter to test: a built-in name (" + ", ".join(_BUILTIN) + "), an "
+        help="framework adapter to test: a built-in name (" + ", ".join(builtin_adapters()) + "), an "
         "entry point of the group autograd_conformance.adapters, or "
         "package.module:ClassName.",
     ),

@@ -38,7 +38,7 @@ import dataclasses
 import enum
 import re
 
-from adapters.base import Unsupported
+from conformance.outcome_exceptions import Blocked, Unsupported  # noqa: F401 (Blocked re-exported)
 
 
 class Outcome(str, enum.Enum):
@@ -98,17 +98,6 @@ def worst(outcomes, order=SEVERITY) -> str:
         if outcome.value in values:
             return outcome.value
     return next(iter(sorted(values)), NOT_RUN)
-
-
-class Blocked(Exception):
-    """A prerequisite rule failed before the test reached its own check (outcome BLOCKED).
-
-    ``rule_id`` names the prerequisite, so the cascade points at its root cause.
-    """
-
-    def __init__(self, rule_id: str, message: str) -> None:
-        super().__init__(f"blocked by {rule_id}: {message}")
-        self.rule_id = rule_id
 
 
 def blocked_by(exc: BaseException | None) -> str | None:

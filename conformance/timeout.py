@@ -31,8 +31,11 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import Callable
 
 import pytest
+
+from conformance.outcome_exceptions import TestTimeout  # re-exported: raised by the alarm
 
 #: Seconds between the interrupt (stage 1) and ending the process (stage 2).
 GRACE_MIN = 5.0
@@ -103,14 +106,25 @@ def describe_crash(nodeid: str, text: str, fallback: str) -> str:
             f"{python_frame}; native frame: {native_frame}\n{fallback}")
 
 
-class TestTimeout(BaseException):
-    """Raised in a test that ran past ``--conformance-timeout``."""
-
-    __test__ = False  # not a test class, despite the name
-
-
 def grace(limit: float) -> float:
+    """Seconds between the interrupt (stage 1) and ending the process (stage 2) for a test
+    limited to ``limit`` seconds."""
     return max(GRACE_MIN, GRACE_FRACTION * limit)
+
+
+def arm(limit: float, per_run: float, file) -> Callable[[], None]:
+    """Arm both stages for ``limit`` seconds: the alarm (:func:`arm_alarm`), then faulthandler's
+    watchdog ``grace(limit)`` later, writing every thread's traceback to ``file`` and ending the
+    process; returns the function that disarms both. ``per_run`` is the limit the user gave,
+    named in the interrupt's message (``limit`` covers every run of a ``--leak-check``)."""
+    faulthandler.dump_traceback_later(limit + grace(limit), exit=True, file=file)
+    disarm_alarm = arm_alarm(limit, per_run)
+
+    def disarm() -> None:
+        disarm_alarm()
+        faulthandler.cancel_dump_traceback_later()
+
+    return disarm
 
 
 def marker_path(directory: Path, nodeid: str) -> Path:
@@ -204,17 +218,11 @@ class Watchdog:
             marker.flush()
             self._marker = marker
             _enable_crash_dump(marker)  # a segfault writes its tracebacks into the marker too
-            faulthandler.dump_traceback_later(self.limit + grace(self.limit), exit=True,
-                                              file=marker)
-        else:
-            faulthandler.dump_traceback_later(self.limit + grace(self.limit), exit=True,
-                                              file=self.stderr_fd)
-        alarm = _arm_alarm(self.limit, self.per_run)
+        disarm = arm(self.limit, self.per_run, marker if marker is not None else self.stderr_fd)
         try:
             return (yield)
         finally:
-            alarm()
-            faulthandler.cancel_dump_traceback_later()
+            disarm()
             if marker is not None:
                 self._marker = None
                 _enable_crash_dump(sys.__stderr__)
@@ -234,7 +242,7 @@ class Watchdog:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def _arm_alarm(seconds: float, per_run: float):
+def arm_alarm(seconds: float, per_run: float | None = None) -> Callable[[], None]:
     """Stage 1: SIGALRM raises TestTimeout after ``seconds``; returns the disarm function.
 
     Restores the previous handler and timer (an outer pytest session of the harness's own
@@ -243,8 +251,10 @@ def _arm_alarm(seconds: float, per_run: float):
     if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         return lambda: None
 
+    named = seconds if per_run is None else per_run
+
     def expired(signum, frame):
-        raise TestTimeout(f"test ran past --conformance-timeout {per_run:g}s and was interrupted")
+        raise TestTimeout(f"test ran past --conformance-timeout {named:g}s and was interrupted")
 
     previous_handler = signal.signal(signal.SIGALRM, expired)
     previous_timer = signal.setitimer(signal.ITIMER_REAL, seconds)

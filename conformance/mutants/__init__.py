@@ -1,11 +1,15 @@
 """Planted bugs (mutants) in the reference engine: the suites measure their own detection power.
 
 A mutant is a small patch of ``reference`` applied inside the running process before any test
-runs: an edit of one function's source (``edit``: replace one snippet by another, recompile,
-swap the function's code object, so every module that imported the function sees the change) or
-a replaced attribute (``replace``). Each mutant names the real framework bug or mechanism it
-models, the rules expected to catch it, and a *probe*: a few lines whose result differs between
-the mutant and the clean reference (the proof that the mutant is not an equivalent one).
+runs: an edit of one function's source (``edit``: replace the one match of a short token pattern
+by another snippet (:mod:`conformance.mutants.anchor`: reformatting the engine does not break
+it), recompile, swap the function's code object, so every module that imported the function
+sees the change) or a replaced attribute (``replace``). The curated mutants are in
+``conformance/mutants/catalogue/``, one module per suite area. Each mutant names the real
+framework bug or mechanism it models, the rules expected to catch it, and a *probe*: a few lines
+whose result differs between the mutant and the clean reference (the proof that the mutant is
+not an equivalent one). tests/mutants checks that every mutant still applies to the reference
+(and to a reformatted one), that its probe differs and that ``deactivate`` undoes it.
 
 Activation:
   * ``AUTOGRAD_CONFORMANCE_MUTANT=<id>`` in the environment: the reference adapter applies the
@@ -23,6 +27,8 @@ import os
 import textwrap
 from dataclasses import dataclass, field
 from typing import Callable
+
+from conformance.mutants.anchor import AnchorError, substitute
 
 ENV = "AUTOGRAD_CONFORMANCE_MUTANT"
 AREAS = ("identity", "gc_cycles", "hooks", "legacy_function", "forward_levels", "engine", "saved_tensors",
@@ -44,6 +50,7 @@ class Mutant:
 
 REGISTRY: dict[str, Mutant] = {}
 _undo: list[Callable[[], None]] = []
+_edited: dict[Callable, tuple[str, str]] = {}  # edited function -> (its edited source, where it is defined)
 _active: list[str] = []
 
 
@@ -87,31 +94,60 @@ def _function_of(value):
 
 
 def edit(target: str, old: str, new: str, *more: str, setter: bool = False) -> None:
-    """Replace the one occurrence of ``old`` by ``new`` (and of each further old/new pair in
-    ``more``) in the dedented source of ``target``'s function (a property's getter, or its
-    setter with ``setter=True``) and give that function object the recompiled code, so every
-    reference to it runs the edited code."""
+    """Replace the one match of the token pattern ``old`` by ``new`` (and of each further
+    old/new pair in ``more``, in turn) in the source of ``target``'s function (a property's
+    getter, or its setter with ``setter=True``) and give that function object the recompiled
+    code, so every reference to it runs the edited code.
+
+    ``old`` matches whatever the formatting (:mod:`conformance.mutants.anchor`); ``new``'s
+    lines after the first are indented relative to the matched line. A pattern that matches
+    zero or several times raises :class:`AnchorError` naming the function and the pattern."""
     owner, name, value = _resolve(target)
     if value is _MISSING:
         raise AttributeError(f"mutant edit of {target}: no such function")
     func = value.fset if setter else _function_of(value)
-    source = textwrap.dedent(inspect.getsource(func))
+    previous = _edited.get(func)  # a function edited before in this process: edit its edited text
+    if previous is None:
+        code_at = func.__code__
+        source = textwrap.dedent(inspect.getsource(func))
+        where = f"{os.path.relpath(code_at.co_filename)}:{code_at.co_firstlineno}"
+    else:
+        source, where = previous
     pairs = [(old, new), *zip(more[::2], more[1::2])]
     for before, after in pairs:
-        if source.count(before) != 1:
-            raise ValueError(f"mutant edit of {target}: {before!r} occurs {source.count(before)} times, not once")
-        source = source.replace(before, after)
-    while source.startswith("@"):  # decorators were applied already: compile the bare def
-        source = source.split("\n", 1)[1]
+        source = substitute(source, before, after, target, where)
+    bare = source
+    while bare.startswith("@"):  # decorators were applied already: compile the bare def
+        bare = bare.split("\n", 1)[1]
     namespace: dict = {}
-    code = compile(source, inspect.getsourcefile(func) or "<mutant>", "exec")
+    code = compile(bare, inspect.getsourcefile(func) or "<mutant>", "exec")
     exec(code, func.__globals__, namespace)
     fresh = namespace[func.__name__]
     if len(fresh.__code__.co_freevars) != len(func.__code__.co_freevars):
         raise ValueError(f"mutant edit of {target} changes the closure of {func.__name__}")
     original = func.__code__
     func.__code__ = fresh.__code__
-    _undo.append(lambda: setattr(func, "__code__", original))
+    _edited[func] = (source, where)
+
+    def undo() -> None:
+        func.__code__ = original
+        if previous is None:
+            _edited.pop(func, None)
+        else:
+            _edited[func] = previous
+
+    _undo.append(undo)
+
+
+def single_edit(id: str, target: str, old: str, new: str, *more: str, models: str, rules, probe,
+                setter: bool = False, survivor_reason: str = "") -> None:
+    """Register mutant ``id``: one ``edit`` of one function, described by the edit itself."""
+
+    def patch():
+        edit(target, old, new, *more, setter=setter)
+
+    patch.__doc__ = f"In {target}: {old.strip()!r} -> {new.strip()!r}"
+    mutant(id, models=models, rules=rules, probe=probe, survivor_reason=survivor_reason)(patch)
 
 
 def replace(target: str, value) -> None:
@@ -150,7 +186,13 @@ def activate(mutant_id: str) -> Mutant:
     import reference  # noqa: F401  (the patch edits the loaded modules)
 
     m = get(mutant_id)
-    m.patch()
+    applied = len(_undo)
+    try:
+        m.patch()
+    except AnchorError as exc:
+        while len(_undo) > applied:  # the mutant's edits made before the failing one
+            _undo.pop()()
+        raise exc.naming(mutant_id) from None
     _active.append(mutant_id)
     return m
 
@@ -179,16 +221,17 @@ def probe_differs(mutant_id: str) -> tuple[bool, object, object]:
     """(differs, clean value, mutant value) of the mutant's probe, in this process."""
     m = get(mutant_id)
     deactivate()
-    clean = _run_probe(m)
+    clean = run_probe(m)
     activate(mutant_id)
     try:
-        mutated = _run_probe(m)
+        mutated = run_probe(m)
     finally:
         deactivate()
     return clean != mutated, clean, mutated
 
 
-def _run_probe(m: Mutant):
+def run_probe(m: Mutant):
+    """The value of mutant ``m``'s probe in this process (a raised exception's type, as text)."""
     try:
         return m.probe()
     except BaseException as exc:  # noqa: BLE001 - a raise is a result too

@@ -277,7 +277,7 @@ def main(argv=None) -> int:
                     "total": curated["total"], "score": curated["score"],
                     "survivors": [e["id"] for e in curated["survivors"]],
                     "note": "measured before any rule was added for the survivors (issue 16)"}
-        BASELINE.write_text(json.dumps(baseline, indent=2) + "\n")
+        _write_whole(BASELINE, json.dumps(baseline, indent=2) + "\n")
 
     long_result = _previous(args.json).get("generic")  # the last long-mode run, dated, unless rerun
     if args.long:
@@ -300,8 +300,7 @@ def main(argv=None) -> int:
 
     if args.json:
         out = Path(args.json)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({
+        _write_whole(out, json.dumps({
             "type": "mutants", "schema": 1,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "runtime_s": elapsed, "jobs": args.jobs, "partial": bool(args.only),
@@ -312,6 +311,21 @@ def main(argv=None) -> int:
     unexplained = [e for e in curated["survivors"] if not e["reason"]]
     low = curated["score"] is None or curated["score"] < args.min_score
     return 1 if (unexplained or curated["invalid"] or low) else 0
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: a temporary file beside it, renamed over it
+    (a run stopped while writing leaves the previous file, never half of one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp's file is private; the report is not
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _previous(path) -> dict:
@@ -346,8 +360,7 @@ def _long_only(args) -> int:
         out = Path(args.json)
         found = _previous(out) or {"type": "mutants", "schema": 1, "curated": None, "baseline": None}
         found["generic"] = result
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(found, indent=2) + "\n")
+        _write_whole(out, json.dumps(found, indent=2) + "\n")
         print(f"written: {out}")
     return 0 if result.get("checked") else 1
 

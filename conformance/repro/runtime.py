@@ -117,16 +117,7 @@ class Repro:
         from conformance import timeout
 
         scale = 1 + (sum(self.leak_check) + 1 if self.leak_check else 0)
-        limit = self.timeout * scale
-        faulthandler.dump_traceback_later(limit + timeout.grace(limit), exit=True,
-                                          file=sys.__stderr__)
-        disarm = timeout._arm_alarm(limit, self.timeout)
-
-        def both() -> None:
-            disarm()
-            faulthandler.cancel_dump_traceback_later()
-
-        return both
+        return timeout.arm(self.timeout * scale, self.timeout, sys.__stderr__)
 
     # -- the rule ------------------------------------------------------------------------
     def finish(self) -> str:
@@ -141,4 +132,6 @@ class Repro:
 
 
 def _is_timeout(exc: BaseException) -> bool:
-    return type(exc).__name__ == "TestTimeout" and type(exc).__module__ == "conformance.timeout"
+    from conformance.outcome_exceptions import TestTimeout
+
+    return isinstance(exc, TestTimeout)

@@ -1,9 +1,17 @@
 """Outcome classification and how each outcome maps onto pytest's status and exit code."""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from adapters.base import Unsupported
-from conformance.api import Diverges, prerequisite
-from conformance.outcomes import Blocked, Outcome, blocked_by, classify, judge
+from conformance import outcome_exceptions
+from conformance.api import prerequisite
+from conformance.outcome_exceptions import Blocked, Diverges, TestTimeout, Unsupported
+from conformance.outcomes import Outcome, blocked_by, classify, judge
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("exc, level, observed, expected", [
@@ -161,3 +169,73 @@ def test_a_prerequisite_keeps_unsupported_and_the_innermost_block():
             with prerequisite("a.inner"):
                 raise TypeError("cannot create weak reference")
     assert info.value.rule_id == "a.inner"
+
+
+# -- the exceptions that mean outcomes live in one module ------------------------------------
+OUTCOME_EXCEPTIONS = ("Unsupported", "Blocked", "Diverges", "TestTimeout")
+#: Classes outside conformance/outcome_exceptions.py that look like an outcome, and why they stay.
+KEPT_APART = {
+    # a Diverges that also carries the keep-alive chain its message describes (the outcome stays
+    # DIVERGES: the classification sees the base class)
+    ("conformance/liveness.py", "StillAlive"),
+    # the torchtests tool's own time limit inside its worker process, reported by that tool's
+    # classify.py; never raised in a conformance test
+    ("conformance/torchtests/worker.py", "_Timeout"),
+}
+_LOOKS_LIKE_AN_OUTCOME = ("unsupported", "blocked", "diverge", "timeout", "timedout")
+
+
+def _outcome_like_classes():
+    """(file, class) for each class in the project that derives from an outcome exception (by
+    name), or is an exception whose name says an outcome, outside outcome_exceptions.py."""
+    found = set()
+    for top in ("conformance", "adapters", "reference"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel == "conformance/outcome_exceptions.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                bases = {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases}
+                is_exception = any(b.endswith(("Exception", "Error")) for b in bases)
+                if bases & set(OUTCOME_EXCEPTIONS) or (
+                        is_exception and any(w in node.name.lower() for w in _LOOKS_LIKE_AN_OUTCOME)):
+                    found.add((rel, node.name))
+    return found
+
+
+def test_no_module_but_outcome_exceptions_defines_an_outcome_exception():
+    extra = _outcome_like_classes() - KEPT_APART
+    assert not extra, (f"{sorted(extra)} define an exception meaning an outcome: define it in "
+                       "conformance/outcome_exceptions.py (and re-export it), or add it to KEPT_APART with why")
+    assert KEPT_APART <= _outcome_like_classes(), "a KEPT_APART entry is gone: remove it"
+
+
+def test_the_old_homes_re_export_the_same_classes():
+    import adapters
+    from adapters import base
+    from conformance import api, outcomes, timeout
+
+    assert base.Unsupported is adapters.Unsupported is api.Unsupported is outcome_exceptions.Unsupported
+    assert outcomes.Blocked is api.Blocked is outcome_exceptions.Blocked
+    assert api.Diverges is outcome_exceptions.Diverges
+    assert timeout.TestTimeout is outcome_exceptions.TestTimeout
+    for name in OUTCOME_EXCEPTIONS:
+        assert getattr(outcome_exceptions, name).__module__ == "conformance.outcome_exceptions"
+
+
+def test_the_exceptions_module_imports_only_the_standard_library():
+    # an adapter or a reproduction script imports it without pytest or the harness
+    code = ("import sys; import conformance.outcome_exceptions; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pytest', '_pytest', 'adapters', 'numpy')"
+            " or m.startswith('conformance.') and m != 'conformance.outcome_exceptions'))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_each_outcome_exception_is_classified_as_its_outcome():
+    assert classify(Unsupported("x"), "MUST", False)[0] is Outcome.UNSUPPORTED
+    assert classify(Blocked("r.x", "y"), "MUST", False)[0] is Outcome.BLOCKED
+    assert classify(Diverges("x"), "MUST", False)[0] is Outcome.DIVERGES
+    assert not isinstance(TestTimeout("x"), Exception)  # a test's ``except Exception`` cannot swallow it

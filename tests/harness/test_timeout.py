@@ -127,3 +127,24 @@ def test_project_tests_time_out_too(pytester):
     result = pytester.runpytest("-p", "no:cacheprovider", "--conformance-timeout", "1")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*TestTimeout: test ran past --conformance-timeout 1s*"])
+
+
+def test_the_alarm_interrupts_python_code_and_disarm_stops_it():
+    # the public stage 1 the repro scripts arm too (conformance/repro/runtime.py)
+    from conformance.timeout import TestTimeout, arm_alarm
+
+    disarm = arm_alarm(0.2, per_run=7)
+    with pytest.raises(TestTimeout, match="--conformance-timeout 7s"):
+        try:
+            time.sleep(5)
+        finally:
+            disarm()
+    disarm = arm_alarm(0.2)
+    disarm()
+    time.sleep(0.4)  # disarmed: no alarm comes
+
+
+def test_grace_is_a_fifth_of_the_limit_and_at_least_five_seconds():
+    from conformance.timeout import grace
+
+    assert grace(1) == 5.0 and grace(100) == 20.0
