@@ -209,16 +209,16 @@ def pytest_configure(config):
         if results:
             try:
                 h.results = ResultsFile(Path(results))
-            except OSError as exc:
+                # adapter_spec: how this run named its adapter (a built-in name, an entry point
+                # or package.module:Class), so that scripts made from the results load it the
+                # same way; conformance_timeout / leak_check: what makes a test TIMEOUT or
+                # LEAK, which a reproduction script applies the same way
+                h.results.header({**h.context, "adapter_spec": spec, "conformance_timeout": limit,
+                                  "leak_check": [warmups, runs] if leak_check else None},
+                                 h.suites_dir, len(h.catalogue.rules))
+            except OSError as exc:  # a full disk (ENOSPC) or a file system that refuses it
                 raise pytest.UsageError(f"--results {results}: cannot write it ({exc.strerror or exc}); "
-                                        f"choose a writable path") from None
-            # adapter_spec: how this run named its adapter (a built-in name, an entry point or
-            # package.module:Class), so that scripts made from the results load it the same way
-            # conformance_timeout / leak_check: what makes a test TIMEOUT or LEAK, which a
-            # reproduction script applies the same way
-            h.results.header({**h.context, "adapter_spec": spec, "conformance_timeout": limit,
-                              "leak_check": [warmups, runs] if leak_check else None},
-                             h.suites_dir, len(h.catalogue.rules))
+                                        f"free space or choose a writable path") from None
         config.pluginmanager.register(Controller(config, h), "autograd-conformance-controller")
 
 
@@ -445,7 +445,20 @@ class Controller:
             self.h.tally.seen.add(record["nodeid"])
             self.h.tally.add(record)
             if self.h.results is not None:
-                self.h.results.write(record)
+                try:
+                    self.h.results.write(record)
+                except OSError as exc:  # the disk filled up mid-run: stop, one line, exit 4
+                    self._results_failed(exc)
+
+    def _results_failed(self, exc: OSError):
+        results, self.h.results = self.h.results, None
+        try:  # what it still holds cannot be written either
+            results._fh.close()
+        except OSError:
+            pass
+        pytest.exit(f"--results {results.path}: writing it failed mid-run ({exc.strerror or exc}); the "
+                    f"run stopped: free space or choose another path and run again",
+                    returncode=pytest.ExitCode.USAGE_ERROR)
 
     def pytest_terminal_summary(self, terminalreporter):
         h = self.h

@@ -173,6 +173,17 @@ def test_unknown_rule_id_suggests_the_closest(project):
                        "did you mean 'demo.a'?")
 
 
+@pytest.mark.parametrize("content, words", [
+    (b'["demo.a"]\noutcome = "DIVERGES"\nreason = "caf\xe9"\n', "not UTF-8 text (byte 0xe9 on line 3)"),
+    (b'["demo.a"]\noutcome = []\nreason = "r"\n', "key 'outcome' = [] must be one of"),
+])
+def test_expectations_file_of_the_wrong_encoding_or_type(project, content, words):
+    path = project.pytester.path / "exp.toml"
+    path.write_bytes(content)
+    result, err = run(project, "suites", f"--expectations={path}")
+    assert_usage_error(err, result.ret, words)
+
+
 # -- the report and the differential command line ------------------------------------------
 def test_report_of_a_binary_results_file(tmp_path):
     results = tmp_path / "results"
@@ -191,3 +202,41 @@ def test_differential_help_explains_adapter():
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
     assert "--adapter NAME framework to compare with the reference" in text, done.stdout
+
+
+# -- a full disk -----------------------------------------------------------------------------
+def _disk_fills_after(monkeypatch, writes: int) -> None:
+    """ResultsFile.write fails with ENOSPC after ``writes`` lines (as on a full disk)."""
+    import errno
+
+    from conformance import results
+
+    real, done = results.ResultsFile.write, []
+
+    def write(self, obj):
+        if len(done) >= writes:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        done.append(obj)
+        real(self, obj)
+
+    monkeypatch.setattr(results.ResultsFile, "write", write)
+
+
+def test_results_on_a_full_disk(project, monkeypatch):
+    _disk_fills_after(monkeypatch, 0)
+    result, err = run(project, "suites", "--results=r.jsonl")
+    assert_usage_error(err, result.ret, "--results r.jsonl: cannot write it (No space left on "
+                       "device)", "free space")
+
+
+def test_results_when_the_disk_fills_mid_run(project, monkeypatch):
+    project.rules("demo", "b", "c")
+    project.suite("demo", '@rule("demo.a")\ndef test_a(): pass\n@rule("demo.b")\ndef test_b(): '
+                          'pass\n@rule("demo.c")\ndef test_c(): pass\n')
+    _disk_fills_after(monkeypatch, 2)  # the header and one test
+    result = project.run("suites", "--results=r.jsonl")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == 4 and "Traceback" not in out and "INTERNALERROR" not in out, out
+    stops = [line for line in out.splitlines() if "No space left on device" in line]
+    assert len(stops) == 1 and "writing it failed mid-run" in stops[0], out
+    assert [r["type"] for r in project.results("r.jsonl")] == ["run", "test"]
