@@ -75,6 +75,8 @@ class Adapter:
         if self._fw is None:
             try:
                 self._fw = self._import()
+            except FrameworkNotInstalled:  # the adapter's own message says what to do
+                raise
             except ImportError as exc:
                 raise FrameworkNotInstalled(
                     f"adapter {self.name!r} needs its framework, which failed to import "

@@ -11,7 +11,6 @@ a hand-written page would drift from them the first week.
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import html
 import re
@@ -19,7 +18,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from conformance import evidence as _evidence
+from conformance import cli, evidence as _evidence
 from conformance.rules import CatalogueError, load_catalogue
 
 PACKAGE = Path(__file__).resolve().parent
@@ -162,14 +161,12 @@ def render(out: Path, root: Path = ROOT) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.spec",
-                                     description="Write the specification page (every rule, its evidence, tests, "
-                                                 "reference lines and statuses).")
-    parser.add_argument("--out", type=Path, default=Path("reports/spec.html"), help="default: reports/spec.html")
+    parser = cli.Parser("python -m conformance.spec",
+                        "Write the specification page (every rule, its evidence, tests, "
+                        "reference lines and statuses).")
+    parser.add_argument("--out", type=cli.output_file, default=Path("reports/spec.html"),
+                        help="default: reports/spec.html")
     args = parser.parse_args(argv)
-    if args.out.exists() and args.out.is_dir():
-        print(f"conformance.spec: --out {args.out} is a directory; give a file name", file=sys.stderr)
-        return 4
     try:
         page = render(args.out)
     except (CatalogueError, _evidence.EvidenceError) as exc:
