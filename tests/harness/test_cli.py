@@ -153,3 +153,20 @@ def test_an_unknown_mutant_id_says_how_to_list_them(conformance_project, monkeyp
     assert "AUTOGRAD_CONFORMANCE_MUTANT='garbage': no mutant has this id; list the ids with " \
            "python -m conformance.mutants --list" in err[0]
     assert "reinstall" not in err[0]
+
+
+def test_every_tool_is_listed_in_the_docs_and_here():
+    """A new tool with a main() joins TOOLS (and so these tests) and docs/running.md."""
+    docs = (ROOT / "docs" / "running.md").read_text()
+    for tool in TOOLS:
+        assert f"| `python -m {tool}` |" in docs, tool
+    internal = {"conformance.differential.worker", "conformance.torchtests.worker"}
+    found = set()
+    for path in (ROOT / "conformance").rglob("*.py"):
+        if "def main(" in path.read_text(encoding="utf-8"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found.add(".".join(parts[:-1] if parts[-1] == "__main__" else parts))
+    found = {"conformance.report" if t == "conformance.report.build" else
+             "conformance.differential" if t == "conformance.differential.runner" else t
+             for t in found}
+    assert found - internal == set(TOOLS)
