@@ -452,13 +452,13 @@ class Controller:
 
     def _results_failed(self, exc: OSError):
         results, self.h.results = self.h.results, None
-        try:  # what it still holds cannot be written either
-            results._fh.close()
+        message = (f"--results {results.path}: writing it failed mid-run ({exc.strerror or exc}); "
+                   f"the run stopped: free space or choose another path and run again")
+        try:  # the end line, if the disk has room for it after all
+            results.close(pytest.ExitCode.USAGE_ERROR, self.h.tally, error=message)
         except OSError:
             pass
-        pytest.exit(f"--results {results.path}: writing it failed mid-run ({exc.strerror or exc}); the "
-                    f"run stopped: free space or choose another path and run again",
-                    returncode=pytest.ExitCode.USAGE_ERROR)
+        pytest.exit(message, returncode=pytest.ExitCode.USAGE_ERROR)
 
     def pytest_terminal_summary(self, terminalreporter):
         h = self.h
