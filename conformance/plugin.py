@@ -5,7 +5,7 @@ This module only wires pytest hooks to the concepts that live in their own modul
 ``outcomes`` (classification and pytest status), ``expectations`` (known divergences),
 ``results`` (JSON lines, tallies), ``summary`` (terminal output), ``timeout``
 (``--conformance-timeout``: TIMEOUT), ``leakcheck`` (``--leak-check``: LEAK) and
-``isolation`` (a framework that crashes at import).
+``isolation`` (the adapter and its framework loaded first in a child interpreter).
 
 The harness is *active* only when the run collects from the suites directory; the
 project's own tests (``tests/``) stay ordinary pytest tests that may still use the

@@ -1,7 +1,9 @@
-"""Bad input a new user gives: exit status 4, one line on stderr, no traceback, nothing written.
+"""Bad input a new user gives: exit status 4, one line on stderr, no traceback, nothing written
+(except the results header and end line of a run whose adapter cannot be loaded).
 
-One test per case of issue 17; the older cases (unknown adapter or device, a framework that
-is not installed or crashes at import) are in test_options.py and test_crash.py.
+One test per case of issues 17 and 28; the older cases (unknown adapter or device, a framework
+that is not installed or crashes at import) are in test_options.py and test_crash.py, the
+adapter's own failures at load in test_isolation.py, the tools' command lines in test_cli.py.
 """
 from __future__ import annotations
 
