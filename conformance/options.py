@@ -139,16 +139,17 @@ def check_values(config) -> None:
     """Raise ValueError (one line) for a value an option does not accept."""
     for opt in OPTIONS:
         value = config.getoption(opt.dest)
-        if opt.choices and value not in opt.choices:
-            raise ValueError(f"{opt.flag} {value}: not one of {', '.join(opt.choices)}; "
-                             f"write e.g. {opt.flag}={opt.default}")
-        if not opt.action and opt.default is None and value is not None and not str(value).strip() \
-                and opt.flag != "--results":  # an empty --results: see the results package
-            raise ValueError(f"{opt.flag}: an empty value (an unset variable?); give a "
-                             f"{opt.metavar or 'value'} or leave the option out")
         if opt.flag == "--adapter" and not str(value).strip():
             raise ValueError("--adapter: an empty name (an unset variable?); give a built-in "
                              "name, an entry point or package.module:ClassName")
+        if opt.action or value is None or opt.flag == "--results":  # --results: its own check
+            continue
+        if not str(value).strip():
+            raise ValueError(f"{opt.flag}: an empty value (an unset variable?); give "
+                             f"{opt.metavar or '|'.join(opt.choices or ())} or leave the option out")
+        if opt.choices and value not in opt.choices:
+            raise ValueError(f"{opt.flag} {value}: not one of {', '.join(opt.choices)}; "
+                             f"write e.g. {opt.flag}={opt.default}")
 
 
 def timeout_seconds(config) -> float:
