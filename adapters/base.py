@@ -70,6 +70,8 @@ class Adapter:
         if self._fw is None:
             try:
                 self._fw = self._import()
+            except FrameworkNotInstalled:  # the adapter's own message says what to do
+                raise
             except ImportError as exc:
                 raise FrameworkNotInstalled(
                     f"adapter {self.name!r} needs its framework, which failed to import "
@@ -228,15 +230,19 @@ def known_adapters() -> list[str]:
 def _import_spec(spec: str) -> Any:
     """Resolve ``package.module:ClassName`` (an adapter that lives outside the registry)."""
     module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"adapter spec {spec!r} must look like package.module:ClassName")
+    if not module_name or not attr or module_name.startswith("."):
+        raise ValueError(f"adapter spec {spec!r} must look like package.module:ClassName "
+                         f"(an absolute module name)")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ValueError(
-            f"adapter {spec!r}: cannot import module {module_name!r} ({exc}); "
+            f"adapter {spec!r}: cannot import module {module_name!r} ({_first_line(exc)}); "
             f"is it on sys.path / PYTHONPATH?"
         ) from exc
+    except Exception as exc:  # noqa: BLE001 - the module's own code failed while importing
+        raise ValueError(f"adapter {spec!r}: importing module {module_name!r} raised "
+                         f"{type(exc).__name__}: {_first_line(exc)}; fix that module") from exc
     try:
         return getattr(module, attr)
     except AttributeError:
@@ -260,7 +266,13 @@ def load_adapter(name: str) -> Adapter:
                 f"unknown adapter {name!r}; known adapters: {', '.join(known_adapters())} "
                 f"(or give package.module:ClassName)"
             )
-        factory = eps[name].load()
+        try:
+            factory = eps[name].load()
+        except Exception as exc:  # noqa: BLE001 - a missing or broken module the entry point names
+            raise ValueError(
+                f"adapter {name!r}: its entry point {getattr(eps[name], 'value', '')!r} cannot be "
+                f"loaded ({type(exc).__name__}: {_first_line(exc)}); reinstall the package "
+                f"that provides it") from exc
     try:
         adapter = factory()
     except Exception as exc:  # noqa: BLE001 - a class that needs arguments, a failing factory

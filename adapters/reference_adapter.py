@@ -1,5 +1,5 @@
 """The reference engine of this repository: the oracle every rule is checked against."""
-from adapters.base import Adapter
+from adapters.base import Adapter, FrameworkNotInstalled
 
 
 class ReferenceAdapter(Adapter):
@@ -15,10 +15,15 @@ class ReferenceAdapter(Adapter):
 
         import reference
 
-        if os.environ.get("AUTOGRAD_CONFORMANCE_MUTANT"):  # a planted bug (conformance/mutants)
-            from conformance.mutants import activate_from_env
+        mutant = os.environ.get("AUTOGRAD_CONFORMANCE_MUTANT", "").strip()
+        if mutant:  # a planted bug (conformance/mutants)
+            from conformance import mutants
 
-            activate_from_env()
+            if mutant not in mutants.load():
+                raise FrameworkNotInstalled(
+                    f"AUTOGRAD_CONFORMANCE_MUTANT={mutant!r}: no mutant has this id; list the "
+                    f"ids with python -m conformance.mutants --list, or unset the variable")
+            mutants.activate_from_env()
         return reference
 
     def framework_version(self) -> str:

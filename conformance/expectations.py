@@ -147,11 +147,12 @@ def _parse(path: Path, rule_id: str, table: Any) -> Expectation:
     flaky: list = []
     if isinstance(outcome, list) and outcome:
         outcome, flaky = outcome[0], outcome[1:]
-        if not all(o in {x.value for x in (*EXPECTABLE, *HELD)} for o in flaky):
+        if not all(isinstance(o, str) and o in {x.value for x in (*EXPECTABLE, *HELD)}
+                   for o in flaky):
             raise ExpectationsError(f"{where}: key 'outcome': the further outcomes of a flaky entry "
                                     f"must each be one of {allowed}, PASS, OBSERVED"
                                     f"{_at(path, rule_id, 'outcome')}")
-    if outcome not in {o.value for o in EXPECTABLE}:
+    if not isinstance(outcome, str) or outcome not in {o.value for o in EXPECTABLE}:
         raise ExpectationsError(f"{where}: key 'outcome' = {outcome!r} must be one of {allowed}"
                                 f"{_at(path, rule_id, 'outcome')}")
     reason = table.get("reason")

@@ -12,11 +12,11 @@ and neither does a BLOCKED test (a cascade from its prerequisite rule needs no e
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import defaultdict
 
+from conformance import cli
 from conformance.outcomes import ACTUAL, EXPECTABLE, HELD as _HELD, Outcome
 from conformance.results import ResultsSchemaError, read_run
 
@@ -31,10 +31,7 @@ def read_runs(paths):
     """[(framework version, {rule: {test name: (outcome, message)}})] per results file."""
     runs = []
     for path in paths:
-        try:
-            run = read_run(path)
-        except (OSError, ResultsSchemaError) as exc:
-            raise SystemExit(f"error: {exc}") from None
+        run = read_run(path)  # OSError, ResultsSchemaError: main says which file, exit 4
         tests = defaultdict(dict)
         for record in run.tests:
             if record.get("rule"):
@@ -104,12 +101,17 @@ def render(entries, header: str) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="+", help="results files (--results) of one adapter")
+    parser = cli.Parser("python -m conformance.expectations_draft", __doc__.splitlines()[0])
+    parser.add_argument("results", nargs="+", type=cli.existing_file,
+                        help="results files (--results) of one adapter")
     parser.add_argument("--header", default="", help="comment block to put first")
     args = parser.parse_args(argv)
     header = args.header or "# Drafted by python -m conformance.expectations_draft; review the reasons."
-    sys.stdout.write(render(draft_entries(read_runs(args.results)), header))
+    try:
+        runs = read_runs(args.results)
+    except (OSError, ResultsSchemaError) as exc:
+        return parser.fail(exc)
+    sys.stdout.write(render(draft_entries(runs), header))
     return 0
 
 

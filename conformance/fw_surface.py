@@ -9,11 +9,10 @@ call; tests/harness/test_fw_surface.py keeps the committed page in sync.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from conformance import suite_index
+from conformance import cli, suite_index
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "conformance" / "suites"
@@ -58,8 +57,7 @@ def render(found=None) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.fw_surface", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.Parser("python -m conformance.fw_surface", __doc__)
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--write", action="store_true", help=f"rewrite {DOC.relative_to(ROOT)}")
     group.add_argument("--check", action="store_true", help="exit 1 if the page is stale")

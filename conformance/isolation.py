@@ -1,22 +1,140 @@
-"""Crash isolation at import: a framework whose import kills the interpreter is named as such.
+"""Isolation at start-up: the adapter and its framework are first loaded in a child interpreter.
 
-Why: the harness imports the framework while pytest configures itself, before any test
-and before pytest-xdist starts a worker; a segfault there would end pytest with a bare
-signal and nothing in the results file. So the controller first imports the framework in
-a child interpreter; if that child dies of a signal (or hangs), the run stops with a
-usage error that says so, and the results file records it. A child that fails with an
-ordinary exception is left to the in-process import, whose message says how to install.
+Why: loading an adapter runs code the harness does not control: the adapter's module, the
+framework's import, its ``framework_version()``. Any of them may hang, segfault, call
+``sys.exit()`` or raise; in the pytest process that is a bare signal, a hang or an
+INTERNALERROR traceback with nothing in the results file. So the controller first loads the
+adapter in a child interpreter under the run's time limit (``probe``); whatever goes wrong
+there becomes one line (a usage error, exit 4) that the results file records.
+
+The child also reports what the controller needs to know (the adapter's name, the
+framework's version, its expectations file), so that under pytest-xdist the controller
+never imports the framework at all (``ProbedAdapter``): a framework that installs its own
+signal handlers at import (a SIGCHLD handler, seen on a real one) would otherwise shut the
+controller down at the first worker crash, exactly where crash isolation is needed.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
-PROBE = ("import sys\n"
-         "from adapters.base import load_adapter\n"
-         "load_adapter(sys.argv[1]).fw\n")
+# The child: stdout is kept for the one JSON answer (anything the adapter or the framework
+# prints goes to stderr); every failure, BaseException included, is caught and described.
+PROBE = r'''
+import json, os, sys
+answer = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+spec, device = sys.argv[1], sys.argv[2]
+
+def first_line(exc):
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+def fail(kind, message):
+    answer.write(json.dumps({"ok": False, "kind": kind, "error": message}))
+    answer.flush()
+    os._exit(0)
+
+def described(exc):
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r})"
+    if isinstance(exc, KeyboardInterrupt):
+        return "was interrupted (KeyboardInterrupt)"
+    return f"raised {type(exc).__name__}: {first_line(exc)}"
+
+try:
+    from adapters.base import FrameworkNotInstalled, load_adapter
+except BaseException as exc:
+    fail("adapter", f"the harness's adapters package cannot be imported: {described(exc)}")
+try:
+    adapter = load_adapter(spec)
+except ValueError as exc:
+    fail("adapter", first_line(exc))
+except BaseException as exc:
+    fail("adapter", f"adapter {spec!r}: loading it {described(exc)}; fix the adapter module")
+try:
+    adapter.fw
+except FrameworkNotInstalled as exc:
+    fail("framework", first_line(exc))
+except BaseException as exc:
+    fail("framework", f"adapter {adapter.name!r}: importing its framework {described(exc)}; "
+                      f"reinstall it with: {adapter.install_hint}")
+try:
+    version = adapter.framework_version()
+    version = version if isinstance(version, str) else str(version)
+except BaseException as exc:
+    fail("framework", f"adapter {adapter.name!r}: framework_version() {described(exc)}; "
+                      f"fix the adapter's framework_version")
+try:
+    adapter.check_device(device)
+except ValueError as exc:
+    fail("device", first_line(exc))
+except BaseException as exc:
+    fail("device", f"adapter {adapter.name!r}: checking device {device!r} {described(exc)}")
+try:
+    expectations = str(adapter.expectations_file())
+except BaseException as exc:
+    fail("adapter", f"adapter {adapter.name!r}: expectations_file() {described(exc)}")
+answer.write(json.dumps({"ok": True, "name": adapter.name, "spec": adapter.spec,
+                         "version": version, "expectations": expectations,
+                         "install_hint": adapter.install_hint}))
+answer.flush()
+os._exit(0)
+'''
+
+
+class ProbeFailed(Exception):
+    """The adapter cannot be loaded; ``str()`` is the one line to show, ``kind`` what failed
+    (``adapter``, ``framework``, ``device``)."""
+
+    def __init__(self, message: str, kind: str = "framework") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclasses.dataclass(frozen=True)
+class Facts:
+    """What the child learnt: enough for the controller to run without the framework."""
+
+    name: str
+    spec: str
+    version: str
+    expectations: str
+    install_hint: str = ""
+
+
+class ProbedAdapter:
+    """The controller's stand-in for an adapter it must not load (pytest-xdist: the workers
+    run the tests); it answers from the child's ``Facts`` and refuses the framework."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+        self.name = facts.name
+        self.spec = facts.spec
+        self.install_hint = facts.install_hint
+
+    @property
+    def fw(self) -> Any:
+        raise RuntimeError("the controller of a distributed run does not import the framework; "
+                           "the fw fixture is for the workers")
+
+    def framework_version(self) -> str:
+        return self.facts.version
+
+    def expectations_file(self) -> Path:
+        return Path(self.facts.expectations)
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (one line for a usage error)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"
 
 
 def _signal_name(number: int) -> str:
@@ -26,22 +144,43 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def import_crash(spec: str, timeout: float = 300.0) -> str | None:
-    """Import adapter ``spec``'s framework in a child interpreter; a message if it crashed."""
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "nothing"
+
+
+def probe(spec: str, device: str = "cpu", timeout: float = 300.0) -> Facts | None:
+    """Load adapter ``spec`` (module, framework, version, device) in a child interpreter.
+
+    Returns its ``Facts``; raises ``ProbeFailed`` with one line if anything went wrong;
+    None if no child can be started here (then the caller loads the adapter in-process).
+    """
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     try:
-        done = subprocess.run([sys.executable, "-c", PROBE, spec], capture_output=True,
-                              text=True, errors="replace", env=env,
-                              timeout=timeout if timeout > 0 else None)
+        done = subprocess.run([sys.executable, "-c", PROBE, spec, device], capture_output=True,
+                              env=env, timeout=timeout if timeout > 0 else None)
     except subprocess.TimeoutExpired:
-        return (f"adapter {spec!r}: importing its framework did not finish within {timeout:g}s "
-                f"(checked in a child interpreter); the framework hangs at import")
+        raise ProbeFailed(f"adapter {spec!r}: loading it and importing its framework did not "
+                          f"finish within {timeout:g}s (checked in a child interpreter); it hangs "
+                          f"at import, or give a longer --conformance-timeout") from None
     except OSError:
-        return None  # cannot start a child here: nothing to report, import in-process
-    if done.returncode >= 0:
         return None
-    tail = "\n".join(done.stderr.strip().splitlines()[-8:])
-    return (f"adapter {spec!r}: importing its framework crashed the interpreter "
-            f"({_signal_name(-done.returncode)}; checked in a child interpreter, so no test "
-            f"can run). Last lines it wrote:\n{tail}")
+    stderr = done.stderr.decode("utf-8", "replace")
+    if done.returncode < 0:
+        raise ProbeFailed(f"adapter {spec!r}: loading it or importing its framework crashed the "
+                          f"interpreter ({_signal_name(-done.returncode)}; checked in a child "
+                          f"interpreter, so no test can run); its last line: {_last_line(stderr)}")
+    try:
+        answer = json.loads(done.stdout.decode("utf-8", "replace"))
+        if not isinstance(answer, dict):
+            raise ValueError(answer)
+    except ValueError:
+        raise ProbeFailed(f"adapter {spec!r}: loading it or importing its framework ended the "
+                          f"interpreter (exit status {done.returncode}; checked in a child "
+                          f"interpreter); its last line: {_last_line(stderr)}") from None
+    if not answer.get("ok"):
+        raise ProbeFailed(str(answer.get("error")), str(answer.get("kind")))
+    return Facts(name=str(answer["name"]), spec=str(answer["spec"]), version=str(answer["version"]),
+                 expectations=str(answer["expectations"]),
+                 install_hint=str(answer.get("install_hint") or ""))

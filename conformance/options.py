@@ -118,8 +118,8 @@ def add_options(parser) -> None:
         if opt.action:
             kwargs["action"] = opt.action
             kwargs["default"] = False
-        if opt.choices:
-            kwargs["choices"] = opt.choices
+        if opt.choices:  # checked by check_values: pytest's own refusal spans several lines
+            kwargs["metavar"] = "{" + ",".join(opt.choices) + "}"
         if opt.metavar:
             kwargs["metavar"] = opt.metavar
         group.addoption(opt.flag, **kwargs)
@@ -133,6 +133,23 @@ def ini_path(config, name: str) -> Path:
     if not path.is_absolute():
         path = Path(config.rootpath) / path
     return path.resolve()
+
+
+def check_values(config) -> None:
+    """Raise ValueError (one line) for a value an option does not accept."""
+    for opt in OPTIONS:
+        value = config.getoption(opt.dest)
+        if opt.flag == "--adapter" and not str(value).strip():
+            raise ValueError("--adapter: an empty name (an unset variable?); give a built-in "
+                             "name, an entry point or package.module:ClassName")
+        if opt.action or value is None or opt.flag == "--results":  # --results: its own check
+            continue
+        if not str(value).strip():
+            raise ValueError(f"{opt.flag}: an empty value (an unset variable?); give "
+                             f"{opt.metavar or '|'.join(opt.choices or ())} or leave the option out")
+        if opt.choices and value not in opt.choices:
+            raise ValueError(f"{opt.flag} {value}: not one of {', '.join(opt.choices)}; "
+                             f"write e.g. {opt.flag}={opt.default}")
 
 
 def timeout_seconds(config) -> float:
@@ -230,5 +247,16 @@ def markdown() -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
+def main(argv=None) -> int:
+    from conformance import cli
+
+    parser = cli.Parser("python -m conformance.options",
+                        "Print the harness's pytest options as the markdown table that "
+                        "docs/running.md holds.")
+    parser.parse_args(argv)
     print(markdown())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

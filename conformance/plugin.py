@@ -5,7 +5,7 @@ This module only wires pytest hooks to the concepts that live in their own modul
 ``outcomes`` (classification and pytest status), ``expectations`` (known divergences),
 ``results`` (JSON lines, tallies), ``summary`` (terminal output), ``timeout``
 (``--conformance-timeout``: TIMEOUT), ``leakcheck`` (``--leak-check``: LEAK) and
-``isolation`` (a framework that crashes at import).
+``isolation`` (the adapter and its framework loaded first in a child interpreter).
 
 The harness is *active* only when the run collects from the suites directory; the
 project's own tests (``tests/``) stay ordinary pytest tests that may still use the
@@ -102,44 +102,80 @@ def _stop_before_tests(config, suites_dir: Path, spec: str, message: str):
     """The run cannot start: say why, and record it in the results file if one was asked."""
     results = config.getoption("results")
     if results and _is_controller(config):
-        out = ResultsFile(Path(results))
-        out.header({"adapter": spec, "adapter_spec": spec, "framework_version": None, "device":
-                    config.getoption("device"), "python": platform.python_version()},
-                   suites_dir, 0)
-        out.close(pytest.ExitCode.USAGE_ERROR, Tally(), error=message)
+        try:
+            out = ResultsFile(Path(results))
+            out.header({"adapter": spec, "adapter_spec": spec, "framework_version": None,
+                        "device": config.getoption("device"), "python": platform.python_version()},
+                       suites_dir, 0)
+            out.close(pytest.ExitCode.USAGE_ERROR, Tally(), error=message)
+        except OSError as exc:
+            message += f" (and --results {results} could not be written: {exc.strerror or exc})"
     raise pytest.UsageError(message)
+
+
+def _distributed(config) -> bool:
+    """Whether pytest-xdist runs the tests in workers (the controller runs none)."""
+    return (config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
+            and not config.getoption("collectonly"))
+
+
+def _load_in_process(spec: str, device: str):
+    """The adapter, its framework imported and the device checked; ValueError: one line."""
+    adapter = load_adapter(spec)
+    try:
+        adapter.fw
+        adapter.check_device(device)
+        version = adapter.framework_version()
+    except (ValueError, FrameworkNotInstalled):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the framework's or the adapter's own failure
+        raise ValueError(f"adapter {adapter.name!r}: {type(exc).__name__}: "
+                         f"{isolation.first_line(exc)}") from None
+    return adapter, version
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "rule(id): the conformance rule this test checks")
     spec = config.getoption("adapter")
+    device = config.getoption("device")
     suites_dir = options.ini_path(config, "conformance_suites")
     if _installed_suites_wanted(config):
         # `pytest --adapter=myfw` anywhere (a framework's CI, the package installed from its
         # wheel): no test paths and no testpaths in an ini file means the installed suites.
         config.args = [str(suites_dir)]
-    if _is_controller(config):
-        results = config.getoption("results")
-        problem = options.swallowed_path_problem(config) or (
-            results and options.results_problem(results, Path(config.invocation_params.dir)))
-        if problem:
-            raise pytest.UsageError(problem)
     try:
+        if _is_controller(config):
+            results = config.getoption("results")
+            problem = options.swallowed_path_problem(config) or (
+                results and options.results_problem(results, Path(config.invocation_params.dir)))
+            if problem:
+                raise ValueError(problem)
+        options.check_values(config)
         limit = options.timeout_seconds(config)
         warmups, runs = options.leak_check_runs(config)
-        adapter = load_adapter(spec)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
-    if _is_controller(config) and _touches(config, suites_dir):
-        crashed = isolation.import_crash(spec, limit)
-        if crashed:
-            _stop_before_tests(config, suites_dir, spec, crashed)
-    try:
-        adapter.fw
-        device = config.getoption("device")
-        adapter.check_device(device)
-    except (ValueError, FrameworkNotInstalled) as exc:
-        raise pytest.UsageError(str(exc)) from None
+    touches = _touches(config, suites_dir)
+    facts = None
+    if _is_controller(config) and touches:
+        # the adapter's module and its framework are loaded first in a child interpreter
+        # (conformance/isolation.py): a hang, a crash, sys.exit or any exception is one line
+        try:
+            facts = isolation.probe(spec, device, limit)
+        except isolation.ProbeFailed as exc:
+            if exc.kind == "device":
+                raise pytest.UsageError(str(exc)) from None
+            _stop_before_tests(config, suites_dir, spec, str(exc))
+    if facts is not None and _distributed(config):
+        # pytest-xdist: the workers run the tests; the controller never imports the framework
+        adapter, version = isolation.ProbedAdapter(facts), facts.version
+    else:
+        try:
+            adapter, version = _load_in_process(spec, device)
+        except (ValueError, FrameworkNotInstalled) as exc:
+            if touches:
+                _stop_before_tests(config, suites_dir, spec, isolation.first_line(exc))
+            raise pytest.UsageError(isolation.first_line(exc)) from None
     h = Harness(adapter=adapter, device=device, suites_dir=suites_dir,
                 catalogue_dir=options.ini_path(config, "conformance_catalogue"))
     config.stash[HARNESS] = h
@@ -153,9 +189,8 @@ def pytest_configure(config):
             "autograd-conformance-leakcheck")
     h.watchdog = timeout.Watchdog(config, limit, scale=1 + (warmups + runs + 1 if leak_check else 0))
     config.pluginmanager.register(h.watchdog, "autograd-conformance-timeout")
-    if not _touches(config, h.suites_dir):
+    if not touches:
         return
-    version = adapter.framework_version()
     try:
         h.catalogue = load_catalogue(h.catalogue_dir)
         path = config.getoption("expectations")
@@ -174,16 +209,16 @@ def pytest_configure(config):
         if results:
             try:
                 h.results = ResultsFile(Path(results))
-            except OSError as exc:
+                # adapter_spec: how this run named its adapter (a built-in name, an entry point
+                # or package.module:Class), so that scripts made from the results load it the
+                # same way; conformance_timeout / leak_check: what makes a test TIMEOUT or
+                # LEAK, which a reproduction script applies the same way
+                h.results.header({**h.context, "adapter_spec": spec, "conformance_timeout": limit,
+                                  "leak_check": [warmups, runs] if leak_check else None},
+                                 h.suites_dir, len(h.catalogue.rules))
+            except OSError as exc:  # a full disk (ENOSPC) or a file system that refuses it
                 raise pytest.UsageError(f"--results {results}: cannot write it ({exc.strerror or exc}); "
-                                        f"choose a writable path") from None
-            # adapter_spec: how this run named its adapter (a built-in name, an entry point or
-            # package.module:Class), so that scripts made from the results load it the same way
-            # conformance_timeout / leak_check: what makes a test TIMEOUT or LEAK, which a
-            # reproduction script applies the same way
-            h.results.header({**h.context, "adapter_spec": spec, "conformance_timeout": limit,
-                              "leak_check": [warmups, runs] if leak_check else None},
-                             h.suites_dir, len(h.catalogue.rules))
+                                        f"free space or choose a writable path") from None
         config.pluginmanager.register(Controller(config, h), "autograd-conformance-controller")
 
 
@@ -410,7 +445,20 @@ class Controller:
             self.h.tally.seen.add(record["nodeid"])
             self.h.tally.add(record)
             if self.h.results is not None:
-                self.h.results.write(record)
+                try:
+                    self.h.results.write(record)
+                except OSError as exc:  # the disk filled up mid-run: stop, one line, exit 4
+                    self._results_failed(exc)
+
+    def _results_failed(self, exc: OSError):
+        results, self.h.results = self.h.results, None
+        message = (f"--results {results.path}: writing it failed mid-run ({exc.strerror or exc}); "
+                   f"the run stopped: free space or choose another path and run again")
+        try:  # the end line, if the disk has room for it after all
+            results.close(pytest.ExitCode.USAGE_ERROR, self.h.tally, error=message)
+        except OSError:
+            pass
+        pytest.exit(message, returncode=pytest.ExitCode.USAGE_ERROR)
 
     def pytest_terminal_summary(self, terminalreporter):
         h = self.h

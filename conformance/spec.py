@@ -11,15 +11,13 @@ a hand-written page would drift from them the first week.
 """
 from __future__ import annotations
 
-import argparse
 import html
 import re
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-from conformance import evidence as _evidence
-from conformance import suite_index
+from conformance import cli, evidence as _evidence, suite_index
 from conformance.rules import CatalogueError, load_catalogue
 
 PACKAGE = Path(__file__).resolve().parent
@@ -154,14 +152,12 @@ def render(out: Path, root: Path = ROOT) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.spec",
-                                     description="Write the specification page (every rule, its evidence, tests, "
-                                                 "reference lines and statuses).")
-    parser.add_argument("--out", type=Path, default=Path("reports/spec.html"), help="default: reports/spec.html")
+    parser = cli.Parser("python -m conformance.spec",
+                        "Write the specification page (every rule, its evidence, tests, "
+                        "reference lines and statuses).")
+    parser.add_argument("--out", type=cli.output_file, default=Path("reports/spec.html"),
+                        help="default: reports/spec.html")
     args = parser.parse_args(argv)
-    if args.out.exists() and args.out.is_dir():
-        print(f"conformance.spec: --out {args.out} is a directory; give a file name", file=sys.stderr)
-        return 4
     try:
         page = render(args.out)
     except (CatalogueError, _evidence.EvidenceError) as exc:

@@ -22,6 +22,19 @@ def read_toml(path: Path, error: type[FileError] = FileError) -> dict[str, Any]:
     """The parsed file; a syntax error becomes ``error`` naming the file, line and column."""
     try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
+            data = fh.read()
+    except OSError as exc:
+        raise error(f"{path}: cannot be read ({exc.strerror or exc}); give a readable TOML "
+                    f"file") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise error(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
+                    f"save it as UTF-8") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise error(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise error(f"{path}: not valid TOML: arrays or tables nested too deeply") from None

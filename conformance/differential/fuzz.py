@@ -35,6 +35,7 @@ import time
 import uuid
 from pathlib import Path
 
+from conformance import cli
 from conformance import results as _results
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -191,9 +192,9 @@ def _wait_for_workers(proc: subprocess.Popen, stats: Path, workers: int, limit: 
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m conformance.differential.fuzz",
-        description="the differential search as HypoFuzz targets, several processes sharing "
+    parser = cli.Parser(
+        "python -m conformance.differential.fuzz",
+        "the differential search as HypoFuzz targets, several processes sharing "
                     "one Hypothesis example database (docs/differential.md)")
     parser.add_argument("--adapter", default="torch", metavar="NAME",
                         help="framework compared with the reference (default: torch)")
@@ -218,9 +219,8 @@ def main(argv=None) -> int:
                              "(default: 300)")
     parser.add_argument("--plant", default=None, help=argparse.SUPPRESS)  # tests: a planted bug
     args = parser.parse_args(argv)
-    if args.workers < 1 or args.seconds < 0 or args.startup <= 0:
-        print("error: --workers must be >= 1, --seconds >= 0 and --startup > 0", file=sys.stderr)
-        return 4
+    if args.workers < 1 or not 0 <= args.seconds < float("inf") or not 0 < args.startup < float("inf"):
+        return parser.fail("--workers must be >= 1, --seconds >= 0 and --startup > 0")
     try:
         import hypofuzz  # noqa: F401
     except ImportError:

@@ -10,7 +10,6 @@ CRASH divergence and the search goes on (OneFlow: ``--python /opt/of09/bin/pytho
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime as _dt
 import json
@@ -31,7 +30,8 @@ except ImportError:  # Python 3.10
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hyp_seed, settings
 from hypothesis.errors import Flaky
 
-from conformance import results as _results
+from adapters.base import FrameworkNotInstalled
+from conformance import cli, options, results as _results
 from conformance.differential.compare import Divergence, compare
 from conformance.differential.interpreter import CRASH, MISSING_API, TIMEOUT, probe_features, run_steps
 from conformance.differential.program import Program
@@ -355,35 +355,52 @@ def divergence_record(finding: Finding, target, reference_version: str) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.differential",
-                                     description="differential testing against the reference engine")
+    parser = cli.Parser("python -m conformance.differential",
+                        "differential testing against the reference engine")
     parser.add_argument("--adapter", default="reference", metavar="NAME",
                         help="framework to compare with the reference: a built-in adapter name "
                              "(torch, oneflow, reference), an entry point of the group "
                              "autograd_conformance.adapters, or package.module:ClassName "
                              "(default: reference)")
-    parser.add_argument("--examples", type=int, default=200, help="example budget (programs run)")
+    parser.add_argument("--examples", type=cli.positive_int, default=200,
+                        help="example budget (programs run)")
     parser.add_argument("--seed", type=int, default=None, help="fixed seed (default: random)")
-    parser.add_argument("--max-steps", type=int, default=16)
+    parser.add_argument("--max-steps", type=cli.positive_int, default=16)
     parser.add_argument("--python", default=None, help="run the framework in a worker under this Python")
     parser.add_argument("--subprocess", action="store_true", help="run the framework in a worker subprocess")
     parser.add_argument("--plant", default=None, help="module:function called in the worker (tests)")
     parser.add_argument("--results", default=None, help="JSON-lines file (default reports/results/explore-<adapter>.jsonl)")
-    parser.add_argument("--max-findings", type=int, default=50)
+    parser.add_argument("--max-findings", type=cli.positive_int, default=50)
     args = parser.parse_args(argv)
-
-    oracle = InProcessTarget("reference")
-    target = make_target(args.adapter, args.python, args.subprocess, args.plant)
-    features = oracle.features & target.features
+    if not args.adapter.strip():
+        parser.error("--adapter: an empty name; give a built-in name, an entry point or "
+                     "package.module:ClassName")
+    if args.results is not None:
+        problem = (options.results_problem(args.results, Path.cwd()) if args.results.strip()
+                   else "--results: an empty path (an unset variable?); give a file path")
+        if problem:
+            return parser.fail(problem)
     results = Path(args.results or _results.explore_path(ROOT / "reports" / "results", args.adapter))
+
+    try:
+        oracle = InProcessTarget("reference")
+        target = make_target(args.adapter, args.python, args.subprocess, args.plant)
+    except (ValueError, FrameworkNotInstalled, RuntimeError) as exc:
+        return parser.fail(exc)
+    features = oracle.features & target.features
     started = time.monotonic()
-    _results.append_findings(results, {
-        "type": "run", "schema": SCHEMA_VERSION, "adapter": target.name, "adapter_spec": args.adapter,
-        "framework_version": target.version, "reference_version": oracle.version,
-        "features": sorted(features), "examples": args.examples, "seed": args.seed,
-        "max_steps": args.max_steps, "python": platform.python_version(),
-        "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "argv": sys.argv if argv is None else argv})
+    try:
+        _results.append_findings(results, {
+            "type": "run", "schema": SCHEMA_VERSION, "adapter": target.name, "adapter_spec": args.adapter,
+            "framework_version": target.version, "reference_version": oracle.version,
+            "features": sorted(features), "examples": args.examples, "seed": args.seed,
+            "max_steps": args.max_steps, "python": platform.python_version(),
+            "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "argv": sys.argv if argv is None else argv})
+    except OSError as exc:
+        target.close()
+        return parser.fail(f"--results {results}: cannot write it ({exc.strerror or exc}); "
+                           f"choose a writable path")
 
     def on_finding(finding):
         record = divergence_record(finding, target, oracle.version)

@@ -5,11 +5,11 @@
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
+from conformance import cli
 from conformance import evidence as ev
 
 
@@ -37,7 +37,7 @@ def write(path: Path, entries: list[ev.Evidence]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.evidence", description=__doc__.splitlines()[0])
+    parser = cli.Parser("python -m conformance.evidence", __doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--record", action="store_true", help="run the snippets and write their outputs")
     mode.add_argument("--check", action="store_true", help="run the snippets and compare with the recorded outputs")

@@ -18,7 +18,6 @@ Exit status: 0 when the score reaches ``--min-score`` and every survivor carries
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
@@ -29,6 +28,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from conformance import cli
 from conformance import mutants as M
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,28 +180,22 @@ def _score(entries) -> dict:
 
 
 def _parse(argv):
-    parser = argparse.ArgumentParser(prog="python -m conformance.mutants", description=__doc__.split("\n")[0])
-    parser.add_argument("--jobs", type=int, default=2, help="mutants run at once (default 2)")
+    parser = cli.Parser("python -m conformance.mutants", __doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=cli.positive_int, default=2, help="mutants run at once (default 2)")
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these mutants")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
-    parser.add_argument("--json", default="reports/mutants.json", help="machine-readable result")
-    parser.add_argument("--min-score", type=float, default=0.95, help="fail below this share killed")
+    parser.add_argument("--json", type=cli.output_file, default="reports/mutants.json",
+                        help="machine-readable result")
+    parser.add_argument("--min-score", type=cli.share, default=0.95, help="fail below this share killed")
     parser.add_argument("--record-baseline", action="store_true",
                         help="write this run's score to conformance/mutants/baseline.json")
     parser.add_argument("--long", action="store_true", help="also run mutmut over reference/")
     parser.add_argument("--long-only", action="store_true",
                         help="run only mutmut over reference/ (the curated result in --json stays)")
-    parser.add_argument("--budget", type=int, default=600, help="seconds for --long (default 600)")
+    parser.add_argument("--budget", type=cli.positive_int, default=600, help="seconds for --long (default 600)")
     parser.add_argument("--seed", type=int, default=None,
                         help="the long mode's random sample (default: a new one, recorded)")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        raise SystemExit(4 if exc.code else 0) from None
-    if args.jobs < 1 or args.budget < 1 or not 0 <= args.min_score <= 1:
-        print("error: --jobs and --budget must be positive, --min-score within 0..1", file=sys.stderr)
-        raise SystemExit(4)
-    return args
+    return parser.parse_args(argv)
 
 
 def main(argv=None) -> int:
@@ -213,8 +207,8 @@ def main(argv=None) -> int:
     if args.only:
         unknown = [i for i in args.only if i not in registry]
         if unknown:
-            print(f"error: unknown mutant(s): {', '.join(unknown)} (see --list)", file=sys.stderr)
-            return 4
+            return cli.usage_error("python -m conformance.mutants",
+                                   f"--only: unknown mutant(s): {', '.join(unknown)}; see --list")
         scored = [registry[i] for i in args.only]
     if args.list:
         for m in scored:

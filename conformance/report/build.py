@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
-from conformance import results as _results
+from conformance import cli, results as _results
 from conformance.rules import load_catalogue
 from conformance.report import html, junit, rootcause, schema
 
@@ -172,17 +173,28 @@ def findings_summary(results_dir: Path, per_adapter: int = 40) -> list[dict]:
     return found
 
 
+#: A column label: the stem of its results file, so no path separator and no leading dot.
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
 def _column(text: str) -> tuple[str, tuple[str, str | None]]:
-    label, _, rest = text.partition("=")
-    framework, _, version = (rest or label).partition(":")
+    label, sep, rest = text.partition("=")
+    framework, _, version = (rest if sep else label).partition(":")
+    if not LABEL.fullmatch(label):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the label {label!r} must be a results file's name without .jsonl "
+            f"(letters, digits, . _ + -), as in torch-nightly=torch:2.14")
+    if not framework.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: no framework after '='; write "
+                                         f"LABEL=FRAMEWORK[:VERSION], as in torch-nightly=torch")
     return label, (framework, version or None)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.report", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.Parser("python -m conformance.report", __doc__)
     parser.add_argument("--results-dir", type=Path, default=ROOT / "reports" / "results")
-    parser.add_argument("--out", type=Path, default=ROOT / "reports")
+    parser.add_argument("--out", type=cli.output_dir, default=ROOT / "reports",
+                        help="directory to write results.json, junit/ and index.html into")
     parser.add_argument("--column", action="append", type=_column, default=[],
                         help="LABEL=FRAMEWORK[:VERSION]: add the column of LABEL.jsonl, or "
                              "relabel it (repeat). Default columns: the runs the built-in "
@@ -191,6 +203,10 @@ def main(argv=None) -> int:
     parser.add_argument("--exclude", action="append", default=[], metavar="LABEL",
                         help="leave the column LABEL out (repeat)")
     args = parser.parse_args(argv)
+    known = discover_columns(args.results_dir, dict(args.column))
+    unknown = [label for label in args.exclude if label not in known]
+    if unknown:
+        parser.error(f"--exclude {unknown[0]}: no such column (the columns: {', '.join(known)})")
     try:
         columns = discover_columns(args.results_dir, dict(args.column), args.exclude)
         data, page = build(args.results_dir, args.out, columns)

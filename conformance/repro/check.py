@@ -19,14 +19,13 @@ Exit status: 0 all reproduced, 1 a script gave another outcome (or none could be
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import sys
 import tempfile
 from pathlib import Path
 
-from conformance import outcomes
+from conformance import cli, outcomes
 from conformance.repro import derive
 from conformance.repro.run import run_all
 from conformance.results import ResultsSchemaError, read_run
@@ -135,15 +134,13 @@ class _Stub:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.repro.check",
-                                     description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results", nargs="+", type=Path, help="--results files of runs")
-    parser.add_argument("--sample", type=int, default=8, help="cells per file (default 8)")
+    parser = cli.Parser("python -m conformance.repro.check", __doc__)
+    parser.add_argument("results", nargs="+", type=cli.existing_file, help="--results files of runs")
+    parser.add_argument("--sample", type=cli.positive_int, default=8, help="cells per file (default 8)")
     parser.add_argument("--rules", default="", help="comma-separated rule ids instead of a sample")
     parser.add_argument("--python", help="interpreter to run the scripts (default: the run's)")
     parser.add_argument("--include-timeouts", action="store_true")
-    parser.add_argument("--out", type=Path, help="keep the scripts here (one folder per file)")
+    parser.add_argument("--out", type=cli.output_dir, help="keep the scripts here (one folder per file)")
     args = parser.parse_args(argv)
     failed = 0
     for path in args.results:

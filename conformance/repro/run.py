@@ -22,6 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conformance import cli
 from conformance.repro.derive import parse_result
 
 
@@ -106,12 +107,18 @@ def run_all(scripts_dir: Path, out_path: Path, python: str = sys.executable,
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "--worker":
+    if argv and argv[0] == "--worker":  # run_all's own worker process, not for users
         _worker([Path(p) for p in argv[2:]], Path(argv[1]))
         return 0
-    standalone = "--standalone" in argv
-    argv = [a for a in argv if a != "--standalone"]
-    results = run_all(Path(argv[0]), Path(argv[1]), standalone=standalone)
+    parser = cli.Parser("python -m conformance.repro.run", __doc__)
+    parser.add_argument("scripts_dir", type=cli.existing_dir, metavar="SCRIPTS_DIR",
+                        help="directory of reproduction scripts (*.py)")
+    parser.add_argument("out", type=cli.output_file, metavar="OUT.jsonl",
+                        help="one JSON line per script is written here")
+    parser.add_argument("--standalone", action="store_true",
+                        help="run each script in its own python")
+    args = parser.parse_args(argv)
+    results = run_all(args.scripts_dir, args.out, standalone=args.standalone)
     for name, rec in sorted(results.items()):
         print(f"{rec['outcome']:<12} {name}")
     return 0

@@ -10,21 +10,20 @@ Exit status: 0 after a run, 4 on a usage error (bad path, unknown selection, no 
 """
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import sys
 from collections import defaultdict
 from pathlib import Path
 
+from conformance import cli
 from conformance.torchtests import run as runner
 from conformance.torchtests import selection as sel
 from conformance.torchtests import source
 
 
 def _usage_error(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 4
+    return cli.usage_error("python -m conformance.torchtests", message)
 
 
 def render(result: dict) -> str:
@@ -63,18 +62,13 @@ def render(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.torchtests", description=__doc__.splitlines()[0])
+    parser = cli.Parser("python -m conformance.torchtests", __doc__.splitlines()[0])
     parser.add_argument("path", help="a copy of PyTorch's test/test_autograd.py")
     parser.add_argument("--select", default="lifetime", help="bundled selection name or a .toml file (default: lifetime)")
-    parser.add_argument("--json", metavar="OUT", help="write every test's record here")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per test (default 120)")
+    parser.add_argument("--json", metavar="OUT", type=cli.output_file, help="write every test's record here")
+    parser.add_argument("--timeout", type=cli.positive_float, default=120.0, help="seconds per test (default 120)")
     parser.add_argument("--only", action="append", metavar="NAME", help="run only this test (Class.test or test)")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return 4 if exc.code else 0
-    if args.timeout <= 0:
-        return _usage_error("--timeout must be positive")
+    args = parser.parse_args(argv)
     try:
         selection = sel.load(args.select)
         source.read(args.path)

@@ -24,16 +24,19 @@ def test_a_framework_that_crashes_at_import_is_reported_as_such(conformance_proj
                                      adapter="crashfw:CrashingAdapter")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
-        "*adapter 'crashfw:CrashingAdapter': importing its framework crashed the interpreter "
-        "(SIGSEGV; checked in a child interpreter*"])
+        "*adapter 'crashfw:CrashingAdapter': loading it or importing its framework crashed the "
+        "interpreter (SIGSEGV; checked in a child interpreter*"])
     header, end = conformance_project.results()
     assert header["type"] == "run" and header["adapter"] == "crashfw:CrashingAdapter"
     assert end["type"] == "end" and end["exitstatus"] == 4 and "SIGSEGV" in end["error"]
 
 
-def test_an_import_that_fails_normally_is_left_to_the_install_hint():
-    assert isolation.import_crash("adapters.reference_adapter:ReferenceAdapter") is None
-    assert isolation.import_crash("no_such_module:Thing") is None
+def test_the_probe_reports_the_facts_or_one_line():
+    facts = isolation.probe("adapters.reference_adapter:ReferenceAdapter")
+    assert facts.name == "reference" and facts.expectations.endswith("reference.toml")
+    with pytest.raises(isolation.ProbeFailed, match="cannot import module 'no_such_module'") as err:
+        isolation.probe("no_such_module:Thing")
+    assert err.value.kind == "adapter" and "\n" not in str(err.value)
 
 
 TWO_SUITES = {

@@ -250,3 +250,28 @@ def test_every_shipped_entry_names_its_root_cause(name, versions):
         assert entries or name == "torch"
         missing = sorted({e.rule for e in entries if not e.root_cause})
         assert not missing, f"{name} {version}: entries without root_cause: {missing}"
+
+
+@pytest.mark.parametrize("outcome, words", [
+    ("[]", "key 'outcome' = [] must be one of"),
+    ('[["DIVERGES"]]', "key 'outcome' = ['DIVERGES'] must be one of"),
+    ('["DIVERGES", ["PASS"]]', "further outcomes of a flaky entry must each be one of"),
+    ("{x = 1}", "key 'outcome' = {'x': 1} must be one of"),
+])
+def test_an_outcome_of_the_wrong_type_is_named(tmp_path, outcome, words):
+    with pytest.raises(ExpectationsError, match=r"\[hooks.fire-once\]") as err:
+        load(tmp_path, f'["hooks.fire-once"]\noutcome = {outcome}\nreason = "r"\n')
+    assert words in str(err.value) and "(line 2)" in str(err.value)
+
+
+def test_a_file_that_is_not_utf8_is_named_with_its_line(tmp_path):
+    path = tmp_path / "exp.toml"
+    path.write_bytes(b'["hooks.fire-once"]\noutcome = "DIVERGES"\nreason = "caf\xe9"\n')
+    with pytest.raises(ExpectationsError, match=r"exp.toml: not UTF-8 text \(byte 0xe9 on line 3\); "
+                                                r"save it as UTF-8"):
+        load_expectations(path, RULES, "1.0")
+
+
+def test_a_file_nested_too_deeply_is_named(tmp_path):
+    with pytest.raises(ExpectationsError, match="nested too deeply|not valid TOML"):
+        load(tmp_path, "x = " + "[" * 100_000 + "]" * 100_000 + "\n")

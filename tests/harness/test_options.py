@@ -25,7 +25,7 @@ def test_framework_not_installed_shows_the_install_command(conformance_project):
 def test_unknown_device_is_refused(conformance_project):
     result = conformance_project.run("suites", "--device", "tpu")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--device: invalid choice: 'tpu'*"])
+    assert result.errlines[0] == "ERROR: --device tpu: not one of cpu, cuda; write e.g. --device=cpu"
 
 
 def test_device_the_adapter_cannot_use_is_refused(conformance_project):
@@ -72,3 +72,25 @@ def test_help_lists_the_options(conformance_project):
     result = conformance_project.run("--help")
     result.stdout.fnmatch_lines(["*--adapter=NAME*", "*--device={cpu,cuda}*", "*--results=PATH*",
                                  "*conformance_catalogue*"])
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--expectations="], "ERROR: --expectations: an empty value (an unset variable?); give PATH "
+                          "or leave the option out"),
+    (["--device="], "ERROR: --device: an empty value (an unset variable?); give cpu|cuda or leave "
+                    "the option out"),
+    (["--conformance-timeout="], "ERROR: --conformance-timeout: an empty value (an unset "
+                                 "variable?); give SECONDS or leave the option out"),
+])
+def test_an_empty_value_is_one_line(conformance_project, args, line):
+    result = conformance_project.run("suites", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert [text for text in result.errlines if text.strip()] == [line]
+
+
+def test_an_empty_adapter_is_one_line(conformance_project):
+    result = conformance_project.run("suites", adapter="")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert [text for text in result.errlines if text.strip()] == [
+        "ERROR: --adapter: an empty name (an unset variable?); give a built-in name, an entry "
+        "point or package.module:ClassName"]

@@ -1,7 +1,9 @@
-"""Bad input a new user gives: exit status 4, one line on stderr, no traceback, nothing written.
+"""Bad input a new user gives: exit status 4, one line on stderr, no traceback, nothing written
+(except the results header and end line of a run whose adapter cannot be loaded).
 
-One test per case of issue 17; the older cases (unknown adapter or device, a framework that
-is not installed or crashes at import) are in test_options.py and test_crash.py.
+One test per case of issues 17 and 28; the older cases (unknown adapter or device, a framework
+that is not installed or crashes at import) are in test_options.py and test_crash.py, the
+adapter's own failures at load in test_isolation.py, the tools' command lines in test_cli.py.
 """
 from __future__ import annotations
 
@@ -126,7 +128,8 @@ def test_adapter_whose_import_raises_oserror(project):
     result, err = run(project, "suites", "--results=r.jsonl", adapter="brokenfw:BrokenLibraryAdapter")
     assert_usage_error(err, result.ret, "adapter 'brokenlib'", "OSError: libbrokenlib.so.1",
                        "reinstall it with: pip install brokenlib==1.0")
-    assert not (project.pytester.path / "r.jsonl").exists()
+    header, end = project.results("r.jsonl")  # the run that could not start is recorded
+    assert header["type"] == "run" and end["exitstatus"] == 4 and "OSError" in end["error"]
 
 
 def test_adapter_class_that_needs_constructor_arguments(project):
@@ -172,6 +175,17 @@ def test_unknown_rule_id_suggests_the_closest(project):
                        "did you mean 'demo.a'?")
 
 
+@pytest.mark.parametrize("content, words", [
+    (b'["demo.a"]\noutcome = "DIVERGES"\nreason = "caf\xe9"\n', "not UTF-8 text (byte 0xe9 on line 3)"),
+    (b'["demo.a"]\noutcome = []\nreason = "r"\n', "key 'outcome' = [] must be one of"),
+])
+def test_expectations_file_of_the_wrong_encoding_or_type(project, content, words):
+    path = project.pytester.path / "exp.toml"
+    path.write_bytes(content)
+    result, err = run(project, "suites", f"--expectations={path}")
+    assert_usage_error(err, result.ret, words)
+
+
 # -- the report and the differential command line ------------------------------------------
 def test_report_of_a_binary_results_file(tmp_path):
     results = tmp_path / "results"
@@ -190,3 +204,41 @@ def test_differential_help_explains_adapter():
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
     assert "--adapter NAME framework to compare with the reference" in text, done.stdout
+
+
+# -- a full disk -----------------------------------------------------------------------------
+def _disk_fills_after(monkeypatch, writes: int) -> None:
+    """ResultsFile.write fails with ENOSPC after ``writes`` lines (as on a full disk)."""
+    import errno
+
+    from conformance import results
+
+    real, done = results.ResultsFile.write, []
+
+    def write(self, obj):
+        if len(done) >= writes:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        done.append(obj)
+        real(self, obj)
+
+    monkeypatch.setattr(results.ResultsFile, "write", write)
+
+
+def test_results_on_a_full_disk(project, monkeypatch):
+    _disk_fills_after(monkeypatch, 0)
+    result, err = run(project, "suites", "--results=r.jsonl")
+    assert_usage_error(err, result.ret, "--results r.jsonl: cannot write it (No space left on "
+                       "device)", "free space")
+
+
+def test_results_when_the_disk_fills_mid_run(project, monkeypatch):
+    project.rules("demo", "b", "c")
+    project.suite("demo", '@rule("demo.a")\ndef test_a(): pass\n@rule("demo.b")\ndef test_b(): '
+                          'pass\n@rule("demo.c")\ndef test_c(): pass\n')
+    _disk_fills_after(monkeypatch, 2)  # the header and one test
+    result = project.run("suites", "--results=r.jsonl")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == 4 and "Traceback" not in out and "INTERNALERROR" not in out, out
+    stops = [line for line in out.splitlines() if "No space left on device" in line]
+    assert len(stops) == 1 and "writing it failed mid-run" in stops[0], out
+    assert [r["type"] for r in project.results("r.jsonl")] == ["run", "test"]

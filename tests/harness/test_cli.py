@@ -1,0 +1,172 @@
+"""Every ``python -m conformance.*`` tool follows one convention (conformance/cli.py).
+
+``--help`` exits 0; an unknown option, a bad value or a bad path is one line on stderr naming
+it, exit 4, no traceback, nothing written (issue 28: unknown options exited 2 in seven tools
+and 4 in two, and ``python -m conformance.options`` ignored every argument).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: tool -> the function its ``python -m`` runs (docs/running.md lists the same tools)
+TOOLS = {
+    "conformance.report": "conformance.report.build:main",
+    "conformance.spec": "conformance.spec:main",
+    "conformance.repro.check": "conformance.repro.check:main",
+    "conformance.repro.run": "conformance.repro.run:main",
+    "conformance.evidence": "conformance.evidence.__main__:main",
+    "conformance.differential": "conformance.differential.runner:main",
+    "conformance.differential.fuzz": "conformance.differential.fuzz:main",
+    "conformance.mutants": "conformance.mutants.__main__:main",
+    "conformance.torchtests": "conformance.torchtests.__main__:main",
+    "conformance.fw_surface": "conformance.fw_surface:main",
+    "conformance.options": "conformance.options:main",
+    "conformance.expectations_draft": "conformance.expectations_draft:main",
+}
+
+
+def call(tool: str, *argv: str) -> int:
+    module, _, name = TOOLS[tool].partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)(list(argv))
+    except SystemExit as exc:
+        return exc.code
+
+
+def one_line(err: str, code: int, *words: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 4, (code, err)
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    return lines[0]
+
+
+@pytest.mark.parametrize("tool", sorted(TOOLS))
+def test_help_exits_0(tool, capsys):
+    assert call(tool, "--help") == 0
+    assert capsys.readouterr().out.startswith(f"usage: python -m {tool} ")
+
+
+@pytest.mark.parametrize("tool", sorted(TOOLS))
+def test_an_unknown_option_is_one_line_and_exit_4(tool, capsys):
+    code = call(tool, "--no-such-option", "x")
+    err = capsys.readouterr().err
+    one_line(err, code, f"python -m {tool}: ", f"see python -m {tool} --help")
+
+
+def test_the_options_table_tool_refuses_arguments_as_a_process():
+    done = subprocess.run([sys.executable, "-m", "conformance.options", "--bogus"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    one_line(done.stderr, done.returncode, "unrecognized arguments: --bogus")
+    assert done.stdout == ""
+
+
+@pytest.fixture
+def outputs(tmp_path):
+    """An existing report directory whose files must come through a refused run unchanged."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "index.html").write_text("previous page\n")
+    (tmp_path / "results").mkdir()
+    return out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--column", "a/b=torch"], "--column: 'a/b=torch': the label 'a/b' must be"),
+    (["--column", "="], "the label '' must be"),
+    (["--column", "nightly="], "no framework after '='"),
+    (["--exclude", "tourch"], "--exclude tourch: no such column (the columns: reference, torch"),
+])
+def test_report_bad_column_values(argv, words, outputs, capsys):
+    code = call("conformance.report", "--results-dir", str(outputs.parent / "results"),
+                "--out", str(outputs), *argv)
+    one_line(capsys.readouterr().err, code, words)
+    assert [p.name for p in outputs.iterdir()] == ["index.html"]
+    assert (outputs / "index.html").read_text() == "previous page\n"
+
+
+def test_report_out_naming_a_file(outputs, capsys):
+    page = outputs / "index.html"
+    code = call("conformance.report", "--results-dir", str(outputs.parent / "results"),
+                "--out", str(page))
+    one_line(capsys.readouterr().err, code, f"--out: '{page}' is a file; give a directory")
+    assert page.read_text() == "previous page\n"
+
+
+def test_spec_out_under_a_file(outputs, capsys):
+    code = call("conformance.spec", "--out", str(outputs / "index.html" / "spec.html"))
+    one_line(capsys.readouterr().err, code, "is a file, not a directory")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--jobs", "0"], "--jobs: '0' is not a whole number >= 1"),
+    (["--min-score", "nan"], "--min-score: 'nan' is not a share within 0..1"),
+])
+def test_mutants_bad_values(argv, words, capsys):
+    code = call("conformance.mutants", *argv)
+    one_line(capsys.readouterr().err, code, words)
+
+
+def test_repro_run_needs_a_scripts_directory(tmp_path, capsys):
+    code = call("conformance.repro.run", str(tmp_path / "none"), str(tmp_path / "out.jsonl"))
+    one_line(capsys.readouterr().err, code, "SCRIPTS_DIR: ", "no such directory")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_differential_unknown_adapter(tmp_path, capsys):
+    code = call("conformance.differential", "--adapter", "tourch", "--examples", "1",
+                "--results", str(tmp_path / "f.jsonl"))
+    one_line(capsys.readouterr().err, code, "unknown adapter 'tourch'; known adapters:")
+    assert not (tmp_path / "f.jsonl").exists()
+
+
+@pytest.mark.parametrize("results, words", [
+    ("{tmp}", "is a directory; give a file path"),
+    ("{tmp}/plain.txt/f.jsonl", "is not a directory"),
+    ("", "an empty path"),
+])
+def test_differential_results_that_cannot_be_written(tmp_path, results, words, capsys):
+    (tmp_path / "plain.txt").write_text("keep\n")
+    code = call("conformance.differential", "--examples", "1",
+                "--results", results.format(tmp=tmp_path))
+    one_line(capsys.readouterr().err, code, words)
+    assert (tmp_path / "plain.txt").read_text() == "keep\n"
+
+
+def test_an_unknown_mutant_id_says_how_to_list_them(conformance_project, monkeypatch):
+    conformance_project.rules("demo", "a")
+    conformance_project.suite("demo", '@rule("demo.a")\ndef test_a(): pass\n')
+    monkeypatch.setenv("AUTOGRAD_CONFORMANCE_MUTANT", "garbage")
+    result = conformance_project.run("suites", adapter="reference")
+    err = [line for line in result.errlines if line.strip()]
+    assert result.ret == 4 and len(err) == 1, result.errlines
+    assert "AUTOGRAD_CONFORMANCE_MUTANT='garbage': no mutant has this id; list the ids with " \
+           "python -m conformance.mutants --list" in err[0]
+    assert "reinstall" not in err[0]
+
+
+def test_every_tool_is_listed_in_the_docs_and_here():
+    """A new tool with a main() joins TOOLS (and so these tests) and docs/running.md."""
+    docs = (ROOT / "docs" / "running.md").read_text()
+    for tool in TOOLS:
+        assert f"| `python -m {tool}` |" in docs, tool
+    internal = {"conformance.differential.worker", "conformance.torchtests.worker"}
+    found = set()
+    for path in (ROOT / "conformance").rglob("*.py"):
+        if "def main(" in path.read_text(encoding="utf-8"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found.add(".".join(parts[:-1] if parts[-1] == "__main__" else parts))
+    found = {"conformance.report" if t == "conformance.report.build" else
+             "conformance.differential" if t == "conformance.differential.runner" else t
+             for t in found}
+    assert found - internal == set(TOOLS)
