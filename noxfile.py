@@ -226,15 +226,32 @@ def _suite_digest(spec: list[str]) -> str:
     return h.hexdigest()
 
 
-def _complete(results) -> bool:
-    """A complete results file of the current schema (conformance.results reads it)."""
+def _harness():
+    """The checkout's conformance package on the path (standard library only: results files
+    and atomic writes)."""
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def _complete(results) -> bool:
+    """A complete results file of the current schema (conformance.results reads it): not
+    killed, not interrupted (tests not run), so it can be reused."""
+    _harness()
     from conformance.results import end_line
 
     return end_line(results) is not None
+
+
+def _write_whole(path, data) -> None:
+    """A stamp or status file, written whole or not at all (conformance.outputs)."""
+    import json
+
+    _harness()
+    from conformance.outputs import write_text
+
+    write_text(path, json.dumps(data))
 
 
 @nox.session(python=PYTHON)
@@ -273,15 +290,15 @@ def report(session: nox.Session) -> None:
                              silent=True, success_codes=range(0, 256)) or ""
         tail = "\n".join(output.strip().splitlines()[-8:])
         if results.is_file():
-            stamp.write_text(json.dumps({"digest": digest, "session": name}))
+            _write_whole(stamp, {"digest": digest, "session": name})
             session.log(f"{label}: {tail.splitlines()[-1] if tail else 'done'}")
             continue
         installing = ("pip install" in output and "failed" in output) or "not found" in output \
             or "ERROR: " in output
         detail = (f"nox -s {name!r} could not install {' '.join(spec)}: " if installing
                   else f"nox -s {name!r} produced no results: ") + tail[-600:]
-        status.write_text(json.dumps({"status": "not-installed" if installing else "missing",
-                                      "detail": detail}))
+        _write_whole(status, {"status": "not-installed" if installing else "missing",
+                              "detail": detail})
         session.warn(f"{label}: {detail}")
     session.install("-e", ".[report]")
     session.run("python", "-m", "conformance.report")

@@ -36,7 +36,7 @@ OLD_RUN = Path("tests/report/data/torch-at-b301759.jsonl")
 def _recorded_python(path: Path):
     from conformance.results import read_run  # noqa: E402  (standard library only)
 
-    python = read_run(path).header.get("python_executable")
+    python = read_run(path).header.python_executable
     return python if python and Path(python).exists() else None
 
 
@@ -83,11 +83,11 @@ def main() -> int:
                 continue
         if end is None:
             failed.append(f"{label}: no complete results in {RESULTS}/{label}.jsonl")
-        elif end.get("exitstatus") != 0:
-            failed.append(f"{label}: the run ended with exit status {end.get('exitstatus')} "
-                          f"(counts {end.get('counts')}): an outcome differs from the expectations")
+        elif end.exitstatus != 0:
+            failed.append(f"{label}: the run ended with exit status {end.exitstatus} "
+                          f"(counts {end.counts}): an outcome differs from the expectations")
         else:
-            print(f"ok {label}: {end.get('counts')}")
+            print(f"ok {label}: {end.counts}")
     failed += check_scripts(REQUIRED + OPTIONAL)
     for line in failed:
         print(f"FAILED {line}")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from conformance.outcomes import EXPECTABLE, HELD, Outcome
+from conformance.results import naming
 from conformance.tomlfile import FileError, read_toml
 
 FIELDS = {"outcome", "reason", "root_cause", "category", "upstream", "versions", "tests"}
@@ -84,9 +85,9 @@ class ExpectationSet(dict):
     def get(self, rule_id: str, test_name: str | None = None, default=None):
         """The expectation for ``test_name`` of ``rule_id`` (a per-test entry first)."""
         if test_name is not None:
-            base = test_name.split("::")[-1]
+            base, function = naming.test_name(test_name), naming.function_name(test_name)
             for exp in self.per_test.get(rule_id, ()):
-                if exp.names_test(base) or exp.names_test(base.split("[")[0]):
+                if exp.names_test(base) or exp.names_test(function):
                     return exp
         return super().get(rule_id, default)
 

@@ -18,7 +18,7 @@ from collections import defaultdict
 
 from conformance import cli
 from conformance.outcomes import ACTUAL, EXPECTABLE, HELD as _HELD, Outcome
-from conformance.results import ResultsSchemaError, read_run
+from conformance.results import ResultsSchemaError, read_run, test_name
 
 #: What drafting does with each outcome a test can actually have: an entry, or nothing.
 DRAFTED = frozenset(o.value for o in EXPECTABLE)
@@ -34,11 +34,10 @@ def read_runs(paths):
         run = read_run(path)  # OSError, ResultsSchemaError: main says which file, exit 4
         tests = defaultdict(dict)
         for record in run.tests:
-            if record.get("rule"):
-                name = record["nodeid"].split("::")[-1]
-                tests[record["rule"]][name] = (record.get("actual") or record["outcome"],
-                                               record.get("message") or "")
-        runs.append((run.header.get("framework_version"), tests))
+            if record.rule:
+                tests[record.rule][test_name(record.nodeid)] = (record.actual_outcome,
+                                                                record.message or "")
+        runs.append((run.header.framework_version, tests))
     return runs
 
 

@@ -4,13 +4,13 @@ Why a plugin of its own: :class:`conformance.liveness.StillAlive` carries the ch
 references that keeps a leaked object alive (``chain.as_data()``); the report draws it. The
 exception only exists in the process that ran the test (an xdist worker), so the chain travels
 as a user property of the phase report, which xdist serialises, and
-:class:`conformance.results.TestRecords` copies it into the test's JSON line as ``chain``.
+:class:`conformance.results.run_file.TestRecords` copies it into the test's JSON line as ``chain``.
 """
 from __future__ import annotations
 
 import pytest
 
-CHAIN_PROPERTY = "conformance-chain"
+from conformance.results.phases import CHAIN_PROPERTY
 
 
 def chain_data(exc: BaseException | None) -> dict | None:

@@ -251,8 +251,8 @@ def _held(report) -> bool:
     """Whether the framework held in this phase, before expectations (an expected LEAK
     entry turns a held run into XPASS, which must still be measured)."""
     info = phase_info(report)
-    if info is not None and info.get("actual"):
-        return info["actual"] in {str(o) for o in HELD}
+    if info is not None and info.actual:
+        return info.actual in {str(o) for o in HELD}
     return report.outcome == "passed"
 
 

@@ -27,7 +27,9 @@ from conformance import hookspecs, isolation, leakcheck, options, summary, timeo
 from conformance.rules import Catalogue, load_catalogue
 from conformance.expectations import ExpectationSet, load_expectations
 from conformance.outcomes import HELD, Outcome, Verdict, blocked_by, first_lines, judge, test_outcome
-from conformance.results import PROPERTY, ResultsFile, Tally, TestRecords
+from conformance.results import PhaseInfo, ResultsFile, RunHeader, Tally, TestRecords, phase_info
+from conformance.results.locks import InUse
+from conformance.results.naming import file_of
 from conformance.tomlfile import FileError
 
 
@@ -41,7 +43,7 @@ class Harness:
     catalogue_dir: Path
     catalogue: Catalogue | None = None  # None: the run does not touch the suites
     expectations: ExpectationSet = dataclasses.field(default_factory=ExpectationSet)
-    context: dict[str, Any] = dataclasses.field(default_factory=dict)
+    run: RunHeader = dataclasses.field(default_factory=RunHeader)  # adapter, version, device...
     records: TestRecords | None = None
     tally: Tally = dataclasses.field(default_factory=Tally)
     results: ResultsFile | None = None
@@ -75,7 +77,7 @@ def _touches(config, directory: Path) -> bool:
     """Whether the run's paths include ``directory`` or something inside it."""
     base = Path(config.invocation_params.dir)
     for arg in config.args:
-        path = (base / str(arg).split("::")[0]).resolve()
+        path = (base / file_of(str(arg))).resolve()
         if path == directory or directory in path.parents or path in directory.parents:
             return True
     return False
@@ -98,18 +100,43 @@ def pytest_addhooks(pluginmanager):
     pluginmanager.add_hookspecs(hookspecs)
 
 
+def _suite_digest(suites_dir: Path) -> dict[str, Any]:
+    """``suite_digest`` for the header: the hash of the suite source the run reads, as
+    reproduction scripts find it again (conformance.repro.source); None for suites outside a
+    ``conformance/suites`` directory of this layout."""
+    from conformance.repro import source
+
+    suites_dir = Path(suites_dir).resolve()
+    root = suites_dir.parents[1] if len(suites_dir.parents) > 1 else suites_dir
+    return {"suite_digest": source.digest(root) if suites_dir == root / source.SUITES else None}
+
+
+def _open_results(raw: str) -> ResultsFile:
+    """The ``--results`` file, held by this run (UsageError: another run holds it, or it
+    cannot be written)."""
+    try:
+        return ResultsFile(Path(raw))
+    except InUse as exc:
+        raise pytest.UsageError(f"--results {exc}") from None
+    except OSError as exc:
+        raise pytest.UsageError(f"--results {raw}: cannot write it ({exc.strerror or exc}); "
+                                f"choose a writable path") from None
+
+
 def _stop_before_tests(config, suites_dir: Path, spec: str, message: str):
     """The run cannot start: say why, and record it in the results file if one was asked."""
     results = config.getoption("results")
     if results and _is_controller(config):
         try:
-            out = ResultsFile(Path(results))
-            out.header({"adapter": spec, "adapter_spec": spec, "framework_version": None,
-                        "device": config.getoption("device"), "python": platform.python_version()},
+            out = _open_results(results)
+            out.header(RunHeader(adapter=spec, adapter_spec=spec, device=config.getoption("device"),
+                                 python=platform.python_version(), **_suite_digest(suites_dir)),
                        suites_dir, 0)
             out.close(pytest.ExitCode.USAGE_ERROR, Tally(), error=message)
         except OSError as exc:
             message += f" (and --results {results} could not be written: {exc.strerror or exc})"
+        except pytest.UsageError as exc:  # another run holds the file, or it cannot be made
+            message += f" (and {exc})"
     raise pytest.UsageError(message)
 
 
@@ -146,6 +173,9 @@ def pytest_configure(config):
     try:
         if _is_controller(config):
             results = config.getoption("results")
+            if results is not None and not results.strip():
+                raise ValueError("--results is empty (an unset variable?); give a file path, "
+                                 "e.g. --results=reports/results/NAME.jsonl, or leave it out")
             problem = options.swallowed_path_problem(config) or (
                 results and options.results_problem(results, Path(config.invocation_params.dir)))
             if problem:
@@ -201,21 +231,22 @@ def pytest_configure(config):
                                            traceability.test_names_by_rule(h.suites_dir))
     except FileError as exc:
         raise pytest.UsageError(str(exc)) from None
-    h.context = {"adapter": adapter.name, "framework_version": version, "device": device,
-                 "python": platform.python_version()}
+    h.run = RunHeader(adapter=adapter.name, framework_version=version, device=device,
+                      python=platform.python_version())
     if _is_controller(config):
-        h.records = TestRecords(h.context)
+        h.records = TestRecords(h.run)
         results = config.getoption("results")
         if results:
+            h.results = _open_results(results)
+            # adapter_spec: how this run named its adapter (a built-in name, an entry point or
+            # package.module:Class), so that scripts made from the results load it the same way
+            # conformance_timeout / leak_check: what makes a test TIMEOUT or LEAK, which a
+            # reproduction script applies the same way
             try:
-                h.results = ResultsFile(Path(results))
-                # adapter_spec: how this run named its adapter (a built-in name, an entry point
-                # or package.module:Class), so that scripts made from the results load it the
-                # same way; conformance_timeout / leak_check: what makes a test TIMEOUT or
-                # LEAK, which a reproduction script applies the same way
-                h.results.header({**h.context, "adapter_spec": spec, "conformance_timeout": limit,
-                                  "leak_check": [warmups, runs] if leak_check else None},
-                                 h.suites_dir, len(h.catalogue.rules))
+                h.results.header(dataclasses.replace(
+                    h.run, adapter_spec=spec, conformance_timeout=limit,
+                    leak_check=[warmups, runs] if leak_check else None,
+                    **_suite_digest(h.suites_dir)), h.suites_dir, len(h.catalogue.rules))
             except OSError as exc:  # a full disk (ENOSPC) or a file system that refuses it
                 raise pytest.UsageError(f"--results {results}: cannot write it ({exc.strerror or exc}); "
                                         f"free space or choose a writable path") from None
@@ -226,7 +257,7 @@ def pytest_report_header(config):
     h = config.stash.get(HARNESS, None)
     if h is None or not h.active:
         return None
-    return (f"conformance: adapter {h.adapter.name} {h.context['framework_version']}, device "
+    return (f"conformance: adapter {h.adapter.name} {h.run.framework_version}, device "
             f"{h.device}, {len(h.catalogue.rules)} rules, "
             f"{len(h.expectations)} expectations")
 
@@ -333,14 +364,12 @@ def pytest_runtest_makereport(item, call):
         if leak is not None and report.passed:  # a project test: fails with the word LEAK
             report.outcome = "failed"
             report.longrepr = leak.message()
-            report.user_properties = [*report.user_properties,
-                                      (PROPERTY, {"outcome": str(Outcome.LEAK), "fails": True})]
+            PhaseInfo(outcome=str(Outcome.LEAK), fails=True).attach(report)
         return report
     rule = h.rule_of(item)
     if rule is None:  # collection already refused it; be safe if collection was bypassed
         return report
-    info: dict[str, Any] = {"rule": rule.id, "suite": rule.suite, "level": rule.level,
-                            "outcome": None}
+    info = PhaseInfo(rule=rule.id, suite=rule.suite, level=rule.level, outcome=None)
     if call.when == "call" or report.outcome != "passed":
         custom = item.ihook.pytest_conformance_classify(item=item, call=call)
         exc = call.excinfo.value if call.excinfo is not None else None
@@ -357,25 +386,29 @@ def pytest_runtest_makereport(item, call):
                         expectation.where() if expectation else "",
                         expectation.flaky if expectation else ())
         _apply(report, verdict, message, item, rule, expectation)
-        info.update(outcome=str(verdict.outcome), actual=str(actual),
-                    message=verdict.note + ("\n" if verdict.note and message else "") + message,
-                    observed=_observed(item), fails=verdict.fails_run,
-                    expectation=expectation.as_json() if expectation else None,
-                    blocked_by=blocked_by(exc) if actual is Outcome.BLOCKED else None)
-    report.user_properties = [*report.user_properties, (PROPERTY, info)]
+        info = PhaseInfo(
+            rule=rule.id, suite=rule.suite, level=rule.level, outcome=str(verdict.outcome),
+            actual=str(actual),
+            message=verdict.note + ("\n" if verdict.note and message else "") + message,
+            observed=_observed(item), fails=verdict.fails_run,
+            expectation=expectation.as_json() if expectation else None,
+            blocked_by=blocked_by(exc) if actual is Outcome.BLOCKED else None)
+    info.attach(report)
     return report
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_report_teststatus(report, config):
     """UNSUPPORTED and BLOCKED get their own word and count in pytest's lines, not 'skipped'."""
-    for key, info in getattr(report, "user_properties", ()):
-        if key == PROPERTY and info.get("outcome") == str(Outcome.UNSUPPORTED):
-            return "unsupported", "U", "UNSUPPORTED"
-        if key == PROPERTY and info.get("outcome") == str(Outcome.BLOCKED):
-            return "blocked", "B", "BLOCKED"
-        if key == PROPERTY and info.get("fails") and report.when in ("call", "???"):
-            return "failed", "F", info["outcome"]
+    info = phase_info(report)
+    if info is None:
+        return None
+    if info.outcome == str(Outcome.UNSUPPORTED):
+        return "unsupported", "U", "UNSUPPORTED"
+    if info.outcome == str(Outcome.BLOCKED):
+        return "blocked", "B", "BLOCKED"
+    if info.fails and report.when in ("call", "???"):
+        return "failed", "F", info.outcome
     return None
 
 
@@ -391,7 +424,7 @@ class Controller:
 
     def _expect(self, nodeids) -> None:
         root = Path(self.config.rootpath)
-        self.expected.update(n for n in nodeids if self.h.is_suite_path(root / n.split("::")[0]))
+        self.expected.update(n for n in nodeids if self.h.is_suite_path(root / file_of(n)))
 
     def pytest_collection_finish(self, session):
         self._expect(item.nodeid for item in session.items)
@@ -414,7 +447,7 @@ class Controller:
         """pytest-xdist: the worker running ``crashitem`` died; the outcome is CRASH."""
         h = self.h
         meta = h.records.meta(crashitem)
-        rule = h.catalogue.get(meta.get("rule") or "")
+        rule = h.catalogue.get(meta.rule or "")
         expectation = h.expectations.get(rule.id, crashitem) if rule else None
         timed_out = h.watchdog.crash_outcome(crashitem) if h.watchdog else None
         actual = Outcome.TIMEOUT if timed_out else Outcome.CRASH
@@ -432,17 +465,15 @@ class Controller:
             report.wasxfail = f"{actual} as expected: {expectation.reason}"
         elif verdict.note:
             report.longrepr = f"{message}\n{verdict.note}"
-        info = {"rule": rule.id if rule else None, "suite": rule.suite if rule else None,
-                "level": rule.level if rule else None, "outcome": str(verdict.outcome),
-                "actual": str(actual), "message": message, "observed": None,
-                "fails": verdict.fails_run, "crash": True,
-                "expectation": expectation.as_json() if expectation else None}
-        report.user_properties = [*report.user_properties, (PROPERTY, info)]
+        PhaseInfo(rule=rule.id if rule else None, suite=rule.suite if rule else None,
+                  level=rule.level if rule else None, outcome=str(verdict.outcome),
+                  actual=str(actual), message=message, observed=None,
+                  fails=verdict.fails_run, crash=True,
+                  expectation=expectation.as_json() if expectation else None).attach(report)
 
     def pytest_runtest_logreport(self, report):
         record = self.h.records.add(report)
         if record is not None:
-            self.h.tally.seen.add(record["nodeid"])
             self.h.tally.add(record)
             if self.h.results is not None:
                 try:
@@ -462,7 +493,7 @@ class Controller:
 
     def pytest_terminal_summary(self, terminalreporter):
         h = self.h
-        title = (f"adapter {h.adapter.name} {h.context['framework_version']} on {h.device}; "
+        title = (f"adapter {h.adapter.name} {h.run.framework_version} on {h.device}; "
                  f"final outcomes per suite (count/tests)")
         terminalreporter.write_sep("=", "autograd conformance")
         h.tally.not_run = sorted(self.expected - h.tally.seen)
@@ -476,5 +507,13 @@ class Controller:
         if self.h.results is not None:
             self.h.tally.not_run = sorted(self.expected - self.h.tally.seen)
             self.results_path = self.h.results.path
-            self.h.results.close(exitstatus, self.h.tally)
+            # Ctrl-C, -x, a collection error: tests did not run; the end line says so, the
+            # report shows the run as interrupted and nox -s report never reuses it
+            interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(self.h.tally.not_run)
+            self.h.results.close(exitstatus, self.h.tally, interrupted=interrupted)
+            self.h.results = None
+
+    def pytest_unconfigure(self, config):
+        if self.h.results is not None:  # the session never finished: give the file up
+            self.h.results.release()
             self.h.results = None

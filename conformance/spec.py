@@ -60,11 +60,11 @@ def framework_status(results: Path) -> tuple[list[str], dict[tuple[str, str], st
     """(column titles, (rule id, title) -> outcome) from results.json; empty when absent."""
     if not results.is_file():
         return [], {}
-    from conformance.report import aggregate, schema
-    data = schema.load(results)
-    titles = {run["label"]: aggregate.column_title(run) for run in data["runs"]}
-    cells = aggregate.cells(data)
-    return list(titles.values()), {(rid, titles[label]): cell["outcome"]
+    from conformance.results import cells as _cells, combined
+    data = combined.load(results)
+    titles = {run.label: run.title for run in data.runs}
+    cells = _cells.table(data.runs, data.rule_ids)
+    return list(titles.values()), {(rid, titles[label]): cell.outcome
                                    for (rid, label), cell in cells.items()}
 
 
@@ -158,22 +158,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=cli.output_file, default=Path("reports/spec.html"),
                         help="default: reports/spec.html")
     args = parser.parse_args(argv)
+    from conformance.outputs import OutputError, write_text
+    from conformance.results import ResultsSchemaError
+
     try:
         page = render(args.out)
-    except (CatalogueError, _evidence.EvidenceError) as exc:
+    except (CatalogueError, _evidence.EvidenceError, ResultsSchemaError) as exc:
+        # ResultsSchemaError: a results.json the report cannot read
         print(f"conformance.spec: {exc}", file=sys.stderr)
         return 4
-    except Exception as exc:  # a results.json the report cannot read
-        from conformance.report.schema import SchemaError
-        if isinstance(exc, SchemaError):
-            print(f"conformance.spec: {exc}", file=sys.stderr)
-            return 4
-        raise
     try:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        print(f"conformance.spec: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        write_text(args.out, page)  # whole or not at all
+    except (OutputError, OSError) as exc:
+        print(f"conformance.spec: cannot write {args.out}: {exc}", file=sys.stderr)
         return 4
     print(f"spec: {args.out.resolve()}")
     return 0

@@ -81,8 +81,9 @@ def describe_crash(nodeid: str, text: str, fallback: str) -> str:
     if frames:
         top = frames[0]
         python_frame = f"{top['func']} ({os.path.basename(top['file'])}:{top['line']})"
-        test_file = nodeid.split("::")[0]
-        test_name = nodeid.split("::")[-1].split("[")[0]
+        from conformance.results.naming import file_of, function_name
+
+        test_file, test_name = file_of(nodeid), function_name(nodeid)
         in_file = [f for f in frames if f["file"].endswith(test_file)]
         suite = next((f for f in in_file if f["func"] == test_name), in_file[0] if in_file else None)
         if suite is not None and suite is not top:

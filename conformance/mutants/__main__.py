@@ -135,14 +135,12 @@ def run_suites(mutant_id: str | None, first_suite: str | None = None, stop_at_fi
                 code, tail = "timeout", str(exc)[-2000:]
         tests, ended = {}, False
         if results.is_file():
-            for line in results.read_text(encoding="utf-8").splitlines():
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                if record.get("type") == "test":
-                    tests[record["nodeid"]] = (record["outcome"], record.get("rule"))
-                elif record.get("type") == "end":
+            from conformance.results import RunEnd, TestRecord, run_file
+
+            for record in run_file.scan(results):
+                if isinstance(record, TestRecord):
+                    tests[record.nodeid] = (record.outcome, record.rule)
+                elif isinstance(record, RunEnd):
                     ended = True
     return {"tests": tests, "ended": ended, "returncode": code, "tail": tail,
             "seconds": round(time.monotonic() - started, 2)}
@@ -237,8 +235,10 @@ def main(argv=None) -> int:
 
     by_rule: dict = {}
     firsts: dict = {}  # the first test of each suite file, in order
+    from conformance.results.naming import file_of
+
     for nodeid in clean["tests"]:
-        firsts.setdefault(nodeid.split("::")[0], nodeid)
+        firsts.setdefault(file_of(nodeid), nodeid)
     firsts = list(firsts.values())
     for nodeid, (_, rule) in clean["tests"].items():
         by_rule.setdefault(rule, []).append(nodeid)

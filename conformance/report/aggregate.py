@@ -1,9 +1,9 @@
 """From tests to the matrix: one cell per (rule, run), counts per (suite, run).
 
-A rule has one or more tests; its cell shows the most severe outcome of them, so one diverging
-test makes the rule diverge. Denominators come from the catalogue (rules) and from the largest
-number of tests any run recorded for a suite, so a run that lost tests shows them as NOT RUN
-instead of looking green.
+A cell (:mod:`conformance.results.cells`, the one definition) shows the most severe outcome of
+a rule's tests, so one diverging test makes the rule diverge. Denominators come from the
+catalogue (rules) and from the largest number of tests any run recorded for a suite, so a run
+that lost tests shows them as NOT RUN instead of looking green.
 """
 from __future__ import annotations
 
@@ -12,15 +12,12 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from conformance import outcomes
-from conformance.outcomes import NOT_INSTALLED, NOT_RUN, SEVERITY, worst
+from conformance.outcomes import NOT_INSTALLED, NOT_RUN
+from conformance.results import cells as _cells
+from conformance.results.cells import Cell
+from conformance.results.combined import Column, Combined
 
-#: Final outcomes, most severe first (the cell of a rule shows the first that occurs); the
-#: order is conformance.outcomes'; a missing test (NOT RUN) comes before all.
-FINAL_SEVERITY = (NOT_RUN, *(o.value for o in SEVERITY))
-#: What the framework did (before expectations), most severe first.
-ACTUAL_SEVERITY = (NOT_RUN, *(o.value for o in outcomes.ACTUAL_SEVERITY))
-#: Actual outcomes that count as breaking a rule.
-BROKEN = tuple(o.value for o in outcomes.BROKEN)
+#: Actual outcomes that count as holding a rule.
 HELD = tuple(o.value for o in outcomes.HELD)
 
 STYLE = {  # outcome -> (symbol, css class, meaning)
@@ -40,96 +37,54 @@ STYLE = {  # outcome -> (symbol, css class, meaning)
 }
 
 
-def column_title(run: dict[str, Any]) -> str:
-    version = run.get("framework_version")
-    return f"{run['framework']} {version}" if version and run["framework"] != "reference" \
-        else run["framework"]
+def column_title(run: Column) -> str:
+    return run.title
 
 
-def expected_tests(data: dict[str, Any]) -> dict[str, set[str]]:
-    """rule -> the test names (nodeid after the file) any run recorded for it."""
-    out: dict[str, set[str]] = defaultdict(set)
-    for run in data["runs"]:
-        for t in run["tests"]:
-            if t.get("rule"):
-                out[t["rule"]].add(t["nodeid"].split("::", 1)[-1])
-    return out
+def cells(data: Combined) -> dict[tuple[str, str], Cell]:
+    """(rule id, run label) -> its cell (:func:`conformance.results.cells.table`)."""
+    return _cells.table(data.runs, data.rule_ids)
 
 
-def cells(data: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    """(rule id, run label) -> {outcome, actual, tests, expectation}."""
-    expected = expected_tests(data)
-    out = {}
-    for run in data["runs"]:
-        by_rule: dict[str, list] = defaultdict(list)
-        for t in run["tests"]:
-            by_rule[t.get("rule") or "?"].append(t)
-        for entry in data["catalogue"]:
-            rid = entry["id"]
-            if run["status"] in ("not-installed", "missing"):
-                out[(rid, run["label"])] = {"outcome": "NOT INSTALLED" if run["status"] ==
-                                            "not-installed" else "NOT RUN",
-                                            "actual": "NOT RUN", "tests": [], "expectation": None}
-                continue
-            tests = list(by_rule.get(rid, []))
-            have = {t["nodeid"].split("::", 1)[-1] for t in tests}
-            for name in sorted(expected.get(rid, set()) - have):
-                tests.append({"nodeid": name, "rule": rid, "outcome": "NOT RUN",
-                              "actual": "NOT RUN", "message": "this run has no result for the "
-                              "test (other runs do)", "expectation": None, "duration": 0,
-                              "observed": None})
-            if not tests:
-                tests = [{"nodeid": "(none)", "rule": rid, "outcome": "NOT RUN",
-                          "actual": "NOT RUN", "message": "no test of this rule ran",
-                          "expectation": None, "duration": 0, "observed": None}]
-            outcome = worst({t["outcome"] or "ERROR" for t in tests}, SEVERITY)
-            actual = worst({t["actual"] or t["outcome"] or "ERROR" for t in tests},
-                           outcomes.ACTUAL_SEVERITY)
-            expectation = next((t["expectation"] for t in tests if t.get("expectation")), None)
-            out[(rid, run["label"])] = {"outcome": outcome, "actual": actual, "tests": tests,
-                                        "expectation": expectation}
-    return out
+def broken(cell: Cell) -> bool:
+    return cell.broken
 
 
-def broken(cell: dict[str, Any]) -> bool:
-    return cell["actual"] in BROKEN
-
-
-def suite_counts(data, table) -> dict[tuple[str, str], dict[str, Any]]:
+def suite_counts(data: Combined, table) -> dict[tuple[str, str], dict[str, Any]]:
     """(suite, run label) -> rule outcome counts, rules held / rules, tests recorded / tests."""
-    expected = expected_tests(data)
+    expected = _cells.expected_names(run.tests for run in data.runs)
     out = {}
-    suites = sorted({e["suite"] for e in data["catalogue"]})
-    for run in data["runs"]:
+    suites = sorted({e["suite"] for e in data.catalogue})
+    for run in data.runs:
         for suite in suites:
-            rules = [e["id"] for e in data["catalogue"] if e["suite"] == suite]
-            counts = Counter(table[(r, run["label"])]["outcome"] for r in rules)
-            actual = Counter(table[(r, run["label"])]["actual"] for r in rules)
-            held = sum(table[(r, run["label"])]["actual"] in HELD for r in rules)
+            rules = [e["id"] for e in data.catalogue if e["suite"] == suite]
+            counts = Counter(table[(r, run.label)].outcome for r in rules)
+            actual = Counter(table[(r, run.label)].actual for r in rules)
+            held = sum(table[(r, run.label)].actual in HELD for r in rules)
             n_tests = sum(max(len(expected.get(r, ())), 1) for r in rules)
-            recorded = sum(1 for t in run["tests"] if t.get("suite") == suite)
-            out[(suite, run["label"])] = {"counts": dict(counts), "actual": dict(actual),
+            recorded = sum(1 for t in run.tests if t.suite == suite)
+            out[(suite, run.label)] = {"counts": dict(counts), "actual": dict(actual),
                                           "held": held,
                                           "rules": len(rules), "tests": recorded,
                                           "tests_expected": n_tests}
     return out
 
 
-def only_one(data, table) -> list[dict[str, Any]]:
+def only_one(data: Combined, table) -> list[dict[str, Any]]:
     """Rules that exactly one column breaks, and rules that only one framework (any of its
     versions) breaks, with who."""
     out = []
-    for entry in data["catalogue"]:
-        who = [run for run in data["runs"] if broken(table[(entry["id"], run["label"])])]
-        frameworks = {run["framework"] for run in who}
+    for entry in data.catalogue:
+        who = [run for run in data.runs if table[(entry["id"], run.label)].broken]
+        frameworks = {run.framework for run in who}
         if len(who) == 1:
             out.append({"rule": entry["id"], "suite": entry["suite"], "scope": "column",
-                        "who": column_title(who[0]), "label": who[0]["label"]})
+                        "who": who[0].title, "label": who[0].label})
         elif len(frameworks) == 1 and who:
             out.append({"rule": entry["id"], "suite": entry["suite"], "scope": "framework",
-                        "who": who[0]["framework"] + " (all versions tested: "
-                        + ", ".join(column_title(r) for r in who) + ")",
-                        "label": who[0]["label"]})
+                        "who": who[0].framework + " (all versions tested: "
+                        + ", ".join(r.title for r in who) + ")",
+                        "label": who[0].label})
     return out
 
 
@@ -140,10 +95,10 @@ def _version_key(version: str | None) -> tuple:
     return tuple(parts)
 
 
-def _first_message(cell: dict[str, Any]) -> str:
-    for t in cell["tests"]:
-        if (t.get("actual") or t.get("outcome")) not in HELD and t.get("message"):
-            return t["message"].strip().splitlines()[0][:300]
+def _first_message(cell: Cell) -> str:
+    for t in cell.tests:
+        if t.actual_outcome not in HELD and t.message and t.message.strip():
+            return t.message.strip().splitlines()[0][:300]
     return ""
 
 
@@ -151,41 +106,40 @@ def version_changes(data, table) -> list[dict[str, Any]]:
     """For each framework with two or more runs (oldest version first), what changed between
     consecutive versions: rules fixed (broke, now hold), regressed (held, now break) and
     changed (broke both times, differently), each with the messages of both runs."""
-    by_framework: dict[str, list] = defaultdict(list)
-    for run in data["runs"]:
-        if run["status"] in ("complete", "interrupted"):
-            by_framework[run["framework"]].append(run)
+    by_framework: dict[str, list[Column]] = defaultdict(list)
+    for run in data.runs:
+        if run.has_results:
+            by_framework[run.framework].append(run)
     out = []
     for framework, runs in by_framework.items():
-        runs = sorted(runs, key=lambda r: _version_key(r.get("framework_version")))
+        runs = sorted(runs, key=lambda r: _version_key(r.framework_version))
         for old, new in zip(runs, runs[1:]):
-            diff = {"framework": framework, "old": old["label"], "new": new["label"],
-                    "old_title": column_title(old), "new_title": column_title(new),
+            diff = {"framework": framework, "old": old.label, "new": new.label,
+                    "old_title": old.title, "new_title": new.title,
                     "fixed": [], "regressed": [], "changed": []}
-            for entry in data["catalogue"]:
-                a, b = table[(entry["id"], old["label"])], table[(entry["id"], new["label"])]
-                if NOT_RUN in (a["actual"], b["actual"]):
+            for entry in data.catalogue:
+                a, b = table[(entry["id"], old.label)], table[(entry["id"], new.label)]
+                if NOT_RUN in (a.actual, b.actual):
                     continue
                 kind = None
-                if a["actual"] not in HELD and b["actual"] in HELD:
+                if a.actual not in HELD and b.actual in HELD:
                     kind = "fixed"
-                elif a["actual"] in HELD and b["actual"] not in HELD:
+                elif a.actual in HELD and b.actual not in HELD:
                     kind = "regressed"
-                elif a["actual"] not in HELD and a["actual"] != b["actual"]:
+                elif a.actual not in HELD and a.actual != b.actual:
                     kind = "changed"
                 if kind:
                     diff[kind].append({"rule": entry["id"], "suite": entry["suite"],
-                                       "level": entry["level"], "old": a["actual"],
-                                       "new": b["actual"], "old_message": _first_message(a),
+                                       "level": entry["level"], "old": a.actual,
+                                       "new": b.actual, "old_message": _first_message(a),
                                        "new_message": _first_message(b)})
             out.append(diff)
     return out
 
 
-def mixed(cell: dict[str, Any]) -> list[str]:
+def mixed(cell: Cell) -> list[str]:
     """The other outcomes of a rule whose tests differ (most severe first), else []."""
-    seen = {t.get("actual") or t.get("outcome") for t in cell["tests"]}
-    return [o for o in ACTUAL_SEVERITY if o in seen and o != cell["actual"]]
+    return cell.others()
 
 
 #: Fill colour of each outcome in the per-suite bars (the cell colours' stronger shade).
@@ -204,7 +158,7 @@ def bar_svg(counts: dict[str, int], width: int = 140, height: int = 12) -> str:
     parts = [f'<svg class="bar" xmlns="http://www.w3.org/2000/svg" width="{width}" '
              f'height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="'
              + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + '">']
-    for outcome in ACTUAL_SEVERITY[::-1]:
+    for outcome in _cells.by_severity(counts)[::-1]:
         n = counts.get(outcome, 0)
         if not n:
             continue

@@ -4,23 +4,29 @@
 [--exclude LABEL]``
 
 Columns: the runs the built-in adapters declare (adapters/*.py `runs`), then every other
-complete results file ``<label>.jsonl`` in the results directory (framework and version from
-its header), minus ``--exclude``; ``--column`` adds a column or relabels one. A default column
-whose results file is absent gets a placeholder: ``not-installed`` when
-``<label>.status.json`` says the framework could not be installed, else ``missing``; no
-framework ever silently disappears from the page.
+results file ``<label>.jsonl`` in the results directory (framework and version from its
+header; an interrupted one shows as interrupted), minus ``--exclude``; ``--column`` adds a
+column or relabels one. A default column whose results file is absent gets a placeholder:
+``not-installed`` when ``<label>.status.json`` says the framework could not be installed, else
+``missing``; no framework ever silently disappears from the page, and a results file that
+cannot be read is refused (one line naming its line and field; ``--exclude`` it to go on).
+
+Outputs (results.json, junit/<label>.xml, index.html) are all rendered in memory first and
+replaced together (:class:`conformance.outputs.Outputs`): a failure, or Ctrl-C, leaves the
+previous report whole.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
-from conformance import cli, results as _results
+from conformance import cli
+from conformance.outputs import OutputError, Outputs
+from conformance.results import ResultsSchemaError, combined, findings as _findings, read_run
 from conformance.rules import load_catalogue
-from conformance.report import html, junit, rootcause, schema
+from conformance.report import html, junit, rootcause
 
 ROOT = Path(__file__).resolve().parents[2]
 def _default_columns() -> dict[str, tuple[str, str | None]]:
@@ -39,71 +45,88 @@ def status_path(results_dir: Path, label: str) -> Path:
     return Path(results_dir) / f"{label}.status.json"
 
 
-def collect_runs(results_dir: Path, columns: dict[str, tuple[str, str | None]]) -> list[dict]:
+def _status_file(path: Path) -> dict[str, str]:
+    """``<label>.status.json`` (written by nox -s report): {"status", "detail"}, or {}."""
+    try:
+        info = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError) as exc:
+        raise ResultsSchemaError(f"{path}: not a status file written by nox -s report "
+                                 f"({type(exc).__name__}); remove it") from None
+    if not isinstance(info, dict) or not all(isinstance(info.get(k, ""), str)
+                                             for k in ("status", "detail")):
+        raise ResultsSchemaError(f"{path}: not a status file written by nox -s report; remove it")
+    return info
+
+
+def collect_runs(results_dir: Path, columns: dict[str, tuple[str, str | None]]
+                 ) -> list[combined.Column]:
     runs = []
     for label, (framework, version) in columns.items():
         lines = Path(results_dir) / f"{label}.jsonl"
-        status = status_path(results_dir, label)
-        try:
-            info = json.loads(status.read_text(encoding="utf-8")) if status.is_file() else {}
-        except (OSError, ValueError) as exc:
-            raise schema.SchemaError(f"{status}: not a status file written by nox -s report "
-                                     f"({type(exc).__name__}); remove it") from None
-        if not isinstance(info, dict):
-            raise schema.SchemaError(f"{status}: not a status file written by nox -s report; "
-                                     f"remove it")
+        info = _status_file(status_path(results_dir, label))
         if info.get("status") == "not-installed":
-            runs.append(schema.placeholder_run(label, framework, version, "not-installed",
-                                               info.get("detail", "")))
+            runs.append(combined.placeholder(label, framework, version, "not-installed",
+                                             info.get("detail", "")))
         elif lines.is_file():
-            run = schema.read_lines(lines, label, framework)
-            if info.get("detail") and run["status"] != "complete":
-                run["detail"] = info["detail"]
+            run = combined.column_of(lines, label, framework)
+            if info.get("detail") and run.status != "complete":
+                run.detail = info["detail"]
             runs.append(run)
         else:
-            runs.append(schema.placeholder_run(
+            runs.append(combined.placeholder(
                 label, framework, version, "missing",
                 info.get("detail") or f"no results file {lines.name}; run nox -s report"))
     return runs
 
 
 def discover_columns(results_dir: Path, extra=None, exclude=()) -> dict:
-    """The default columns, then every other complete conformance results file in
-    ``results_dir`` (differential findings and interrupted runs are not columns unless named),
-    then ``extra`` (``--column``: adds, or relabels a column already there), minus ``exclude``."""
+    """The default columns, then every other conformance results file in ``results_dir``
+    (complete or interrupted; differential findings are not columns), then ``extra``
+    (``--column``: adds, or relabels a column already there), minus ``exclude``. A results
+    file that cannot be read is refused (ResultsSchemaError naming it), never left out
+    silently; ``--exclude`` its label to go on without it."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise ResultsSchemaError(f"--results-dir {results_dir}: no such directory; run "
+                                 f"nox -s report, or name the directory of your --results files")
     columns = dict(DEFAULT_COLUMNS)
-    for path in sorted(Path(results_dir).glob("*.jsonl")):
-        if path.stem in columns:
+    skip = set(exclude) | set(extra or {})
+    for path in sorted(results_dir.glob("*.jsonl")):
+        if path.stem in columns or path.stem in skip or _findings.is_explore(path):
             continue
         try:
-            run = _results.read_run(path)
-        except (OSError, _results.ResultsSchemaError):
-            continue
-        if run.complete and "rules" in run.header and run.header.get("adapter"):
-            columns[path.stem] = (run.header["adapter"], run.header.get("framework_version"))
+            run = read_run(path)
+        except OSError as exc:
+            raise ResultsSchemaError(f"{path}: cannot read it ({exc.strerror or exc}); "
+                                     f"--exclude {path.stem} to leave it out") from None
+        except ResultsSchemaError as exc:
+            raise ResultsSchemaError(f"{exc} (or --exclude {path.stem} to leave it out)") from None
+        columns[path.stem] = (run.header.adapter or path.stem, run.header.framework_version)
     for label, spec in (extra or {}).items():
         columns[label] = spec
     return {k: v for k, v in columns.items() if k not in set(exclude)}
 
 
 def build(results_dir: Path, out_dir: Path, columns=None, catalogue_dir: Path | None = None):
+    """Write results.json, junit/ and index.html into ``out_dir``: all rendered in memory,
+    then replaced together (OutputError, ResultsSchemaError: nothing was replaced)."""
     columns = columns or discover_columns(results_dir)
     catalogue = load_catalogue(catalogue_dir or ROOT / "conformance" / "catalogue")
     runs = collect_runs(results_dir, columns)
-    entries = schema.catalogue_entries(catalogue)
+    entries = combined.catalogue_entries(catalogue)
     for run in runs:
-        run["root_causes"] = rootcause.root_causes(run, entries)
-    data = schema.build(runs, catalogue)
+        run.root_causes = rootcause.root_causes(run, entries)
+    data = combined.build(runs, catalogue)
     out_dir = Path(out_dir)
-    mutants = mutants_summary(out_dir / "mutants.json")
-    if mutants:
-        data["mutants"] = mutants
-    findings = findings_summary(results_dir)
-    if findings:
-        data["findings"] = findings
-    schema.write(data, out_dir / "results.json")
-    junit.write_all(data, out_dir / "junit")
-    page = html.write(data, out_dir / "index.html")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputError(f"--out {out_dir}: is a file; name a directory for the report")
+    data.mutants = mutants_summary(out_dir / "mutants.json")
+    data.findings = findings_summary(results_dir) or None
+    outputs = Outputs()
+    outputs.add(out_dir / "results.json", data.dumps())
+    junit.add_all(data, out_dir / "junit", outputs)
+    page = outputs.add(out_dir / "index.html", html.render(data))
+    outputs.commit()
     return data, page
 
 
@@ -136,10 +159,10 @@ def findings_summary(results_dir: Path, per_adapter: int = 40) -> list[dict]:
     searches): per adapter its searches and each divergence signature once, with the shortest
     script that shows it."""
     found = []
-    for path in sorted(Path(results_dir).glob(f"{_results.EXPLORE_PREFIX}*.jsonl")):
+    for path in sorted(Path(results_dir).glob(f"{_findings.EXPLORE_PREFIX}*.jsonl")):
         try:
-            searches = _results.read_findings(path)
-        except (OSError, _results.ResultsSchemaError):
+            searches = _findings.read_findings(path)
+        except (OSError, ResultsSchemaError):
             continue
         if not searches:
             continue
@@ -165,7 +188,7 @@ def findings_summary(results_dir: Path, per_adapter: int = 40) -> list[dict]:
                  "programs": (s["end"] or {}).get("examples", sum(w.get("examples", 0) for w in s["workers"])),
                  "seconds": (s["end"] or {}).get("duration"), "divergences": len(s["divergences"]),
                  "complete": s["end"] is not None} for s in searches]
-        found.append({"adapter": path.stem[len(_results.EXPLORE_PREFIX):], "file": path.name,
+        found.append({"adapter": path.stem[len(_findings.EXPLORE_PREFIX):], "file": path.name,
                       "searches": len(runs), "programs": sum(r["programs"] or 0 for r in runs),
                       "last_searches": runs[-5:], "divergences": divergences[:per_adapter],
                       "signatures": len(divergences),
@@ -203,19 +226,19 @@ def main(argv=None) -> int:
     parser.add_argument("--exclude", action="append", default=[], metavar="LABEL",
                         help="leave the column LABEL out (repeat)")
     args = parser.parse_args(argv)
-    known = discover_columns(args.results_dir, dict(args.column))
-    unknown = [label for label in args.exclude if label not in known]
-    if unknown:
-        parser.error(f"--exclude {unknown[0]}: no such column (the columns: {', '.join(known)})")
     try:
+        known = discover_columns(args.results_dir, dict(args.column))
+        unknown = [label for label in args.exclude if label not in known]
+        if unknown:
+            parser.error(f"--exclude {unknown[0]}: no such column (the columns: "
+                         f"{', '.join(known)})")
         columns = discover_columns(args.results_dir, dict(args.column), args.exclude)
         data, page = build(args.results_dir, args.out, columns)
-    except schema.SchemaError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 4  # bad input, as for the harness's usage errors
-    for run in data["runs"]:
-        n = len(run["tests"])
-        print(f"  {run['label']:<16} {run['status']:<14} {n:4d} tests  {run['detail'] or ''}")
+    except (ResultsSchemaError, OutputError) as exc:
+        return cli.usage_error(parser.prog, exc)  # bad input: one line, exit 4
+    for run in data.runs:
+        n = len(run.tests)
+        print(f"  {run.label:<16} {run.status:<14} {n:4d} tests  {run.detail or ''}")
     print(f"results: {(args.out / 'results.json').resolve()}")
     print(f"junit:   {(args.out / 'junit').resolve()}/")
     print(f"report:  {page.resolve()}")

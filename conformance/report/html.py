@@ -22,8 +22,12 @@ from typing import Any
 
 import jinja2
 
-from conformance.report import aggregate, schema
+from conformance.outputs import write_text
+from conformance.report import aggregate
 from conformance.repro import derive as repro
+from conformance.results import cells as _cells
+from conformance.results.combined import SCHEMA, Combined
+from conformance.results.naming import test_name
 from conformance.report.svg import chain_svg
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -40,54 +44,54 @@ class _Rule:
         self.__dict__.update(entry, **extra)
 
 
-def scripts_for(data: dict[str, Any]) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+def scripts_for(data: Combined) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
     """run label -> rule id -> reproduction script, made from the run itself (its recorded
     suite revision, adapter spec, framework version, device and the tests it ran); run label
     -> rule id -> why that cell has none (e.g. the run's suite revision is not in this clone)."""
     scripts: dict[str, dict[str, str]] = {}
     errors: dict[str, dict[str, str]] = {}
-    for run in data["runs"]:
-        label = run["label"]
+    for run in data.runs:
+        label = run.label
         scripts[label], errors[label] = {}, {}
-        if not run.get("tests"):
+        if not run.tests:
             continue  # a column without results (not installed, not run): nothing to reproduce
         info = repro.RunInfo.of(run, label)
         try:
             tree = info.tree()
         except repro.ReproError as exc:
-            errors[label] = {e["id"]: f"(no reproduction script: {exc})" for e in data["catalogue"]}
+            errors[label] = {rid: f"(no reproduction script: {exc})" for rid in data.rule_ids}
             continue
-        names: dict[str, set[str]] = {}
-        for t in run.get("tests", []):
-            names.setdefault(t.get("rule"), set()).add(t["nodeid"].split("::")[-1].split("[")[0])
-        for entry in data["catalogue"]:
+        cells = _cells.of_run(run.tests)
+        for entry in data.catalogue:
             rule = _Rule(entry)
+            names = cells[entry["id"]].names if entry["id"] in cells else None
             try:
-                scripts[label][entry["id"]] = repro.generate(rule, info, tree,
-                                                             names.get(entry["id"]))
+                scripts[label][entry["id"]] = repro.generate(rule, info, tree, names)
             except (repro.ReproError, ValueError, KeyError) as exc:
                 errors[label][entry["id"]] = f"(no reproduction script: {exc})"
     return scripts, errors
 
 
-def context(data: dict[str, Any]) -> dict[str, Any]:
+def context(data: Combined) -> dict[str, Any]:
     table = aggregate.cells(data)
     counts = aggregate.suite_counts(data, table)
-    suites = sorted({e["suite"] for e in data["catalogue"]})
+    suites = sorted({e["suite"] for e in data.catalogue})
     columns = []
-    for run in data["runs"]:
-        columns.append({**{k: run.get(k) for k in ("label", "status", "detail", "framework",
-                                                     "framework_version", "python", "device",
-                                                     "suite_revision", "suite_dirty", "started")},
-                        "adapter": run["framework"], "title": aggregate.column_title(run)})
+    for run in data.runs:
+        header = run.header
+        columns.append({"label": run.label, "status": run.status, "detail": run.detail,
+                        "framework": run.framework, "framework_version": header.framework_version,
+                        "python": header.python, "device": header.device,
+                        "suite_revision": header.suite_revision,
+                        "suite_dirty": header.suite_dirty, "started": header.started,
+                        "adapter": run.framework, "title": run.title})
     rules_by_suite: dict[str, list] = {s: [] for s in suites}
-    for e in data["catalogue"]:
+    for e in data.catalogue:
         row_cells = [table[(e["id"], c["label"])] for c in columns]
         rules_by_suite[e["suite"]].append(_Rule(
-            e, diverges=any(aggregate.broken(c) for c in row_cells),
-            outcomes=sorted({c["outcome"] for c in row_cells}
-                            | {t.get("actual") or t["outcome"] for c in row_cells
-                               for t in c["tests"]})))
+            e, diverges=any(c.broken for c in row_cells),
+            outcomes=sorted({c.outcome for c in row_cells}
+                            | {str(t.actual_outcome) for c in row_cells for t in c.tests})))
     totals = {}
     for c in columns:
         parts = [counts[(s, c["label"])] for s in suites]
@@ -97,38 +101,38 @@ def context(data: dict[str, Any]) -> dict[str, Any]:
     js_cells: dict[str, dict[str, Any]] = {}
     for (rid, label), cell in table.items():
         tests = []
-        for t in cell["tests"]:
-            tests.append({"name": t["nodeid"].split("::", 1)[-1], "outcome": t["outcome"],
-                          "actual": t.get("actual"), "message": t.get("message") or "",
-                          "blocked_by": t.get("blocked_by"),
-                          "duration": t.get("duration"), "observed": t.get("observed"),
-                          "chain": t.get("chain"),
-                          "chain_svg": chain_svg(t["chain"]) if t.get("chain") else None})
-        js_cells.setdefault(rid, {})[label] = {"outcome": cell["outcome"],
-                                               "actual": cell["actual"], "tests": tests,
-                                               "expectation": cell["expectation"]}
+        for t in cell.tests:
+            tests.append({"name": test_name(t.nodeid), "outcome": t.outcome,
+                          "actual": t.actual, "message": t.message or "",
+                          "blocked_by": t.blocked_by,
+                          "duration": t.duration, "observed": t.observed,
+                          "chain": t.chain,
+                          "chain_svg": chain_svg(t.chain) if t.chain else None})
+        js_cells.setdefault(rid, {})[label] = {"outcome": cell.outcome,
+                                               "actual": cell.actual, "tests": tests,
+                                               "expectation": cell.expectation}
     chunks, script_refs, modules = _share_paragraphs(
-        scripts, {r["label"]: repro.framework_of(repro.RunInfo.of(r).adapter_spec)[0]
-                  for r in data["runs"]})
+        scripts, {r.label: repro.framework_of(repro.RunInfo.of(r).adapter_spec)[0]
+                  for r in data.runs})
     details = {"cells": js_cells, "chunks": chunks, "scripts": script_refs, "modules": modules,
-               "script_errors": script_errors, "rules": {e["id"]: e for e in data["catalogue"]}}
-    js = {"schema": data["schema"], "version": data["version"],
+               "script_errors": script_errors, "rules": {e["id"]: e for e in data.catalogue}}
+    js = {"schema": SCHEMA, "version": data.version,
           "columns": {c["label"]: c for c in columns},
           "column_order": [c["label"] for c in columns],
           "details": _pack(details),
           "styles": {k: list(v) for k, v in aggregate.STYLE.items()}}
     causes = []
-    for run in data["runs"]:
-        if run.get("root_causes"):
-            causes.append({"label": run["label"], "title": aggregate.column_title(run),
-                           "adapter": run["framework"], "causes": run["root_causes"],
-                           "tests": sum(len(c["tests"]) for c in run["root_causes"])})
+    for run in data.runs:
+        if run.root_causes:
+            causes.append({"label": run.label, "title": run.title,
+                           "adapter": run.framework, "causes": run.root_causes,
+                           "tests": sum(len(c["tests"]) for c in run.root_causes)})
     # the newest version of each framework first (most causes first), older versions after
     newest = {}
-    for run in data["runs"]:
-        key = aggregate._version_key(run.get("framework_version"))
-        if run["framework"] not in newest or key > newest[run["framework"]][0]:
-            newest[run["framework"]] = (key, run["label"])
+    for run in data.runs:
+        key = aggregate._version_key(run.framework_version)
+        if run.framework not in newest or key > newest[run.framework][0]:
+            newest[run.framework] = (key, run.label)
     latest = {label for _, label in newest.values()}
     causes.sort(key=lambda r: (r["label"] not in latest, -len(r["causes"])))
     bars = {key: aggregate.bar_svg(k["actual"]) for key, k in counts.items()}
@@ -136,12 +140,12 @@ def context(data: dict[str, Any]) -> dict[str, Any]:
             "cells": table, "counts": counts, "totals": totals, "bars": bars,
             "only_one": aggregate.only_one(data, table), "causes": causes,
             "versions": aggregate.version_changes(data, table),
-            "mixed": aggregate.mixed, "bar_colours": aggregate.BAR_COLOURS, "mutants": data.get("mutants"),
-            "findings": data.get("findings") or [],
+            "mixed": aggregate.mixed, "bar_colours": aggregate.BAR_COLOURS, "mutants": data.mutants,
+            "findings": data.findings or [],
             "styles": list(aggregate.STYLE.items()),
             "style_of": lambda o: aggregate.STYLE.get(o, aggregate.STYLE["ERROR"]),
-            "generated": data.get("generated"), "schema_version": data["version"],
-            "catalogue_size": len(data["catalogue"]), "data_json": _json_for_script(js)}
+            "generated": data.generated, "schema_version": data.version,
+            "catalogue_size": len(data.catalogue), "data_json": _json_for_script(js)}
 
 
 #: Stands for a script's framework module name in the shared paragraphs (never in a script).
@@ -190,19 +194,17 @@ def _unpack(text: str) -> Any:
     return json.loads(gzip.decompress(base64.b64decode(text)).decode("utf-8"))
 
 
-def render(data: dict[str, Any]) -> str:
+def render(data: Combined) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
     return env.get_template("index.html.j2").render(**context(data))
 
 
-def write(data: dict[str, Any], path: Path) -> Path:
-    schema.validate(data)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(data), encoding="utf-8")
-    return path
+def write(data: Combined, path: Path) -> Path:
+    """The page alone, written whole or not at all (the report writes it with the rest:
+    conformance.report.build)."""
+    return write_text(path, render(data))
 
 
 def embedded_data(page: str) -> dict[str, Any]:

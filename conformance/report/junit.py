@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from conformance.outcomes import NOT_RUN, Outcome
+from conformance.outputs import Outputs
+from conformance.results.combined import Column
+from conformance.results.naming import file_of, test_name
 
 #: The JUnit element of every final outcome (None: a plain passing <testcase>). A LEAK held
 #: the rule's check but failed the run: a <failure>; BLOCKED is a <skipped> naming its blocker.
@@ -21,62 +24,70 @@ ERRORED = tuple(str(o) for o, e in ELEMENT.items() if e == "error")
 SKIPPED = tuple(str(o) for o, e in ELEMENT.items() if e == "skipped")
 
 
-def _clean(text: str) -> str:
-    """XML 1.0 cannot hold most control characters; replace them."""
-    return "".join(c if c in "\t\n\r" or ord(c) >= 0x20 else "\ufffd" for c in str(text or ""))
+def _clean(text: Any) -> str:
+    """XML 1.0 cannot hold most control characters nor lone surrogates; replace them."""
+    return "".join(c if c in "\t\n\r" or (0x20 <= ord(c) and not 0xD800 <= ord(c) <= 0xDFFF)
+                   else "\ufffd" for c in str(text or ""))
 
 
-def run_to_junit(run: dict[str, Any]) -> ET.ElementTree:
-    root = ET.Element("testsuites", name=f"autograd-conformance {run['label']}")
+def run_to_junit(run: Column) -> ET.ElementTree:
+    root = ET.Element("testsuites", name=f"autograd-conformance {run.label}")
     by_suite: dict[str, list] = defaultdict(list)
-    for t in run["tests"]:
-        by_suite[t.get("suite") or "?"].append(t)
-    if run["status"] in ("not-installed", "missing"):
-        suite = ET.SubElement(root, "testsuite", name=run["label"], tests="1", failures="0",
+    for t in run.tests:
+        by_suite[t.suite or "?"].append(t)
+    if not run.has_results:
+        suite = ET.SubElement(root, "testsuite", name=run.label, tests="1", failures="0",
                               errors="1", skipped="0")
-        case = ET.SubElement(suite, "testcase", classname=run["label"], name="install")
-        ET.SubElement(case, "error", message=_clean(run["status"])).text = _clean(run["detail"])
+        case = ET.SubElement(suite, "testcase", classname=run.label, name="install")
+        ET.SubElement(case, "error", message=_clean(run.status)).text = _clean(run.detail)
+    header = run.header
     for name, tests in sorted(by_suite.items()):
-        count = {k: sum(t["outcome"] in v for t in tests)
+        count = {k: sum(t.outcome in v for t in tests)
                  for k, v in (("failures", FAILED), ("errors", ERRORED), ("skipped", SKIPPED))}
-        suite = ET.SubElement(root, "testsuite", name=f"{run['label']}.{name}",
-                              tests=str(len(tests)), time=f"{sum(t['duration'] or 0 for t in tests):.3f}",
-                              timestamp=str(run.get("started") or ""),
+        suite = ET.SubElement(root, "testsuite", name=_clean(f"{run.label}.{name}"),
+                              tests=str(len(tests)), time=f"{sum(t.duration or 0 for t in tests):.3f}",
+                              timestamp=_clean(header.started or ""),
                               **{k: str(v) for k, v in count.items()})
         props = ET.SubElement(suite, "properties")
         for key in ("adapter", "framework_version", "python", "device", "suite_revision"):
-            ET.SubElement(props, "property", name=key, value=_clean(run.get(key) or ""))
+            ET.SubElement(props, "property", name=key, value=_clean(getattr(header, key) or ""))
         for t in tests:
-            file_part, _, test_name = t["nodeid"].partition("::")
-            case = ET.SubElement(suite, "testcase", classname=f"{name}.{t.get('rule')}",
-                                 name=test_name or t["nodeid"], file=file_part,
-                                 time=f"{t['duration'] or 0:.6f}")
-            message = _clean(t.get("message") or "")
-            first = message.splitlines()[0] if message else t["outcome"]
-            if t["outcome"] in FAILED:
-                ET.SubElement(case, "failure", message=first, type=t["outcome"]).text = message
-            elif t["outcome"] in ERRORED:
-                ET.SubElement(case, "error", message=first, type=t["outcome"]).text = message
-            elif t["outcome"] == str(Outcome.BLOCKED):
-                by = t.get("blocked_by") or "?"
+            outcome = str(t.outcome)
+            case = ET.SubElement(suite, "testcase", classname=_clean(f"{name}.{t.rule}"),
+                                 name=_clean(test_name(t.nodeid)), file=_clean(file_of(t.nodeid)),
+                                 time=f"{t.duration or 0:.6f}")
+            message = _clean(t.message or "")
+            first = message.splitlines()[0] if message else outcome
+            if outcome in FAILED:
+                ET.SubElement(case, "failure", message=first, type=outcome).text = message
+            elif outcome in ERRORED:
+                ET.SubElement(case, "error", message=first, type=outcome).text = message
+            elif outcome == str(Outcome.BLOCKED):
+                by = t.blocked_by or "?"
                 why = first.split(": ", 1)[1] if first.startswith(f"blocked by {by}: ") else first
                 ET.SubElement(case, "skipped", message=_clean(f"BLOCKED by {by}: {why}"))
-            elif t["outcome"] in SKIPPED:
-                ET.SubElement(case, "skipped", message=f"{t['outcome']}: {first}")
-            elif t["outcome"] not in (str(Outcome.PASS), str(Outcome.OBSERVED)):
+            elif outcome in SKIPPED:
+                ET.SubElement(case, "skipped", message=f"{outcome}: {first}")
+            elif outcome not in (str(Outcome.PASS), str(Outcome.OBSERVED)):
                 # an outcome this writer does not know: never let it look like a pass
-                ET.SubElement(case, "error", message=first, type=str(t["outcome"])).text = message
+                ET.SubElement(case, "error", message=first, type=_clean(outcome)).text = message
     return ET.ElementTree(root)
 
 
-def write_all(data: dict[str, Any], directory: Path) -> list[Path]:
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for run in data["runs"]:
-        path = directory / f"{run['label']}.xml"
-        tree = run_to_junit(run)
-        ET.indent(tree)
-        tree.write(path, encoding="utf-8", xml_declaration=True)
-        paths.append(path)
+def render(run: Column) -> bytes:
+    """One run's JUnit file, in memory."""
+    tree = run_to_junit(run)
+    ET.indent(tree)
+    return ET.tostring(tree.getroot(), encoding="utf-8", xml_declaration=True)
+
+
+def add_all(data, directory: Path, outputs: Outputs) -> list[Path]:
+    """Every run's JUnit file (``<label>.xml`` in ``directory``), rendered into ``outputs``."""
+    return [outputs.add(Path(directory) / f"{run.label}.xml", render(run)) for run in data.runs]
+
+
+def write_all(data, directory: Path) -> list[Path]:
+    outputs = Outputs()
+    paths = add_all(data, directory, outputs)
+    outputs.commit()
     return paths

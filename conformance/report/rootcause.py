@@ -23,6 +23,7 @@ import re
 from typing import Any, Iterable
 
 from conformance.outcomes import HELD, Outcome
+from conformance.results.combined import Column
 
 LEVELS = ("MUST", "SHOULD", "IMPLEMENTATION-DEFINED")
 #: The two kinds of root cause, in rank order: broken rules first, missing features after.
@@ -57,32 +58,32 @@ def _level_rank(level: str | None) -> int:
     return LEVELS.index(level) if level in LEVELS else len(LEVELS)
 
 
-def root_causes(run: dict[str, Any], catalogue: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The ranked root causes of ``run`` (the layout of results.json's runs)."""
+def root_causes(run: Column, catalogue: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ranked root causes of ``run`` (a column of results.json)."""
     entries = list(catalogue)
     order = {e["id"]: i for i, e in enumerate(entries)}
     level_of = {e["id"]: e.get("level") for e in entries}
     groups: dict[tuple, dict[str, Any]] = {}
     cause_of_rule: dict[str, tuple] = {}
     blocked = []
-    for t in run.get("tests", []):
-        actual = t.get("actual") or t.get("outcome")
-        rule = t.get("rule") or "?"
+    for t in run.tests:
+        actual = t.actual_outcome
+        rule = t.rule or "?"
         if actual == Outcome.BLOCKED.value:
             blocked.append(t)
             continue
         if actual not in CAUSES:
             continue
-        exp = t.get("expectation") or {}
+        exp = t.expectation or {}
         if exp.get("root_cause"):
             key = ("expectation", exp["root_cause"])
             summary, source, slug = exp.get("reason") or exp["root_cause"], "expectation", \
                 exp["root_cause"]
         else:
-            text = normalise(t.get("message") or "")
+            text = normalise(t.message or "")
             key = ("cluster", actual, text) if _informative(text) else ("cluster", actual, text,
                                                                           rule)
-            summary = exp.get("reason") or _summary(actual, t.get("message") or "", rule)
+            summary = exp.get("reason") or _summary(actual, t.message or "", rule)
             source, slug = "cluster", None
         group = groups.setdefault(key, {"slug": slug, "summary": summary, "source": source,
                                         "outcomes": set(), "rules": [], "tests": [],
@@ -90,12 +91,12 @@ def root_causes(run: dict[str, Any], catalogue: Iterable[dict[str, Any]]) -> lis
         group["outcomes"].add(actual)
         if rule not in group["rules"]:
             group["rules"].append(rule)
-        group["tests"].append(t["nodeid"])
-        if t.get("message") and len(group["messages"]) < 1:
-            group["messages"].append((t.get("message") or "").strip().splitlines()[0][:300])
+        group["tests"].append(t.nodeid)
+        if t.message and t.message.strip() and len(group["messages"]) < 1:
+            group["messages"].append(t.message.strip().splitlines()[0][:300])
         cause_of_rule.setdefault(rule, key)
     for t in blocked:
-        by = t.get("blocked_by") or "?"
+        by = t.blocked_by or "?"
         key = cause_of_rule.get(by)
         if key is None:  # the prerequisite did not fail here with a cause of its own
             key = ("blocked", by)
@@ -104,10 +105,10 @@ def root_causes(run: dict[str, Any], catalogue: Iterable[dict[str, Any]]) -> lis
                                                f"in this run)", "rules": [], "tests": [],
                                     "blocks": [], "messages": []})
         group = groups[key]
-        rule = t.get("rule") or "?"
+        rule = t.rule or "?"
         if rule not in group["blocks"] and rule not in group["rules"]:
             group["blocks"].append(rule)
-        group["tests"].append(t["nodeid"])
+        group["tests"].append(t.nodeid)
     out = []
     for key, g in groups.items():
         rules = sorted(g["rules"], key=lambda r: order.get(r, len(order)))

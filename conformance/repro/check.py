@@ -28,40 +28,30 @@ from pathlib import Path
 from conformance import cli, outcomes
 from conformance.repro import derive
 from conformance.repro.run import run_all
-from conformance.results import ResultsSchemaError, read_run
+from conformance.results import ResultsSchemaError, RunHeader, cells as _cells, read_run
+from conformance.results.cells import Cell
 
 HISTORY = "history"  # a crash in the suite run that its script alone does not show
 
 
-def cells(tests: list[dict]) -> dict[str, dict]:
-    """rule -> {"actual", "names", "level"} for the test lines of one run."""
-    by_rule: dict[str, dict] = {}
-    for t in tests:
-        rule = t.get("rule")
-        if not rule:
-            continue
-        cell = by_rule.setdefault(rule, {"outcomes": set(), "names": set(), "level": t.get("level"),
-                                         "flaky": False})
-        cell["outcomes"].add(t.get("actual") or t.get("outcome") or "ERROR")
-        cell["names"].add(t["nodeid"].split("::")[-1].split("[")[0])
-        cell["flaky"] = cell["flaky"] or bool((t.get("expectation") or {}).get("flaky"))
-    return {rule: {"actual": outcomes.worst(c["outcomes"], outcomes.ACTUAL_SEVERITY),
-                   "names": c["names"], "level": c["level"], "flaky": c["flaky"]}
-            for rule, c in by_rule.items()}
+def cells(tests) -> dict[str, Cell]:
+    """rule -> its cell (conformance.results.cells, as the report's) for the test records of
+    one run."""
+    return _cells.of_run(tests)
 
 
-def sample(table: dict[str, dict], size: int, seed: str, include_timeouts: bool = False) -> list[str]:
+def sample(table: dict[str, Cell], size: int, seed: str, include_timeouts: bool = False) -> list[str]:
     """Rules to check: one per outcome present (in severity order), then others by a hash of
     ``seed``, up to ``size`` (at least one per outcome)."""
     def key(rule: str) -> str:
         return hashlib.sha256(f"{seed}:{rule}".encode()).hexdigest()
 
-    rules = sorted((r for r, c in table.items() if not c.get("flaky")
-                    and (include_timeouts or c["actual"] != outcomes.Outcome.TIMEOUT.value)),
+    rules = sorted((r for r, c in table.items() if not c.flaky
+                    and (include_timeouts or c.actual != outcomes.Outcome.TIMEOUT.value)),
                    key=key)
     chosen: list[str] = []
     for outcome in outcomes.ACTUAL_SEVERITY:
-        first = next((r for r in rules if table[r]["actual"] == outcome.value), None)
+        first = next((r for r in rules if table[r].actual == outcome.value), None)
         if first is not None:
             chosen.append(first)
     for rule in rules:
@@ -72,10 +62,10 @@ def sample(table: dict[str, dict], size: int, seed: str, include_timeouts: bool 
     return chosen
 
 
-def _interpreter(header: dict, given: str | None) -> str:
+def _interpreter(header: RunHeader, given: str | None) -> str:
     if given:
         return given
-    recorded = header.get("python_executable")
+    recorded = header.python_executable
     if recorded and os.path.exists(recorded):
         return recorded
     return sys.executable
@@ -86,7 +76,7 @@ def check_file(path: Path, size: int = 8, rules: list[str] | None = None,
                out_dir: Path | None = None, catalogue=None) -> list[dict]:
     """One row per sampled cell: rule, recorded, got, status (ok / MISMATCH / history)."""
     run = read_run(path)
-    if run.header.get("error") or (run.end or {}).get("error"):
+    if run.end is not None and run.end.error is not None:
         return []
     table = cells(run.tests)
     label = Path(path).stem
@@ -104,12 +94,12 @@ def check_file(path: Path, size: int = 8, rules: list[str] | None = None,
     work.mkdir(parents=True, exist_ok=True)
     rows = []
     for rule_id in chosen:
-        rule = catalogue.rules.get(rule_id) or _Stub(rule_id, table[rule_id]["level"])
-        script = derive.generate(rule, info, tree, table[rule_id]["names"])
+        rule = catalogue.rules.get(rule_id) or _Stub(rule_id, table[rule_id].level)
+        script = derive.generate(rule, info, tree, table[rule_id].names)
         (work / f"{rule_id}.py").write_text(script, encoding="utf-8")
     interpreter = _interpreter(run.header, python)
     got = run_all(work, work / "results.jsonl", python=interpreter)
-    differing = [r for r in chosen if got[f"{r}.py"]["outcome"] != table[r]["actual"]]
+    differing = [r for r in chosen if got[f"{r}.py"]["outcome"] != table[r].actual]
     if differing:  # each in a fresh process: a crash can depend on what ran before it
         alone = work / "alone"
         alone.mkdir(exist_ok=True)
@@ -117,7 +107,7 @@ def check_file(path: Path, size: int = 8, rules: list[str] | None = None,
             (alone / f"{r}.py").write_text((work / f"{r}.py").read_text())
         got.update(run_all(alone, alone / "results.jsonl", python=interpreter, standalone=True))
     for rule_id in chosen:
-        recorded, result = table[rule_id]["actual"], got[f"{rule_id}.py"]
+        recorded, result = table[rule_id].actual, got[f"{rule_id}.py"]
         status = "ok" if result["outcome"] == recorded else (
             HISTORY if recorded == outcomes.Outcome.CRASH.value else "MISMATCH")
         rows.append({"rule": rule_id, "recorded": recorded, "got": result["outcome"],

@@ -412,17 +412,19 @@ class RunInfo:
     label: str | None = None
 
     @classmethod
-    def of(cls, run: dict[str, Any], label: str | None = None) -> "RunInfo":
-        """From a results header (``--results``) or a run of results.json; the adapter spec
-        is the one the run recorded (older files: its adapter name)."""
-        leak = run.get("leak_check")
-        return cls(adapter_spec=run.get("adapter_spec") or run.get("adapter") or run["framework"],
-                   device=run.get("device") or "cpu",
-                   framework_version=run.get("framework_version"),
-                   suite_revision=run.get("suite_revision"), suite_dirty=run.get("suite_dirty"),
-                   suite_digest=run.get("suite_digest"),
-                   timeout=float(run.get("conformance_timeout") or 0),
-                   leak_check=tuple(leak) if leak else None, label=label or run.get("label"))
+    def of(cls, run, label: str | None = None) -> "RunInfo":
+        """From a results header (:class:`conformance.results.RunHeader`) or a column of
+        results.json (:class:`conformance.results.combined.Column`); the adapter spec is the
+        one the run recorded (older files: its adapter name)."""
+        header = getattr(run, "header", run)
+        leak = header.leak_check
+        return cls(adapter_spec=run.adapter_to_load, device=header.device or "cpu",
+                   framework_version=header.framework_version,
+                   suite_revision=header.suite_revision, suite_dirty=header.suite_dirty,
+                   suite_digest=header.suite_digest,
+                   timeout=float(header.conformance_timeout or 0),
+                   leak_check=tuple(leak) if leak else None,
+                   label=label or getattr(run, "label", None))
 
     def header(self) -> dict[str, Any]:
         """The fields :func:`conformance.repro.source.tree_for` reads."""

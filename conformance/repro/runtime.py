@@ -8,8 +8,8 @@ from here, at run time, so a script can only say what the harness would say:
   ``package.module:Class``) with :func:`adapters.base.load_adapter`, the harness's loader:
   ``adapter``, ``fw`` (its namespace) and the device;
 * each test's outcome from :func:`conformance.outcomes.test_outcome`, the function the
-  harness's plugin calls; a rule's outcome is the worst of its tests by
-  :data:`conformance.outcomes.ACTUAL_SEVERITY`, as the report's cell;
+  harness's plugin calls; a rule's outcome is :func:`conformance.results.cells.rule_outcome`
+  of its tests', as the report's cell;
 * the run's ``--conformance-timeout`` with the harness's alarm (TIMEOUT; a hang outside
   Python ends the process through faulthandler, which the script runner reads as TIMEOUT),
   and its ``--leak-check`` with :func:`conformance.leakcheck.measure` (LEAK).
@@ -25,8 +25,8 @@ import sys
 from typing import Any, Callable
 
 from adapters.base import load_adapter
-from conformance import outcomes
 from conformance.outcomes import HELD, Outcome, first_lines, test_outcome
+from conformance.results.cells import rule_outcome
 
 class Repro:
     """One rule's tests on one run's adapter, device and options."""
@@ -121,9 +121,9 @@ class Repro:
 
     # -- the rule ------------------------------------------------------------------------
     def finish(self) -> str:
-        """Print ``RESULT: ...``: the worst outcome of the tests, as the report's cell."""
-        found = [o for o, _ in self.results] or [str(Outcome.ERROR)]
-        outcome = outcomes.worst(found, outcomes.ACTUAL_SEVERITY)
+        """Print ``RESULT: ...``: the rule's outcome from its tests', as the report's cell
+        (:func:`conformance.results.cells.rule_outcome`)."""
+        outcome = rule_outcome(o for o, _ in self.results)
         message = next((m for o, m in self.results if o == outcome), "")
         first = message.strip().splitlines()[0] if message.strip() else ""
         shown = outcome not in (str(Outcome.PASS), str(Outcome.OBSERVED)) and first

@@ -142,18 +142,23 @@ def has_revision(root: Path, revision: str) -> bool:
     return True
 
 
-def tree_for(header: dict, root: Path = ROOT) -> Tree:
-    """The source tree of the run whose results header is ``header`` (see the module doc)."""
+def tree_for(header, root: Path = ROOT) -> Tree:
+    """The source tree of the run whose results header is ``header`` (a
+    :class:`conformance.results.RunHeader`, or its JSON; see the module doc)."""
+    from conformance.results.records import RunHeader
+
+    if not isinstance(header, RunHeader):
+        header = RunHeader.from_json(header, "the run's header")
     work = WorkingTree(root)
-    recorded = header.get("suite_digest")
-    revision = header.get("suite_revision")
+    recorded = header.suite_digest
+    revision = header.suite_revision
     if recorded and recorded == work.digest():
         return work
     if not recorded and not revision:
         return work  # nothing recorded to compare with (a hand-made results file)
     where = (f"suite revision {str(revision)[:12]}" if revision else "no git revision") + \
         (f" (digest {recorded})" if recorded else "") + \
-        (", with uncommitted changes" if header.get("suite_dirty") else "")
+        (", with uncommitted changes" if header.suite_dirty else "")
     if revision and not _COMMIT.fullmatch(str(revision)):
         # a results file is data: its revision reaches git only as a commit id, never as an option
         raise SourceUnavailable(f"the run's suite_revision {str(revision)[:60]!r} is not a git "
@@ -163,7 +168,7 @@ def tree_for(header: dict, root: Path = ROOT) -> Tree:
             f"the run used suites of {where}, which differ from this checkout's "
             f"({work.digest()}): generate its scripts from a checkout with those suites, or "
             f"run the suites again")
-    if header.get("suite_dirty"):
+    if header.suite_dirty:
         if not recorded:
             return work if revision == _head(root) else _unavailable(where, work, dirty=True)
         _unavailable(where, work, dirty=True)

@@ -85,7 +85,7 @@ def test_older_schema_is_migrated_when_a_migration_exists(tmp_path, monkeypatch)
     def rename_outcome(records):
         return [{k if k != "result" else "outcome": v for k, v in r.items()} for r in records]
 
-    monkeypatch.setattr(results, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(results.records, "SCHEMA_VERSION", 2)
     monkeypatch.setitem(results.MIGRATIONS[results.LINES], 1, rename_outcome)
     path = write_lines(tmp_path / "r.jsonl", {"type": "run", "schema": 1},
                        {"type": "test", "result": "PASS"})

@@ -9,7 +9,8 @@ import pytest
 from conformance import expectations_draft, outcomes, summary
 from conformance.outcomes import Outcome
 from conformance.report import aggregate, junit
-from conformance.results import Tally
+from conformance.results import RunHeader, Tally, TestRecord, cells
+from conformance.results.combined import Column
 
 ALL = {o.value for o in Outcome}
 
@@ -23,8 +24,11 @@ def test_the_outcome_orders_name_every_outcome_once():
 
 def test_the_report_has_a_mark_and_a_place_in_both_orders_for_every_outcome():
     assert ALL <= set(aggregate.STYLE)
-    assert ALL <= set(aggregate.FINAL_SEVERITY)
-    assert {o.value for o in outcomes.ACTUAL} <= set(aggregate.ACTUAL_SEVERITY)
+    # cells order outcomes by conformance.outcomes' orders, NOT RUN first
+    assert cells.by_severity(ALL | {outcomes.NOT_RUN}, final=True) == \
+        [outcomes.NOT_RUN, *(o.value for o in outcomes.SEVERITY)]
+    assert cells.by_severity({o.value for o in outcomes.ACTUAL}) == \
+        [o.value for o in outcomes.ACTUAL_SEVERITY]
     symbols = [style[0] for style in aggregate.STYLE.values()]
     assert len(symbols) == len(set(symbols)), "two outcomes share a mark"
 
@@ -41,7 +45,8 @@ def test_drafting_expectations_handles_every_outcome_a_test_can_have():
 @pytest.mark.parametrize("outcome", list(Outcome))
 def test_the_terminal_summary_shows_every_outcome(outcome):
     tally = Tally()
-    tally.add({"suite": "demo", "outcome": outcome.value, "actual": outcome.value})
+    tally.add(TestRecord(nodeid="t.py::t", suite="demo", outcome=outcome.value,
+                         actual=outcome.value))
     assert outcome.value in "\n".join(summary.render(tally, "t"))
 
 
@@ -51,11 +56,12 @@ def test_the_terminal_summary_shows_every_outcome(outcome):
 ])
 def test_junit_writes_a_leak_as_a_failure_and_a_blocked_test_as_skipped_naming_its_blocker(
         outcome, element, words):
-    run = {"label": "x", "status": "complete", "detail": "", "tests": [{
-        "nodeid": "conformance/suites/test_x.py::test_a", "rule": "x.a", "suite": "x",
-        "outcome": outcome, "actual": outcome, "duration": 0.1,
-        "message": "left 3 objects behind" if outcome == "LEAK" else "blocked",
-        "blocked_by": "identity.grad-stable-id" if outcome == "BLOCKED" else None}]}
+    run = Column(label="x", framework="x", status="complete", detail="", header=RunHeader(),
+                 end=None, tests=[TestRecord(
+                     nodeid="conformance/suites/test_x.py::test_a", rule="x.a", suite="x",
+                     outcome=outcome, actual=outcome, duration=0.1,
+                     message="left 3 objects behind" if outcome == "LEAK" else "blocked",
+                     blocked_by="identity.grad-stable-id" if outcome == "BLOCKED" else None)])
     root = junit.run_to_junit(run).getroot()
     case = root.find(".//testcase")
     found = case.find(element)

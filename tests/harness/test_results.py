@@ -100,3 +100,53 @@ def test_more_crashes_than_xdist_restarts_by_default_still_run_every_test(confor
     outcomes = [r["outcome"] for r in records if r["type"] == "test"]
     assert sorted(outcomes) == ["CRASH"] * 6 + ["PASS"], result.stdout.str()
     assert records[-1]["not_run"] == []
+
+
+def test_an_empty_results_path_is_a_usage_error(conformance_project):
+    """--results= (as from an unset CI variable) wrote nothing and said nothing."""
+    conformance_project.rules("demo", "a")
+    conformance_project.suite("demo", '@rule("demo.a")\ndef test_a(): pass\n')
+    result = conformance_project.run("suites", "--results=")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --results is empty (an unset variable?)*"])
+
+
+def test_a_second_run_on_the_same_results_file_is_refused_naming_the_first(conformance_project):
+    import os
+
+    from conformance.results import ResultsFile, RunHeader
+
+    conformance_project.rules("demo", "a")
+    conformance_project.suite("demo", '@rule("demo.a")\ndef test_a(): pass\n')
+    path = conformance_project.pytester.path / "results.jsonl"
+    first = ResultsFile(path)  # another run holds it
+    first.header(RunHeader(adapter="other"), path.parent, 1)
+    try:
+        result = conformance_project.run("suites", "--results", "results.jsonl", subprocess=True)
+    finally:
+        first.release()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --results *results.jsonl: another run (pid "
+                                 f"{os.getpid()}) is writing it*"])
+    assert [r["adapter"] for r in conformance_project.results()] == ["other"]  # not cut
+
+
+@pytest.mark.parametrize("how", ["keyboard-interrupt", "exitfirst"])
+def test_an_interrupted_run_says_so_in_its_end_line(conformance_project, how):
+    conformance_project.rules("demo", "a", "b")
+    stop = "raise KeyboardInterrupt" if how == "keyboard-interrupt" else "assert False"
+    conformance_project.suite("demo", f'@rule("demo.a")\ndef test_a(): {stop}\n'
+                                      '@rule("demo.b")\ndef test_b(): pass\n')
+    args = ["-x"] if how == "exitfirst" else []
+    result = conformance_project.run("suites", "--results", "results.jsonl", "-p", "no:randomly",
+                                     *args, subprocess=True)
+    assert result.ret == (pytest.ExitCode.INTERRUPTED if how == "keyboard-interrupt" else
+                          pytest.ExitCode.TESTS_FAILED)
+    end = conformance_project.results()[-1]
+    assert end["type"] == "end" and end["interrupted"] is True
+    # Ctrl-C in test_a: it has no result either; -x after test_a failed: only test_b
+    assert end["not_run"] == ["suites/test_demo.py::test_a"] * (how == "keyboard-interrupt") + \
+        ["suites/test_demo.py::test_b"]
+    from conformance.results import end_line
+
+    assert end_line(conformance_project.pytester.path / "results.jsonl") is None  # never reused

@@ -43,7 +43,7 @@ def test_searches_are_read_apart_even_when_fuzz_workers_interleave(tmp_path):
     results_dir = make_dir(tmp_path / "runs")
     (results_dir / path.name).write_text(path.read_text())
     data, page = build(results_dir, tmp_path / "out")
-    (torch,) = data["findings"]
+    (torch,) = data.findings
     assert torch["adapter"] == "torch" and torch["searches"] == 3 and torch["programs"] == 85
     by_sig = {d["signature"]: d for d in torch["divergences"]}
     assert by_sig["hooks|Backward|order:hook"]["script"] == short  # the shortest of two finds

@@ -75,7 +75,7 @@ def report(tmp_path_factory):
         assert (results / f"{label}.jsonl").is_file(), \
             f"the {label} run ({python}) wrote no results:\n{proc.stdout[-1500:]}{proc.stderr[-1500:]}"
     data, page = build(results, base / "out", COLUMNS)
-    return data, page
+    return data.to_json(), page
 
 
 def _launch(playwright):

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from conformance.repro import check, derive, source
-from conformance.results import read_run
+from conformance.results import RunHeader, read_run
+from conformance.results.cells import Cell
 from conformance.rules import load_catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +28,8 @@ OLD_REVISION = "b301759d6f758037b2c8a35208acf733d2fcb8c3"
 
 def test_a_run_at_an_older_suite_revision_gets_that_revisions_tests_and_reproduces():
     header = read_run(OLD_RUN).header
-    assert header["suite_revision"] == OLD_REVISION and "suite_digest" not in header
+    assert header.suite_revision == OLD_REVISION and header.suite_digest is None
+    assert "suite_digest" not in OLD_RUN.read_text().splitlines()[0]
     if not source.has_revision(ROOT, OLD_REVISION):
         pytest.fail(f"git has no commit {OLD_REVISION[:12]} in {ROOT}: the check of scripts from "
                     f"an older suite revision needs the project's history (git fetch --unshallow)")
@@ -53,22 +55,22 @@ def test_a_revision_git_does_not_have_fails_with_what_to_do(tmp_path):
     path = tmp_path / "gone.jsonl"
     path.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
     with pytest.raises(derive.ReproError, match="git has no such commit.*check out that revision"):
-        derive.RunInfo.of(head).tree()
+        derive.RunInfo.of(RunHeader.from_json(head)).tree()
     proc = subprocess.run([sys.executable, "-m", "conformance.repro.check", str(path)],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 1 and "FAILED gone.jsonl: no scripts:" in proc.stdout, proc.stdout
     # uncommitted suite changes are gone too: say so
     head.update(suite_revision=OLD_REVISION, suite_dirty=True)
     with pytest.raises(derive.ReproError, match="uncommitted changes"):
-        derive.RunInfo.of(head).tree()
+        derive.RunInfo.of(RunHeader.from_json(head)).tree()
 
 
 def test_a_revision_that_is_no_commit_id_never_reaches_git(tmp_path):
     out = tmp_path / "written"
     for revision in (f"--output={out}", "HEAD~1", "main"):
         with pytest.raises(derive.ReproError, match="is not a git commit id"):
-            derive.RunInfo.of({"adapter": "torch", "suite_revision": revision,
-                               "suite_digest": "sha256:not-this-checkout"}).tree()
+            derive.RunInfo.of(RunHeader(adapter="torch", suite_revision=revision,
+                                        suite_digest="sha256:not-this-checkout")).tree()
     assert not out.exists()
 
 
@@ -80,8 +82,8 @@ def test_bad_input_is_one_line_and_exit_4(tmp_path):
 
 
 def test_the_digest_of_this_checkout_selects_the_working_tree():
-    assert derive.RunInfo.of({"adapter": "torch", "suite_revision": "f" * 40,
-                              "suite_digest": source.digest(ROOT)}).tree().describe() == \
+    assert derive.RunInfo.of(RunHeader(adapter="torch", suite_revision="f" * 40,
+                                       suite_digest=source.digest(ROOT))).tree().describe() == \
         "the working tree"
 
 
@@ -115,9 +117,9 @@ def test_third_party_adapter_run_header_and_scripts_reproduce_its_cells(tmp_path
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert results.is_file(), proc.stdout[-2000:] + proc.stderr[-2000:]
     header = read_run(results).header
-    assert header["adapter_spec"] == "noduals_adapter:NoDualsAdapter"
-    assert header["suite_digest"] == source.digest(ROOT)
-    assert header["python_executable"] == sys.executable and header["device"] == "cpu"
+    assert header.adapter_spec == "noduals_adapter:NoDualsAdapter"
+    assert header.suite_digest == source.digest(ROOT)
+    assert header.python_executable == sys.executable and header.device == "cpu"
     old_pythonpath = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = env["PYTHONPATH"]  # the script runner's processes find the adapter
     try:
@@ -135,14 +137,14 @@ def test_third_party_adapter_run_header_and_scripts_reproduce_its_cells(tmp_path
 
 
 def test_sample_takes_one_cell_of_each_outcome_first_and_is_stable():
-    table = {f"r{i}": {"actual": o, "names": set(), "level": "MUST"}
+    table = {f"r{i}": Cell(f"r{i}", o, o, [], level="MUST")
              for i, o in enumerate(["PASS"] * 20 + ["DIVERGES", "UNSUPPORTED", "CRASH", "TIMEOUT"])}
     picked = check.sample(table, 6, "torch")
     assert picked == check.sample(table, 6, "torch") and len(picked) == 6
-    assert {table[r]["actual"] for r in picked} == {"PASS", "DIVERGES", "UNSUPPORTED", "CRASH"}
-    assert "TIMEOUT" in {table[r]["actual"] for r in check.sample(table, 6, "x", True)}
-    table["r20"]["flaky"] = True  # the DIVERGES cell: the framework differs from run to run
-    assert "DIVERGES" not in {table[r]["actual"] for r in check.sample(table, 30, "torch")}
+    assert {table[r].actual for r in picked} == {"PASS", "DIVERGES", "UNSUPPORTED", "CRASH"}
+    assert "TIMEOUT" in {table[r].actual for r in check.sample(table, 6, "x", True)}
+    table["r20"].flaky = True  # the DIVERGES cell: the framework differs from run to run
+    assert "DIVERGES" not in {table[r].actual for r in check.sample(table, 30, "torch")}
 
 
 # -- the runtime: the harness's timeout, leak check and classification ----------------------------

@@ -7,22 +7,24 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from conformance.report import aggregate, html, rootcause, schema
+from conformance.report import aggregate, html, rootcause
+from conformance.results import RunHeader, TestRecord, combined
 from conformance.repro import derive
 from conformance.report.build import build, discover_columns
 from tests.report.test_unit import CATALOGUE, write_run
 
 A, B, C, D = ("identity.grad-stable-id", "identity.grad-same-object", "hooks.chain-in-registration-order",
               "engine.second-backward-error")
-ENTRIES = schema.catalogue_entries(CATALOGUE)
+ENTRIES = combined.catalogue_entries(CATALOGUE)
 TWICE = "AssertionError: the hook ran 2 times in one backward, expected once ({})"
 
 
 def run_of(*tests):
-    return {"tests": [{"nodeid": f"s.py::{name}", "rule": rule, "actual": actual,
-                       "outcome": actual, "message": message, "blocked_by": blocked,
-                       "expectation": expectation}
-                      for rule, name, actual, message, blocked, expectation in tests]}
+    return combined.Column(
+        label="x", framework="x", status="complete", detail="", header=RunHeader(), end=None,
+        tests=[TestRecord(nodeid=f"s.py::{name}", rule=rule, actual=actual, outcome=actual,
+                          message=message, blocked_by=blocked, expectation=expectation)
+               for rule, name, actual, message, blocked, expectation in tests])
 
 
 def test_clustering_without_expectations_joins_one_message_and_attaches_blocked_rules():
@@ -121,11 +123,16 @@ def make_dir(tmp_path, extra=True):
     return d
 
 
-def test_every_complete_results_file_is_a_column_and_column_adds_or_relabels(tmp_path):
+def test_every_results_file_is_a_column_and_column_adds_or_relabels(tmp_path):
     d = make_dir(tmp_path)
     cols = discover_columns(d)
-    assert list(cols) == ["reference", "torch", "paddle", "oneflow-0.9.0", "oneflow-0.8.0"]
+    # an interrupted run under a name of its own is a column too (shown interrupted), never
+    # silently left out; differential findings (explore-*) are not columns
+    assert list(cols) == ["reference", "torch", "paddle", "oneflow-0.9.0", "oneflow-0.8.0",
+                          "broken-run"]
     assert cols["paddle"] == ("paddle", "3.3.1")
+    data, _ = build(d, tmp_path / "out")
+    assert {r.label: r.status for r in data.runs}["broken-run"] == "interrupted"
     cols = discover_columns(d, {"paddle": ("paddle", "3.3.1-dev"),
                                 "broken-run": ("paddle", "3.3.0")}, exclude=["torch"])
     assert cols["paddle"] == ("paddle", "3.3.1-dev") and "broken-run" in cols
@@ -135,7 +142,7 @@ def test_every_complete_results_file_is_a_column_and_column_adds_or_relabels(tmp
 def test_versions_leak_and_blocked_reach_results_json_page_and_junit(tmp_path):
     d = make_dir(tmp_path)
     data, page = build(d, tmp_path / "out")
-    loaded = schema.load(tmp_path / "out" / "results.json")
+    loaded = json.loads((tmp_path / "out" / "results.json").read_text())
     of9 = next(r for r in loaded["runs"] if r["label"] == "oneflow-0.9.0")
     blocked = next(t for t in of9["tests"] if t["outcome"] == "BLOCKED")
     assert blocked["blocked_by"] == C
@@ -218,5 +225,5 @@ def test_mutation_score_reaches_results_json_and_page(tmp_path):
 
 
 def test_no_mutation_run_leaves_results_json_without_it(tmp_path):
-    data, _ = build(make_dir(tmp_path), tmp_path / "out")
-    assert "mutants" not in data
+    build(make_dir(tmp_path), tmp_path / "out")
+    assert "mutants" not in json.loads((tmp_path / "out" / "results.json").read_text())

@@ -38,8 +38,8 @@ def test_statuses_come_from_results_json(tmp_path):
                                       "level": "MUST", "outcome": "DIVERGES", "actual": "DIVERGES",
                                       "message": "", "observed": None, "expectation": None,
                                       "blocked_by": None, "duration": 0}]}
-    from conformance.report import schema
-    data = {"schema": schema.SCHEMA, "version": schema.VERSION, "generated": "2026-01-01T00:00:00",
+    from conformance.results import combined
+    data = {"schema": combined.SCHEMA, "version": combined.VERSION, "generated": "2026-01-01T00:00:00",
             "catalogue": catalogue, "runs": [run]}
     (tmp_path / "results.json").write_text(json.dumps(data))
     columns, status = spec.framework_status(tmp_path / "results.json")

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from conformance.rules import load_catalogue
-from conformance.report import aggregate, html, junit, schema
+from conformance.report import aggregate, html, junit
 from conformance.repro import derive as repro
 from conformance.repro import source
 from conformance.report.build import build, collect_runs, status_path
 from conformance.report.svg import chain_svg
 from conformance import results
-from conformance.results import SCHEMA_VERSION
+from conformance.results import SCHEMA_VERSION, combined as schema
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = load_catalogue(ROOT / "conformance" / "catalogue")
@@ -71,13 +71,14 @@ def results_dir(tmp_path):
 
 def test_results_json_holds_every_column_with_its_status(results_dir, tmp_path):
     data, page = build(results_dir, tmp_path / "out")
-    assert [r["label"] for r in data["runs"]] == ["reference", "torch", "paddle", "oneflow-0.9.0",
-                                                  "oneflow-0.8.0"]
-    status = {r["label"]: r["status"] for r in data["runs"]}
+    assert [r.label for r in data.runs] == ["reference", "torch", "paddle", "oneflow-0.9.0",
+                                            "oneflow-0.8.0"]
+    status = {r.label: r.status for r in data.runs}
     assert status == {"reference": "complete", "torch": "complete", "paddle": "missing",
                       "oneflow-0.9.0": "not-installed", "oneflow-0.8.0": "interrupted"}
-    loaded = schema.load(tmp_path / "out" / "results.json")
+    loaded = json.loads((tmp_path / "out" / "results.json").read_text())
     assert loaded["version"] == schema.VERSION and loaded["schema"] == schema.SCHEMA
+    assert schema.load(tmp_path / "out" / "results.json").to_json() == loaded  # reads back
     torch = next(r for r in loaded["runs"] if r["label"] == "torch")
     assert {"suite_revision", "adapter", "framework_version", "python", "device",
             "started"} <= set(torch)
@@ -92,50 +93,55 @@ def test_results_json_holds_every_column_with_its_status(results_dir, tmp_path):
     ({"version": "1"}, "no integer"),
 ])
 def test_other_schema_versions_are_refused_with_what_to_do(results_dir, tmp_path, change, words):
-    data, _ = build(results_dir, tmp_path / "out")
+    build(results_dir, tmp_path / "out")
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
     path = tmp_path / "old.json"
     path.write_text(json.dumps({**data, **change}))
-    with pytest.raises(schema.SchemaError, match=words):
+    with pytest.raises(results.ResultsSchemaError, match=words):
         schema.load(path)
 
 
 def test_a_registered_migration_is_applied(results_dir, tmp_path, monkeypatch):
-    data, _ = build(results_dir, tmp_path / "out")
+    build(results_dir, tmp_path / "out")
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
     monkeypatch.setitem(results.MIGRATIONS[results.COMBINED], 0,
                         lambda d: {**d, "version": 1, "runs": d["old_runs"]})
     old = {k: v for k, v in data.items() if k != "runs"} | {"version": 0, "old_runs": data["runs"]}
     path = tmp_path / "old.json"
     path.write_text(json.dumps(old))
-    assert schema.load(path)["runs"] == data["runs"]
+    assert schema.load(path).to_json()["runs"] == data["runs"]
 
 
 def test_a_version_1_results_json_gains_blocked_by(results_dir, tmp_path):
-    data, _ = build(results_dir, tmp_path / "out")
+    build(results_dir, tmp_path / "out")
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
     for run in data["runs"]:
+        del run["root_causes"]
         for t in run["tests"]:
             del t["blocked_by"]
     path = tmp_path / "v1.json"
     path.write_text(json.dumps({**data, "version": 1}))
     loaded = schema.load(path)
-    assert loaded["version"] == schema.VERSION
-    assert all(t["blocked_by"] is None for r in loaded["runs"] for t in r["tests"])
+    assert loaded.version == schema.VERSION
+    assert all(t.blocked_by is None for r in loaded.runs for t in r.tests)
+    assert all(r.root_causes == [] for r in loaded.runs)
 
 
 def test_a_run_killed_mid_line_reads_as_interrupted(tmp_path):
     path = tmp_path / "cut.jsonl"
     write_run(path, "torch", "2.13.0", [(RULE, "test_a", "PASS", "PASS", "")], end=False)
     path.write_text(path.read_text() + '{"type": "test", "rule": "x')  # no newline: cut off
-    run = schema.read_lines(path)
-    assert run["status"] == "interrupted" and len(run["tests"]) == 1
-    assert "cut off" in run["detail"]
+    run = schema.column_of(path)
+    assert run.status == "interrupted" and len(run.tests) == 1
+    assert "cut off" in run.detail
     assert results.end_line(path) is None
 
 
 def test_results_lines_of_another_schema_are_refused(tmp_path):
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps({"type": "run", "schema": 99}) + "\n")
-    with pytest.raises(schema.SchemaError, match="schema 99"):
-        schema.read_lines(path)
+    with pytest.raises(results.ResultsSchemaError, match="schema 99"):
+        schema.column_of(path)
 
 
 def test_cells_take_the_most_severe_test_and_missing_tests_are_not_run(results_dir):
@@ -144,12 +150,12 @@ def test_cells_take_the_most_severe_test_and_missing_tests_are_not_run(results_d
         "oneflow-0.9.0": ("oneflow", "0.9.0"), "oneflow-0.8.0": ("oneflow", "0.8.0")}),
         CATALOGUE)
     table = aggregate.cells(data)
-    assert table[(RULE, "oneflow-0.8.0")]["outcome"] == "NOT RUN"  # test_b is missing there
-    assert table[(RULE, "oneflow-0.8.0")]["actual"] == "NOT RUN"
-    assert table[(OTHER, "torch")]["outcome"] == "XFAIL"
-    assert table[(OTHER, "torch")]["actual"] == "DIVERGES"
-    assert table[(OTHER, "torch")]["expectation"]["reason"] == "r"
-    assert table[(RULE, "oneflow-0.9.0")]["outcome"] == "NOT INSTALLED"
+    assert table[(RULE, "oneflow-0.8.0")].outcome == "NOT RUN"  # test_b is missing there
+    assert table[(RULE, "oneflow-0.8.0")].actual == "NOT RUN"
+    assert table[(OTHER, "torch")].outcome == "XFAIL"
+    assert table[(OTHER, "torch")].actual == "DIVERGES"
+    assert table[(OTHER, "torch")].expectation["reason"] == "r"
+    assert table[(RULE, "oneflow-0.9.0")].outcome == "NOT INSTALLED"
     counts = aggregate.suite_counts(data, table)
     ref = counts[("identity", "reference")]
     assert ref["rules"] == len(CATALOGUE.of_suite("identity")) and ref["held"] == 2
@@ -260,7 +266,7 @@ def test_script_follows_the_run_it_was_made_from():
     header = {"adapter": "mine", "adapter_spec": "adapters.torch_adapter:TorchAdapter",
               "device": "cuda", "framework_version": "2.13.0", "conformance_timeout": 60,
               "leak_check": [2, 4], "suite_revision": None, "suite_digest": None}
-    info = repro.RunInfo.of(header, "my-column")
+    info = repro.RunInfo.of(results.RunHeader.from_json(header), "my-column")
     script = repro.generate(CATALOGUE.rules[OTHER], info)
     assert "adapter_spec='adapters.torch_adapter:TorchAdapter'" in script
     assert "device='cuda'" in script and "framework_version='2.13.0'" in script

@@ -1,0 +1,117 @@
+"""Every output written whole or not at all, and a set of outputs replaced together.
+
+Why: the report writes results.json, one JUnit file per run and index.html. Written in place
+one after the other, a failure while rendering the page (a message holding a lone surrogate,
+as ``os.fsdecode`` makes, raised UnicodeEncodeError) left index.html at 0 bytes beside an
+already replaced results.json and JUnit files, and Ctrl-C could do the same. Here:
+
+* :func:`write_text` writes one file to a temporary file in the same directory and renames it
+  over the target (a rename within one file system is atomic: readers see the old file or the
+  new one, never a part);
+* :class:`Outputs` collects a set of files rendered in memory, then writes every temporary file
+  and only then renames them all, with Ctrl-C held back during the renames (it is raised after
+  them), so the set is replaced together or, when anything fails before, not at all.
+
+Text is encoded as UTF-8 with ``backslashreplace``: a lone surrogate shows as ``\\udc80``
+instead of failing the write. Failures are :class:`OutputError`, one line naming the path.
+Standard library only (the noxfile writes its stamps with it).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import tempfile
+import threading
+from pathlib import Path
+
+
+class OutputError(Exception):
+    """An output could not be written; the message names it and why (nothing was replaced)."""
+
+
+def encode(text: str | bytes) -> bytes:
+    return text if isinstance(text, bytes) else text.encode("utf-8", "backslashreplace")
+
+
+def _mode_for(path: Path) -> int:
+    """The permissions of the file being replaced, or those a new file gets (the umask's)."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _temp_beside(path: Path, data: bytes) -> Path:
+    """``data`` in a new temporary file in ``path``'s directory (created if missing)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write it ({exc.strerror or exc}); choose a writable "
+                          f"directory") from None
+    try:
+        os.chmod(fd, _mode_for(path))  # mkstemp makes 0600; keep what the file would have had
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+    except OSError as exc:
+        os.unlink(name)
+        raise OutputError(f"{path}: cannot write it ({exc.strerror or exc})") from None
+    return Path(name)
+
+
+def write_text(path: Path, text: str | bytes) -> Path:
+    """Write ``path`` whole or not at all (temporary file + rename)."""
+    out = Outputs()
+    out.add(path, text)
+    out.commit()
+    return Path(path)
+
+
+@contextlib.contextmanager
+def _sigint_held():
+    """Ctrl-C during the block is raised after it (main thread only; elsewhere, as is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda *args: caught.append(args))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
+class Outputs:
+    """Files rendered in memory, replaced together by :meth:`commit`."""
+
+    def __init__(self) -> None:
+        self.files: dict[Path, bytes] = {}
+
+    def add(self, path: Path, text: str | bytes) -> Path:
+        self.files[Path(path)] = encode(text)
+        return Path(path)
+
+    def commit(self) -> list[Path]:
+        """Write every file's temporary copy, then rename them all over their targets; on any
+        failure before the renames, remove the copies and replace nothing."""
+        for path in self.files:
+            if path.is_dir():
+                raise OutputError(f"{path}: is a directory; nothing was written")
+        temps: dict[Path, Path] = {}
+        try:
+            for path, data in self.files.items():
+                temps[path] = _temp_beside(path, data)
+        except BaseException:
+            for temp in temps.values():
+                with contextlib.suppress(OSError):
+                    temp.unlink()
+            raise
+        with _sigint_held():
+            for path, temp in temps.items():
+                os.replace(temp, path)
+        return list(self.files)

@@ -1,0 +1,249 @@
+"""reports/results.json: every run of the suites in one versioned file, typed.
+
+Why one file with a version: the page, CI dashboards and the repro tests all read it; a reader
+that meets a layout it does not know must refuse it with a message saying what to do, never
+misread it. The JSON-lines files of single runs (:mod:`conformance.results.run_file`) are
+the input; :func:`column_of` turns one into a column of this file.
+
+Layout (version 2)::
+
+    {"schema": "autograd-conformance/results", "version": 2, "generated": ISO time,
+     "catalogue": [{"id", "suite", "level", "statement", "rationale", "source"}, ...],
+     "runs": [{"label", "framework", "status", "detail",
+               "suite_revision", "suite_dirty", "suite_digest", "adapter", "adapter_spec",
+               "framework_version", "python", "python_executable", "device", "platform",
+               "started", "conformance_timeout", "leak_check", "finished", "exitstatus",
+               "counts", "not_run",
+               "tests": [{"nodeid", "rule", "suite", "level", "outcome", "actual", "message",
+                          "observed", "expectation", "blocked_by", "duration", "chain"?}],
+               "root_causes": [{"id", "summary", "rules", "tests", "blocks", "rank",
+                                "kind", "source", "outcomes", "level", "message"}]}],
+     "mutants"?: {...}, "findings"?: [...]}
+
+A run's keys from ``suite_revision`` to ``leak_check`` are its results header's
+(:data:`RUN_KEYS`, None where an older harness did not record them), its tests' keys are
+:meth:`conformance.results.records.TestRecord.entry_fields`. ``root_causes``
+(conformance.report.rootcause): per run, ranked; ``id`` is the expectations' ``root_cause``
+slug or ``auto-<hash>`` for a cluster; ``blocks`` the rules whose tests are BLOCKED by it;
+``kind`` "breaks" or "unsupported", every "breaks" cause ranked before every "unsupported" one.
+
+Version 2 added ``blocked_by`` and ``root_causes``; a version-1 file is migrated through
+:mod:`conformance.results.migrations`.
+
+``status``: ``complete`` (every collected test ran and the end line was written),
+``interrupted`` (the run died without its end line, or its end line says it was interrupted;
+``detail`` says which), ``not-installed`` (the framework could not be installed; ``detail``
+says why) or ``missing`` (no results were produced, or the run stopped before any test;
+``detail`` says why).
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from conformance.results import migrations
+from conformance.results.errors import ResultsSchemaError
+from conformance.results.records import RunEnd, RunHeader, TestRecord
+from conformance.results.run_file import read_run
+
+SCHEMA = "autograd-conformance/results"
+VERSION = migrations.COMBINED_VERSION
+STATUSES = ("complete", "interrupted", "not-installed", "missing")
+#: The header fields a column of results.json keeps (what its reproduction scripts need).
+RUN_KEYS = ("suite_revision", "suite_dirty", "suite_digest", "adapter", "adapter_spec",
+            "framework_version", "python", "python_executable", "device", "platform", "started",
+            "conformance_timeout", "leak_check")
+#: The end-line fields a column keeps.
+END_KEYS = ("finished", "exitstatus", "counts", "not_run")
+#: Keys of each entry of a run's ``root_causes`` (conformance.report.rootcause), ranked.
+ROOT_CAUSE_KEYS = ("id", "summary", "rules", "tests", "blocks", "rank")
+#: Keys every test entry of a run has (derived from the test record).
+TEST_KEYS = TestRecord.entry_fields()
+
+
+@dataclasses.dataclass
+class Column:
+    """One run in results.json: a column of the page."""
+
+    label: str
+    framework: str
+    status: str
+    detail: str
+    header: RunHeader
+    end: RunEnd | None
+    tests: list[TestRecord]
+    root_causes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    # what the page and the scripts read of the header, by name
+    @property
+    def framework_version(self) -> str | None:
+        return self.header.framework_version
+
+    @property
+    def adapter_to_load(self) -> str:
+        """How the run named its adapter (older files: its adapter name; a placeholder: the
+        column's framework)."""
+        return self.header.adapter_to_load or self.framework
+
+    @property
+    def title(self) -> str:
+        """The column's heading: the framework, with its version unless it is the reference."""
+        version = self.framework_version
+        return f"{self.framework} {version}" if version and self.framework != "reference" \
+            else self.framework
+
+    @property
+    def has_results(self) -> bool:
+        return self.status in ("complete", "interrupted")
+
+    def to_json(self) -> dict[str, Any]:
+        header = {k: getattr(self.header, k) for k in RUN_KEYS}
+        end = {k: getattr(self.end, k) if self.end is not None else None for k in END_KEYS}
+        end["not_run"] = end["not_run"] or []
+        return {"label": self.label, "framework": self.framework, "status": self.status,
+                "detail": self.detail, **header, **end,
+                "tests": [t.to_entry() for t in self.tests], "root_causes": self.root_causes}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any], where: str) -> "Column":
+        label = obj.get("label")
+        here = f"{where}: run {label!r}"
+        header = RunHeader.from_json({k: obj.get(k) for k in RUN_KEYS}, here)
+        end = None
+        if obj.get("finished") is not None or obj.get("exitstatus") is not None:
+            end = RunEnd.from_json({k: obj.get(k) for k in END_KEYS}, here)
+        tests = [TestRecord.from_json(t, f"{here}, test {i}") for i, t in
+                 enumerate(obj["tests"], 1)]
+        return cls(label=label, framework=obj.get("framework") or "?", status=obj["status"],
+                   detail=obj.get("detail") or "", header=header, end=end, tests=tests,
+                   root_causes=list(obj.get("root_causes") or []))
+
+
+def column_of(path: Path, label: str | None = None, framework: str | None = None) -> Column:
+    """One column from a ``--results`` JSON-lines file (ResultsSchemaError when it cannot be
+    read: named by file, line and field)."""
+    path = Path(path)
+    try:
+        run = read_run(path)
+    except OSError as exc:
+        raise ResultsSchemaError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if run.end is not None and run.end.error is not None and not run.tests:
+        status, detail = "missing", f"the run stopped before any test: {run.end.error}"
+    else:
+        status, detail = ("complete" if run.complete else "interrupted"), run.interruption
+    return Column(label=label or path.stem, framework=framework or run.header.adapter or "?",
+                  status=status, detail=detail, header=run.header, end=run.end,
+                  tests=run.tests)
+
+
+def placeholder(label: str, framework: str, version: str | None, status: str,
+                detail: str) -> Column:
+    """A column for a framework that produced no results (not installable, or not run)."""
+    if status not in ("not-installed", "missing"):
+        raise ValueError(f"placeholder status {status!r}")
+    return Column(label=label, framework=framework, status=status, detail=detail,
+                  header=RunHeader(adapter=framework, framework_version=version), end=None,
+                  tests=[])
+
+
+@dataclasses.dataclass
+class Combined:
+    """results.json: the catalogue (rule entries) and one column per run."""
+
+    catalogue: list[dict[str, Any]]
+    runs: list[Column]
+    generated: str = ""
+    version: int = VERSION
+    mutants: dict[str, Any] | None = None
+    findings: list[dict[str, Any]] | None = None
+
+    @property
+    def rule_ids(self) -> list[str]:
+        return [entry["id"] for entry in self.catalogue]
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"schema": SCHEMA, "version": self.version, "generated": self.generated,
+               "catalogue": self.catalogue, "runs": [r.to_json() for r in self.runs]}
+        if self.mutants:
+            out["mutants"] = self.mutants
+        if self.findings:
+            out["findings"] = self.findings
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "results.json") -> "Combined":
+        """``data`` (any version this reader can migrate) checked and typed; ResultsSchemaError
+        saying what is wrong and what to do."""
+        data = migrate(data, where)
+        return cls(catalogue=data["catalogue"],
+                   runs=[Column.from_json(r, where) for r in data["runs"]],
+                   generated=str(data.get("generated") or ""), version=data["version"],
+                   mutants=data.get("mutants"), findings=data.get("findings"))
+
+    def dumps(self) -> str:
+        """The file's text (validated first)."""
+        data = self.to_json()
+        validate(data)
+        return json.dumps(data, indent=1, default=repr) + "\n"
+
+
+def catalogue_entries(catalogue) -> list[dict[str, str]]:
+    return [{"id": r.id, "suite": r.suite, "level": r.level, "statement": r.statement,
+             "rationale": r.rationale, "source": r.source} for r in catalogue.rules.values()]
+
+
+def build(runs: Iterable[Column], catalogue) -> Combined:
+    return Combined(catalogue=catalogue_entries(catalogue), runs=list(runs),
+                    generated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+
+
+def migrate(data: Any, where: str = "results.json") -> dict[str, Any]:
+    """Bring ``data`` to :data:`VERSION` and check its layout, or raise ResultsSchemaError
+    saying what to do."""
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ResultsSchemaError(f"{where}: not an autograd-conformance results file "
+                                 f"(expected \"schema\": {SCHEMA!r})")
+    data = migrations.migrate_combined(data, where, VERSION)
+    validate(data, where)
+    return data
+
+
+def load(path: Path) -> Combined:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResultsSchemaError(f"{path}: not JSON ({exc})") from None
+    return Combined.from_json(data, str(path))
+
+
+def validate(data: dict[str, Any], where: str = "results.json") -> None:
+    """Raise ResultsSchemaError if ``data`` does not have the current layout."""
+    def need(cond: bool, what: str) -> None:
+        if not cond:
+            raise ResultsSchemaError(f"{where}: {what}")
+
+    need(data.get("schema") == SCHEMA and data.get("version") == VERSION, "wrong schema/version")
+    need(isinstance(data.get("catalogue"), list), "\"catalogue\" must be a list")
+    need(all(isinstance(e, dict) and isinstance(e.get("id"), str) for e in data["catalogue"]),
+         "every catalogue entry needs an \"id\"")
+    need(isinstance(data.get("runs"), list), "\"runs\" must be a list")
+    labels = set()
+    for run in data["runs"]:
+        need(isinstance(run, dict) and isinstance(run.get("label"), str), "a run without label")
+        need(run["label"] not in labels, f"run label {run['label']!r} twice")
+        labels.add(run["label"])
+        need(run.get("status") in STATUSES, f"run {run['label']}: status {run.get('status')!r}")
+        need(isinstance(run.get("tests"), list), f"run {run['label']}: tests must be a list")
+        need(isinstance(run.get("root_causes", []), list),
+             f"run {run['label']}: root_causes must be a list")
+        for cause in run.get("root_causes", []):
+            need(isinstance(cause, dict) and all(k in cause for k in ROOT_CAUSE_KEYS),
+                 f"run {run['label']}: a root cause lacks one of {ROOT_CAUSE_KEYS}")
+        for t in run["tests"]:
+            need(isinstance(t, dict), f"run {run['label']}: a test is not an object")
+            missing = [k for k in TEST_KEYS if k not in t]
+            need(not missing, f"run {run['label']}: a test lacks {missing}")

@@ -1,0 +1,98 @@
+"""The differential search's findings file: ``reports/results/explore-<adapter>.jsonl``.
+
+Written by the differential search (``python -m conformance.differential``) and by every
+HypoFuzz worker (``conformance.differential.fuzz``, several processes or machines appending
+to one file, each whole lines under :func:`conformance.results.locks.locked`): a ``run`` line
+per search, a ``divergence`` line per finding (shrunk, with its standalone script),
+``fuzz-worker`` lines and an ``end`` line per search (docs/differential.md). Read by the
+report's findings section.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conformance.results.errors import ResultsSchemaError
+from conformance.results.locks import locked
+
+EXPLORE_PREFIX = "explore-"
+EXPLORE_SCHEMA = 1
+
+
+def explore_path(results_dir: Path, adapter: str) -> Path:
+    return Path(results_dir) / f"{EXPLORE_PREFIX}{adapter}.jsonl"
+
+
+def is_explore(path: Path) -> bool:
+    return Path(path).name.startswith(EXPLORE_PREFIX)
+
+
+def append_findings(path: Path, *records: dict[str, Any], lock: bool = True) -> None:
+    """Append records to a findings file, whole lines, under its lock (``lock=False``: the
+    caller holds it)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(r, default=repr) + "\n" for r in records)
+    if lock:
+        with locked(path), open(path, "a", encoding="utf-8") as out:
+            out.write(text)
+    else:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(text)
+
+
+def read_findings(path: Path) -> list[dict[str, Any]]:
+    """The searches of one findings file, oldest first: each ``{"run", "divergences",
+    "workers", "end"}`` (``end`` None while a search runs or after it died). HypoFuzz searches
+    are told apart by ``fuzz_run``; their lines interleave with others'. A line that is not JSON
+    (one cut off by a killed process) is skipped; a schema newer than this reader's is refused."""
+    records = findings_lines(Path(path))
+    searches: list[dict[str, Any]] = []
+    by_fuzz_run: dict[str, dict[str, Any]] = {}
+    current = None
+    for record in records:
+        kind, fuzz_run = record.get("type"), record.get("fuzz_run")
+        if kind == "run":
+            schema = record.get("schema", 0)
+            if isinstance(schema, int) and schema > EXPLORE_SCHEMA:
+                raise ResultsSchemaError(f"{path}: findings schema {schema}, newer than this "
+                                         f"reader's {EXPLORE_SCHEMA}; upgrade autograd-conformance")
+            search = {"run": record, "divergences": [], "workers": [], "end": None}
+            searches.append(search)
+            if fuzz_run:
+                by_fuzz_run[fuzz_run] = search
+            else:
+                current = search
+            continue
+        search = by_fuzz_run.get(fuzz_run) if fuzz_run else current
+        if search is None:
+            continue
+        if kind == "divergence":
+            search["divergences"].append(record)
+        elif kind == "fuzz-worker":
+            search["workers"].append(record)
+        elif kind == "end":
+            search["end"] = record
+            if not fuzz_run:
+                current = None
+    return searches
+
+
+def findings_lines(path: Path) -> list[dict[str, Any]]:
+    """Every JSON object of a findings file, in order (a line cut off mid-write is skipped)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except IsADirectoryError:
+        raise ResultsSchemaError(f"{path}: a directory, not a findings file") from None
+    records = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records

@@ -1,0 +1,244 @@
+"""The three lines of a results file as typed records: the run header, a test, the run end.
+
+Why typed: a results line was an untyped dict whose keys were spelled out in the plugin (twice),
+the file writer, the report's schema and its NOT-RUN rows, and read by string key in ten
+modules; adding a field meant five edits, and a line with a field of the wrong type (a list
+where a message should be) surfaced as a traceback in whichever reader touched it first. Here
+each record class is the single list of its fields: :meth:`to_json` writes them (the file
+format, unchanged: the same keys and values as before these classes existed), :meth:`from_json`
+checks every field's type and names ``file:line`` and the field when one is wrong
+(:class:`ResultsSchemaError`), and every other list of keys (the plugin's per-phase info,
+``results.json``'s test entries, the report's NOT-RUN rows) is derived from the class.
+
+Adding a field to the test record: add it to :class:`TestRecord` (with the JSON types it may
+hold), set it where the plugin builds the phase info, read it where it is shown.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+from conformance.results.errors import ResultsSchemaError
+
+#: The ``--results`` file's format version (the header's ``schema``); readers migrate older
+#: versions through :mod:`conformance.results.migrations`.
+SCHEMA_VERSION = 1
+
+ANY = object()  # a field that holds any JSON value (``observed``)
+_NUMBER = (int, float)
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true/false",
+               dict: "an object", list: "a list"}
+
+
+def _field(*types, default=None, factory=None, required: bool = False, omit_none: bool = False):
+    """A record field: the JSON types it may hold (None is always allowed unless
+    ``required``); ``omit_none``: not written while None (keys that only some lines have)."""
+    meta = {"types": types, "required": required, "omit_none": omit_none}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _check(value: Any, types: tuple, required: bool) -> bool:
+    if value is None:
+        return not required
+    if types == (ANY,):
+        return True
+    if isinstance(value, bool):
+        return bool in types
+    return isinstance(value, types)
+
+
+def _describe(types: tuple) -> str:
+    return " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types if t is not float or
+                       int not in types) or "any value"
+
+
+class _Record:
+    """What the three records share: fields with JSON types, checked when read."""
+
+    TYPE: ClassVar[str] = ""
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "extra")
+
+    @classmethod
+    def from_json(cls, obj: Any, where: str = "results"):
+        """The record of one parsed JSON line; :class:`ResultsSchemaError` naming ``where``
+        (``file:line``) and the field when a field has the wrong type. Keys this version does
+        not know are kept (``extra``) and written back."""
+        if not isinstance(obj, dict):
+            raise ResultsSchemaError(f"{where}: not a JSON object; is it a --results file?")
+        values = {}
+        for f in dataclasses.fields(cls):
+            if f.name == "extra":
+                continue
+            value = obj.get(f.name)
+            if f.name not in obj:
+                if f.metadata["required"]:
+                    raise ResultsSchemaError(f"{where}: a {cls.TYPE or 'record'} line without "
+                                             f"{f.name!r}; not a line this harness wrote: run "
+                                             f"the suites again")
+                continue  # the dataclass default
+            if not _check(value, f.metadata["types"], f.metadata["required"]):
+                raise ResultsSchemaError(
+                    f"{where}: field {f.name!r} is {type(value).__name__} {_short(value)}, "
+                    f"expected {_describe(f.metadata['types'])}; the line was not written by "
+                    f"this harness (or was edited): run the suites again")
+            values[f.name] = value
+        extra = {k: v for k, v in obj.items() if k not in values and k != "type"
+                 and k not in cls.field_names()}
+        return cls(**values, extra=extra)
+
+    def to_json(self) -> dict[str, Any]:
+        """The line as written to the file (``type`` first, fields in class order)."""
+        out: dict[str, Any] = {"type": self.TYPE} if self.TYPE else {}
+        for f in dataclasses.fields(self):
+            if f.name == "extra":
+                continue
+            value = getattr(self, f.name)
+            if value is None and f.metadata["omit_none"]:
+                continue
+            out[f.name] = value
+        out.update(self.extra)
+        return out
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@dataclasses.dataclass
+class RunHeader(_Record):
+    """The run line: what a reproduction script of any of the run's cells needs besides its
+    test lines (conformance.repro): the suites' git revision and digest, the adapter spec,
+    framework version and device, the interpreter, and the options that turn a test into
+    TIMEOUT or LEAK."""
+
+    TYPE: ClassVar[str] = "run"
+
+    schema: int | None = _field(int)
+    suite_revision: str | None = _field(str)
+    suite_dirty: bool | None = _field(bool)
+    suite_digest: str | None = _field(str)
+    started: str | None = _field(str)
+    adapter: str | None = _field(str)
+    framework_version: str | None = _field(str)
+    device: str | None = _field(str)
+    python: str | None = _field(str)
+    adapter_spec: str | None = _field(str)
+    conformance_timeout: float | None = _field(int, float)
+    leak_check: list | None = _field(list)
+    python_executable: str | None = _field(str)
+    platform: str | None = _field(str)
+    rules: int | None = _field(int)
+    argv: list | None = _field(list)
+    extra: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def adapter_to_load(self) -> str | None:
+        """How the run named its adapter (older files: its adapter name)."""
+        return self.adapter_spec or self.adapter
+
+
+@dataclasses.dataclass
+class TestRecord(_Record):
+    """One finished test. ``adapter`` to ``python``: the run's context, repeated on every line
+    (``results.json`` leaves them out); ``nodeid`` to ``blocked_by``: what the plugin learnt
+    from the test's phases (:class:`conformance.results.phases.PhaseInfo`); ``duration`` and
+    ``chain`` (a leak's keep-alive chain, only on LEAK lines) are added when assembling."""
+
+    __test__: ClassVar[bool] = False  # a record, not a pytest test class
+    TYPE: ClassVar[str] = "test"
+    #: The run's context, copied onto every test line.
+    CONTEXT: ClassVar[tuple[str, ...]] = ("adapter", "framework_version", "device", "python")
+    #: Set when the phases are assembled, not by a phase.
+    ASSEMBLED: ClassVar[tuple[str, ...]] = ("nodeid", "duration", "chain")
+
+    adapter: str | None = _field(str)
+    framework_version: str | None = _field(str)
+    device: str | None = _field(str)
+    python: str | None = _field(str)
+    nodeid: str = _field(str, default="", required=True)
+    rule: str | None = _field(str)
+    suite: str | None = _field(str)
+    level: str | None = _field(str)
+    outcome: str | None = _field(str)
+    actual: str | None = _field(str)
+    message: str | None = _field(str)
+    observed: Any = _field(ANY)
+    expectation: dict | None = _field(dict)
+    blocked_by: str | None = _field(str)
+    duration: float | None = _field(int, float, default=0.0)
+    chain: dict | None = _field(dict, omit_none=True)
+    extra: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    @classmethod
+    def phase_fields(cls) -> tuple[str, ...]:
+        """The fields a test's phases decide (the plugin's per-phase info carries these)."""
+        return tuple(n for n in cls.field_names() if n not in cls.CONTEXT + cls.ASSEMBLED)
+
+    @classmethod
+    def entry_fields(cls) -> tuple[str, ...]:
+        """The fields of a test entry of ``results.json`` (``chain`` besides, where set)."""
+        return tuple(n for n in cls.field_names() if n not in cls.CONTEXT and n != "chain")
+
+    def to_entry(self) -> dict[str, Any]:
+        """The test as an entry of a run in ``results.json`` (without the run's context)."""
+        out = {n: getattr(self, n) for n in self.entry_fields()}
+        if self.chain is not None:
+            out["chain"] = self.chain
+        return out
+
+    @property
+    def actual_outcome(self) -> str | None:
+        """What the framework did (before expectations); older lines without ``actual``:
+        the final outcome."""
+        return self.actual or self.outcome
+
+    @property
+    def flaky(self) -> bool:
+        """Whether the test's expectation says the framework does not behave the same in
+        every run (such cells are left out of reproduction samples)."""
+        return bool((self.expectation or {}).get("flaky"))
+
+    @classmethod
+    def not_run(cls, name: str, rule: str, message: str) -> "TestRecord":
+        """A row for a test this run has no result for (a cell's NOT-RUN padding)."""
+        from conformance.outcomes import NOT_RUN
+
+        return cls(nodeid=name, rule=rule, outcome=NOT_RUN, actual=NOT_RUN, message=message,
+                   duration=0)
+
+
+@dataclasses.dataclass
+class RunEnd(_Record):
+    """The end line. ``interrupted``: the run stopped before every collected test ran (Ctrl-C,
+    ``-x``, a collection error; ``not_run`` lists them): its results are incomplete, the page
+    says so and ``nox -s report`` never reuses it. ``error``: the run stopped before any test."""
+
+    TYPE: ClassVar[str] = "end"
+
+    exitstatus: int | None = _field(int)
+    finished: str | None = _field(str)
+    counts: dict | None = _field(dict)
+    not_run: list = _field(list, factory=list)
+    error: str | None = _field(str, omit_none=True)
+    interrupted: bool | None = _field(bool, omit_none=True)
+    extra: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def complete(self) -> bool:
+        """Every collected test ran, or the run stopped before any (``error``) as it would
+        again: nothing to run again for."""
+        return not self.interrupted
+
+    def __post_init__(self) -> None:
+        if self.not_run is None:
+            self.not_run = []
+
+
+#: Record class of each line ``type``.
+BY_TYPE: dict[str, type[_Record]] = {c.TYPE: c for c in (RunHeader, TestRecord, RunEnd)}

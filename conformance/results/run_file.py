@@ -1,0 +1,298 @@
+"""The ``--results`` file of one run: a header line, one line per finished test, an end line.
+
+Why per test and flushed: a report written at the end of the session dies with the session (a
+segfault, an OOM kill); lines already flushed survive. Records are assembled in the controller
+process from the phase reports (:class:`TestRecords`), so the same code works in-process and
+under pytest-xdist, where a worker that dies yields one CRASH record and the run goes on. One
+run writes a file at a time (:class:`conformance.results.locks.OwnerLock`).
+
+Reading back (:func:`read_run`) checks every line against its record class and names
+``file:line`` and the field when one is wrong; a run killed mid-write (no end line, a last
+line cut off) reads as interrupted, never as an error.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import platform
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, TextIO
+
+from conformance.outcomes import Outcome
+from conformance.results import migrations
+from conformance.results.errors import ResultsSchemaError
+from conformance.results.locks import InUse, OwnerLock
+from conformance.results.phases import PhaseInfo, chain_of, phase_info
+from conformance.results import records
+from conformance.results.records import RunEnd, RunHeader, TestRecord
+
+
+def git_revision(path: Path) -> dict[str, Any]:
+    """The commit the suites come from and whether they differ from it (None outside git)."""
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(path), *args], capture_output=True,
+                                  text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    revision = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--", ".") if revision else None
+    return {"suite_revision": revision, "suite_dirty": bool(status) if status is not None else None}
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# -- writing ----------------------------------------------------------------------------------
+class TestRecords:
+    """Assembles setup/call/teardown reports into one :class:`TestRecord` per test."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, run: RunHeader) -> None:
+        self.context = {name: getattr(run, name) for name in TestRecord.CONTEXT}
+        self._pending: dict[str, dict[str, Any]] = {}
+
+    def add(self, report) -> TestRecord | None:
+        """Feed one phase report; returns the test's record once the test is finished."""
+        info = phase_info(report)
+        if report.when == "???" or (info is not None and info.crash):
+            self._pending.pop(report.nodeid, None)
+            return self._record(report.nodeid, info or PhaseInfo(), report.duration or 0.0)
+        pending = self._pending.setdefault(report.nodeid, {"duration": 0.0, "info": None,
+                                                           "meta": None, "chain": None})
+        pending["duration"] += report.duration or 0.0
+        if pending["chain"] is None:
+            pending["chain"] = chain_of(report)
+        if info is not None:
+            pending["meta"] = pending["meta"] or info
+            if info.outcome is not None and self._decides(pending["info"], info):
+                pending["info"] = info
+        if report.when != "teardown":
+            return None
+        del self._pending[report.nodeid]
+        if pending["info"] is None and pending["meta"] is None:
+            return None  # not a suite test
+        record = self._record(report.nodeid, pending["info"] or pending["meta"],
+                              pending["duration"])
+        record.chain = pending["chain"]  # only leaks have one: other lines keep their keys
+        return record
+
+    def meta(self, nodeid: str) -> PhaseInfo:
+        """What is known so far of an unfinished test (its rule, from the setup report)."""
+        return (self._pending.get(nodeid) or {}).get("meta") or PhaseInfo()
+
+    @staticmethod
+    def _decides(current: PhaseInfo | None, new: PhaseInfo) -> bool:
+        """A later phase replaces the verdict unless an earlier one already failed the test."""
+        return current is None or (not current.fails and new.fails)
+
+    def _record(self, nodeid: str, info: PhaseInfo, duration: float) -> TestRecord:
+        return TestRecord(**self.context, nodeid=nodeid,
+                          **{name: getattr(info, name) for name in TestRecord.phase_fields()},
+                          duration=round(duration, 6))
+
+
+class Tally:
+    """Counts of final outcomes per suite, for the terminal summary and the end line."""
+
+    def __init__(self) -> None:
+        self.by_suite: dict[str, Counter] = defaultdict(Counter)
+        self.unsupported: Counter = Counter()
+        self.seen: set[str] = set()
+        self.not_run: list[str] = []  # collected suite tests that produced no record
+
+    def add(self, record: TestRecord) -> None:
+        self.seen.add(record.nodeid)
+        self.by_suite[record.suite or "?"][record.outcome or str(Outcome.ERROR)] += 1
+        if record.actual == str(Outcome.UNSUPPORTED):
+            message = (record.message or "(no message)").splitlines()[0]
+            self.unsupported[message] += 1
+
+    def totals(self) -> Counter:
+        total: Counter = Counter()
+        for counts in self.by_suite.values():
+            total.update(counts)
+        return total
+
+
+class ResultsFile:
+    """The ``--results`` JSON-lines file of the run that holds it (one writer at a time:
+    :class:`ResultsInUse` names the other run's pid)."""
+
+    def __init__(self, path: Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = OwnerLock(path)  # before truncating: never cut another run's file
+        try:
+            self._fh: TextIO = open(path, "w", encoding="utf-8")
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def write(self, record: RunHeader | TestRecord | RunEnd) -> None:
+        # ASCII JSON (json.dumps escapes): a message holding an undecodable byte (a lone
+        # surrogate, as os.fsdecode makes) never fails the write
+        self._fh.write(json.dumps(record.to_json(), default=repr) + "\n")
+        self._fh.flush()
+
+    def header(self, run: RunHeader, suites_dir: Path, rules: int) -> RunHeader:
+        """Write the run line: ``run``'s adapter, framework and options, completed with the
+        suites' git revision (:func:`git_revision`), the start time, the interpreter, the
+        platform and the command line."""
+        header = dataclasses.replace(
+            run, schema=records.SCHEMA_VERSION, **git_revision(suites_dir), started=_now(),
+            python_executable=sys.executable, platform=platform.platform(), rules=rules,
+            argv=sys.argv[1:])
+        self.write(header)
+        return header
+
+    def close(self, exitstatus: int, tally: Tally, error: str | None = None,
+              interrupted: bool = False) -> RunEnd:
+        """Write the end line (``interrupted``: tests were not run, see :class:`RunEnd`) and
+        give the file up."""
+        end = RunEnd(exitstatus=int(exitstatus), finished=_now(), counts=dict(tally.totals()),
+                     not_run=list(tally.not_run), error=error,
+                     interrupted=True if interrupted else None)
+        try:
+            self.write(end)
+        finally:
+            self.release()
+        return end
+
+    def release(self) -> None:
+        """Close the file and its lock (without an end line: the run died)."""
+        if not self._fh.closed:
+            self._fh.close()
+        self._lock.release()
+
+
+ResultsInUse = InUse
+
+
+# -- reading ----------------------------------------------------------------------------------
+def _parse_lines(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
+    """(line number, JSON object) of each line of a results file, and whether its last line
+    was cut off: a run killed while writing leaves a partial last line, dropped here when it
+    has no newline after it; a bad line anywhere else is an error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsSchemaError(f"{path}: not a text file (byte {exc.start} is not UTF-8); a "
+                                 f"--results file is JSON lines: remove it or run the suites "
+                                 f"again") from None
+    except IsADirectoryError:
+        raise ResultsSchemaError(f"{path}: a directory, not a results file") from None
+    lines = text.splitlines()
+    last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
+    out, truncated = [], False
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            if lineno == last and not text.endswith("\n"):
+                truncated = True  # cut off mid-write: no newline after it
+                break
+            raise ResultsSchemaError(f"{path}:{lineno}: not a JSON line ({exc})") from None
+        if not isinstance(obj, dict):
+            raise ResultsSchemaError(f"{path}:{lineno}: not a JSON object; is it a --results "
+                                     f"file?")
+        out.append((lineno, obj))
+    return out, truncated
+
+
+def _read(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
+    numbered, truncated = _parse_lines(path)
+    if not numbered or numbered[0][1].get("type") != "run":
+        raise ResultsSchemaError(f"{path}:1: no run header (a line with \"type\": \"run\"); "
+                                 f"not a results file of autograd-conformance")
+    lines = migrations.migrate_lines([obj for _, obj in numbered], str(path))
+    numbers = [n for n, _ in numbered] if len(lines) == len(numbered) else \
+        list(range(1, len(lines) + 1))
+    return list(zip(numbers, lines)), truncated
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """The parsed lines of a ``--results`` file, migrated to the current schema, as plain
+    JSON objects (:func:`read_run` gives them typed and checked)."""
+    return [obj for _, obj in _read(Path(path))[0]]
+
+
+@dataclasses.dataclass
+class Run:
+    """One results file, read: its header, its test lines, its end line (None when the run
+    died before writing it) and whether a last line was cut off."""
+
+    path: Path
+    header: RunHeader
+    tests: list[TestRecord]
+    end: RunEnd | None
+    truncated: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """The run wrote its end line and every collected test ran."""
+        return self.end is not None and self.end.complete
+
+    @property
+    def interruption(self) -> str:
+        """Why the run is incomplete (one line), or "" when it is complete."""
+        why = []
+        if self.end is None:
+            why.append("the run ended without its end line (it was killed)")
+        elif not self.end.complete:
+            why.append(f"the run was interrupted: {len(self.end.not_run)} collected tests did "
+                       f"not run (exit status {self.end.exitstatus})")
+        if self.truncated:
+            why.append("its last line was cut off mid-write")
+        return "; ".join(why)
+
+
+def read_run(path: Path) -> Run:
+    """A results file as a :class:`Run`. ResultsSchemaError (``file:line``, what is wrong,
+    what to do) for a line that is not a JSON object (except a last line cut off mid-write,
+    dropped), a file without a run header, a schema version it cannot migrate, or a field of
+    the wrong type."""
+    path = Path(path)
+    lines, truncated = _read(path)
+    header = RunHeader.from_json(lines[0][1], f"{path}:{lines[0][0]}")
+    tests = [TestRecord.from_json(obj, f"{path}:{n}") for n, obj in lines
+             if obj.get("type") == TestRecord.TYPE]
+    n, last = lines[-1]
+    end = RunEnd.from_json(last, f"{path}:{n}") if len(lines) > 1 and \
+        last.get("type") == RunEnd.TYPE else None
+    return Run(path, header, tests, end, truncated)
+
+
+def scan(path: Path):
+    """Every line of a results file that reads as a record (:class:`RunHeader`,
+    :class:`TestRecord` or :class:`RunEnd`), skipping those that do not: for a tool that
+    reads a run still being written or killed mid-line (conformance.mutants)."""
+    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            obj = json.loads(line)
+            kind = records.BY_TYPE.get(obj.get("type")) if isinstance(obj, dict) else None
+            if kind is not None:
+                yield kind.from_json(obj, str(path))
+        except (ValueError, TypeError):  # ResultsSchemaError is a ValueError
+            continue
+
+
+def end_line(path: Path) -> RunEnd | None:
+    """The end line of a complete, readable, current results file; else None (missing,
+    killed, interrupted, or of a schema this checkout cannot read: all mean "run it again")."""
+    try:
+        run = read_run(path)
+    except (OSError, ResultsSchemaError):
+        return None
+    return run.end if run.complete else None

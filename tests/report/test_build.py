@@ -1,0 +1,103 @@
+"""`python -m conformance.report` on bad input and failures: one line and exit 4, and the previous
+report left whole (every output rendered in memory first, then all replaced together)."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conformance.report import build as report, html
+from tests.report.test_unit import RULE, write_run
+
+
+def outputs(out):
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.fixture
+def results_dir(tmp_path):
+    d = tmp_path / "results"
+    d.mkdir()
+    write_run(d / "reference.jsonl", "reference", "0.1", [(RULE, "test_a", "PASS", "PASS", "")])
+    write_run(d / "torch.jsonl", "torch", "2.13.0", [(RULE, "test_a", "DIVERGES", "DIVERGES", "x")])
+    return d
+
+
+def main(capsys, *args):
+    code = report.main([str(a) for a in args])
+    return code, capsys.readouterr()
+
+
+def one_line_error(code, captured):
+    assert code == 4, captured
+    assert len(captured.err.strip().splitlines()) == 1 and "Traceback" not in captured.err
+    return captured.err
+
+
+def test_a_message_with_a_lone_surrogate_renders_escaped(results_dir, tmp_path, capsys):
+    """os.fsdecode makes lone surrogates; the page raised UnicodeEncodeError and was left at
+    0 bytes beside a replaced results.json."""
+    write_run(results_dir / "torch.jsonl", "torch", "2.13.0",
+              [(RULE, "test_a", "DIVERGES", "DIVERGES", "bad byte \udc80 in a path")])
+    code, captured = main(capsys, "--results-dir", results_dir, "--out", tmp_path / "out")
+    assert code == 0, captured.err
+    page = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert "\\udc80" in page
+    ET.parse(tmp_path / "out" / "junit" / "torch.xml")  # still well-formed XML
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["runs"]
+
+
+@pytest.mark.parametrize("failure", [RuntimeError("the page broke"), KeyboardInterrupt()])
+def test_a_failure_while_rendering_leaves_the_previous_report_whole(results_dir, tmp_path,
+                                                                     monkeypatch, failure):
+    out = tmp_path / "out"
+    report.build(results_dir, out)
+    before = outputs(out)
+    write_run(results_dir / "torch.jsonl", "torch", "2.13.0", [(RULE, "test_a", "PASS", "PASS", "")])
+
+    def broken(data):
+        raise failure
+
+    monkeypatch.setattr(html, "render", broken)
+    with pytest.raises(type(failure)):
+        report.build(results_dir, out)
+    assert outputs(out) == before  # not a new results.json beside an old page
+
+
+def test_a_results_line_with_a_field_of_the_wrong_type_is_one_line_and_replaces_nothing(
+        results_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    report.build(results_dir, out)
+    before = outputs(out)
+    lines = (results_dir / "torch.jsonl").read_text().splitlines()
+    bad = json.loads(lines[1])
+    bad["duration"] = "slow"
+    lines[1] = json.dumps(bad)
+    (results_dir / "torch.jsonl").write_text("\n".join(lines) + "\n")
+    err = one_line_error(*main(capsys, "--results-dir", results_dir, "--out", out))
+    assert "torch.jsonl:2: field 'duration' is str" in err
+    assert outputs(out) == before
+
+
+def test_a_missing_results_directory_is_one_line(tmp_path, capsys):
+    err = one_line_error(*main(capsys, "--results-dir", tmp_path / "nowhere", "--out",
+                               tmp_path / "out"))
+    assert "nowhere: no such directory" in err and not (tmp_path / "out").exists()
+
+
+def test_a_corrupt_results_file_under_its_own_name_is_refused_not_dropped(results_dir, tmp_path,
+                                                                          capsys):
+    (results_dir / "my-run.jsonl").write_text('{"type": "run", "schema": 1}\nnot json\n{}\n')
+    err = one_line_error(*main(capsys, "--results-dir", results_dir, "--out", tmp_path / "out"))
+    assert "my-run.jsonl:2: not a JSON line" in err and "--exclude my-run" in err
+    code, captured = main(capsys, "--results-dir", results_dir, "--out", tmp_path / "out",
+                          "--exclude", "my-run")
+    assert code == 0, captured.err
+
+
+def test_out_naming_a_file_is_one_line(results_dir, tmp_path, capsys):
+    (tmp_path / "taken").write_text("x")
+    err = one_line_error(*main(capsys, "--results-dir", results_dir, "--out", tmp_path / "taken"))
+    assert "taken: is a file" in err and (tmp_path / "taken").read_text() == "x"
