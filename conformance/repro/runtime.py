@@ -18,7 +18,6 @@ A script ends by printing ``RESULT: <OUTCOME>[: first line of the message]``.
 """
 from __future__ import annotations
 
-import faulthandler
 import inspect
 import json
 import sys

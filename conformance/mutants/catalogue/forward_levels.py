@@ -11,10 +11,6 @@ from conformance.mutants import edit, mutant, replace, single_edit
 from conformance.mutants.catalogue.shared import accepted_or_raised, fw, fwad_module, new_dual
 
 
-def fwad_module():
-    return fw().autograd.forward_ad
-
-
 def _probe_tangent_after_exit():
     fwad = fwad_module()
     with fwad.dual_level():

@@ -12,10 +12,6 @@ from conformance.mutants import single_edit
 from conformance.mutants.catalogue.shared import fw, leaf, saved_hooks
 
 
-def saved_hooks(pack, unpack):
-    return fw().autograd.graph.saved_tensors_hooks(pack, unpack)
-
-
 def _probe_original_dropped():
     gc.disable()
     try:
