@@ -9,7 +9,7 @@ import gc
 import weakref
 
 from conformance.mutants import single_edit
-from conformance.mutants.catalogue.shared import fw, leaf, saved_hooks
+from conformance.mutants.catalogue.shared import leaf, saved_hooks
 
 
 def _probe_original_dropped():
