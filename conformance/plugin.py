@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
-from conformance import hookspecs, isolation, leakcheck, options, summary, timeout, traceability
+from adapters.base import Adapter, FrameworkNotInstalled, Unsupported, load_adapter
+from conformance import features, hookspecs, isolation, leakcheck, options, summary, timeout, traceability
 from conformance.rules import Catalogue, load_catalogue
 from conformance.expectations import ExpectationSet, load_expectations
 from conformance.outcomes import HELD, Outcome, Verdict, blocked_by, first_lines, judge, test_outcome
@@ -112,6 +112,8 @@ def _stop_before_tests(config, suites_dir: Path, spec: str, message: str):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "rule(id): the conformance rule this test checks")
+    config.addinivalue_line("markers", "needs(*features): registry features the test needs "
+                            "beyond what it touches (conformance/features.py)")
     spec = config.getoption("adapter")
     suites_dir = options.ini_path(config, "conformance_suites")
     if _installed_suites_wanted(config):
@@ -130,6 +132,7 @@ def pytest_configure(config):
         adapter = load_adapter(spec)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    _check_declared_features(adapter)
     if _is_controller(config) and _touches(config, suites_dir):
         crashed = isolation.import_crash(spec, limit)
         if crashed:
@@ -194,6 +197,31 @@ def pytest_report_header(config):
     return (f"conformance: adapter {h.adapter.name} {h.context['framework_version']}, device "
             f"{h.device}, {len(h.catalogue.rules)} rules, "
             f"{len(h.expectations)} expectations")
+
+
+def _check_declared_features(adapter: Adapter) -> None:
+    """An ``unsupported`` key the feature registry does not name is a usage error (a typo
+    would otherwise silently declare nothing)."""
+    try:
+        problem = features.unknown_keys_problem(adapter)
+    except FileError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if problem:
+        raise pytest.UsageError(problem)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A suite test that needs a feature the adapter declares missing ends UNSUPPORTED, naming
+    it, before its fixtures or body run (conformance/features.py)."""
+    h = item.config.stash.get(HARNESS, None)
+    if h is None or not h.is_suite_path(item.path):
+        return
+    missing = features.missing_for(h.adapter, features.needed_by_item(
+        h.suites_dir, Path(item.path), getattr(item, "originalname", item.name),
+        [m.args for m in item.iter_markers("needs")]))
+    if missing is not None:
+        raise Unsupported(features.unsupported_message(h.adapter, missing))
 
 
 # -- fixtures ------------------------------------------------------------------------
