@@ -73,12 +73,28 @@ def _is_controller(config) -> bool:
 
 def _touches(config, directory: Path) -> bool:
     """Whether the run's paths include ``directory`` or something inside it."""
-    base = Path(config.invocation_params.dir)
     for arg in config.args:
-        path = (base / str(arg).split("::")[0]).resolve()
+        path = _arg_path(config, arg)
         if path == directory or directory in path.parents or path in directory.parents:
             return True
     return False
+
+
+def _arg_path(config, arg) -> Path:
+    """Where a test argument points: a path, or under ``--pyargs`` a module's file (a
+    package's directory), so that ``--pyargs conformance.suites.test_hooks`` is recognised
+    as a suite run exactly like its file path."""
+    text = str(arg).split("::")[0]
+    path = (Path(config.invocation_params.dir) / text).resolve()
+    if not path.exists() and config.getoption("pyargs", False):
+        try:
+            spec = importlib.util.find_spec(text)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin:
+            origin = Path(spec.origin).resolve()
+            path = origin.parent if spec.submodule_search_locations else origin
+    return path
 
 
 def _installed_suites_wanted(config) -> bool:
