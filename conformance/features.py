@@ -133,7 +133,8 @@ def _touched(index, test) -> tuple[set[str], set[str]]:
         if (module, name) in seen or not module.startswith("conformance.suites"):
             continue
         seen.add((module, name))
-        mod = suite_index.find_module(index.tree, module)
+        mod = next((m for m in index.modules.values() if m.name == module), None) \
+            or suite_index.find_module(index.tree, module)
         if mod is None or name not in mod.definitions:
             continue
         node = mod.definitions[name].node
