@@ -116,7 +116,11 @@ class TinygradAdapter(Adapter):
                 raise Unsupported("tinygrad: Tensor.gradient differentiates one output at a time")
             if grad_outputs is not None and not isinstance(grad_outputs, Tensor):
                 grad_outputs = grad_outputs[0]
-            return tuple(outs[0].gradient(*ins, gradient=grad_outputs))
+            grads = outs[0].gradient(*ins, gradient=grad_outputs)
+            # as tinygrad's own Tensor.backward does: a gradient without a device (a constant)
+            # is placed on its input's device
+            return tuple(g.clone(device=t.device) if g.device is None else g
+                         for t, g in zip(ins, grads))
 
         def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                      inputs=None):

@@ -20,8 +20,8 @@ def test_missing_attributes_of_different_names_are_different_causes():
     run = run_of((A, "test_a", "ERROR", "AttributeError: 'Tensor' object has no attribute 'grad_fn'"),
                  (B, "test_b", "ERROR", "AttributeError: 'Tensor' object has no attribute 'grad_fn'"),
                  (C, "test_c", "ERROR", "AttributeError: 'Tensor' object has no attribute 'register_hook'"))
-    causes = {tuple(c["rules"]) for c in rootcause.root_causes(run, ENTRIES)}
-    assert causes == {(A, B), (C,)}
+    causes = {frozenset(c["rules"]) for c in rootcause.root_causes(run, ENTRIES)}
+    assert causes == {frozenset((A, B)), frozenset((C,))}
 
 
 def test_unsupported_messages_cluster_by_the_feature_they_name():
