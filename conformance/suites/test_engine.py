@@ -841,7 +841,7 @@ class _Unraisables:
         return False
 
 
-def _deep_graph_dies(fw, device, backward_first):
+def _deep_graph_dies(adapter, fw, device, backward_first):
     x = fw.ones(2, requires_grad=True, device=device, dtype=fw.float64)
     s = x * 1
     ps = probe(s, "a tensor saved at the bottom of the graph", allow_hook=True)
@@ -867,13 +867,13 @@ def _deep_graph_dies(fw, device, backward_first):
 
 
 @rule("engine.deep-graph-freed")
-def test_deep_graph_freed_without_backward(fw, device):
-    _deep_graph_dies(fw, device, backward_first=False)
+def test_deep_graph_freed_without_backward(adapter, fw, device):
+    _deep_graph_dies(adapter, fw, device, backward_first=False)
 
 
 @rule("engine.deep-graph-freed")
-def test_deep_graph_freed_after_backward(fw, device):
-    _deep_graph_dies(fw, device, backward_first=True)
+def test_deep_graph_freed_after_backward(adapter, fw, device):
+    _deep_graph_dies(adapter, fw, device, backward_first=True)
 
 
 # -- grad mode ----------------------------------------------------------------------------
