@@ -72,10 +72,11 @@ def results_dir(tmp_path):
 def test_results_json_holds_every_column_with_its_status(results_dir, tmp_path):
     data, page = build(results_dir, tmp_path / "out")
     assert [r["label"] for r in data["runs"]] == ["reference", "torch", "paddle", "oneflow-0.9.0",
-                                                  "oneflow-0.8.0"]
+                                                  "oneflow-0.8.0", "tinygrad"]
     status = {r["label"]: r["status"] for r in data["runs"]}
     assert status == {"reference": "complete", "torch": "complete", "paddle": "missing",
-                      "oneflow-0.9.0": "not-installed", "oneflow-0.8.0": "interrupted"}
+                      "oneflow-0.9.0": "not-installed", "oneflow-0.8.0": "interrupted",
+                      "tinygrad": "missing"}
     loaded = schema.load(tmp_path / "out" / "results.json")
     assert loaded["version"] == schema.VERSION and loaded["schema"] == schema.SCHEMA
     torch = next(r for r in loaded["runs"] if r["label"] == "torch")
@@ -198,7 +199,7 @@ def test_page_escapes_messages_and_embeds_its_data(results_dir, tmp_path):
 
 
 # -- reproduction scripts -----------------------------------------------------------------------
-@pytest.mark.parametrize("adapter", ["reference", "torch", "paddle", "oneflow"])
+@pytest.mark.parametrize("adapter", ["reference", "torch", "paddle", "oneflow", "tinygrad"])
 def test_every_rule_has_a_script_that_imports_the_harness_instead_of_copying_it(adapter):
     problems = []
     for rule in CATALOGUE.rules.values():
