@@ -70,12 +70,18 @@ class TinygradAdapter(Adapter):
     def preamble(self) -> str:
         return ("import os\n"
                 "os.environ.setdefault('DEV', 'PYTHON')  # tinygrad's interpreted device: needs no compiler\n"
-                "import tinygrad\n")
+                "import tinygrad\n"
+                "tinygrad.helpers.DEV.value = os.environ['DEV']\n")
 
     def _import(self):
+        chosen = os.environ.get("DEV")
         os.environ.setdefault("DEV", "PYTHON")
         import tinygrad
         from tinygrad import Tensor, dtypes
+        from tinygrad.helpers import DEV
+
+        if not chosen:   # tinygrad may have been imported before DEV was set
+            DEV.value = "PYTHON"
 
         def make(factory):
             def create(*args, requires_grad: bool = False, device: Any = None, dtype: Any = None,
