@@ -164,7 +164,7 @@ def test_junit_file_per_run(results_dir, tmp_path):
     data, _ = build(results_dir, tmp_path / "out")
     files = sorted(p.name for p in (tmp_path / "out" / "junit").iterdir())
     assert files == ["oneflow-0.8.0.xml", "oneflow-0.9.0.xml", "paddle.xml", "reference.xml",
-                     "torch.xml"]
+                     "tinygrad.xml", "torch.xml"]
     root = ET.parse(tmp_path / "out" / "junit" / "oneflow-0.8.0.xml").getroot()
     failures = root.findall(".//failure")
     assert failures and "<script>" in failures[0].text
