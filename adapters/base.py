@@ -9,6 +9,14 @@ Third-party adapters register an ``Adapter`` subclass (or a zero-argument factor
 the ``autograd_conformance.adapters`` entry-point group; no edit to this repository.
 ``--adapter package.module:ClassName`` loads an adapter from any importable module
 (one-off experiments and the harness's own tests).
+
+A framework that is not torch-shaped builds its ``fw`` with :meth:`Adapter.namespace`: a
+wrapper around its own module that adds the translated names (``renames``) and turns every
+name it lacks into :class:`MissingName`, an exception that is both ``Unsupported`` (the test
+is UNSUPPORTED, naming the feature from ``conformance/features.toml``) and
+``AttributeError`` (``hasattr``/``getattr(x, n, default)`` keep working). What the framework
+lacks as a whole (graph nodes, tensor hooks, grad modes) goes in ``unsupported`` under its
+registry name: the tests that need it end UNSUPPORTED before they run, every other one runs.
 """
 from __future__ import annotations
 
@@ -20,6 +28,66 @@ from typing import Any, Callable
 from conformance.outcome_exceptions import Unsupported  # re-exported: adapters import it from here
 
 ENTRY_POINT_GROUP = "autograd_conformance.adapters"
+
+
+class MissingName(Unsupported, AttributeError):
+    """A name the framework's namespace lacks (see :meth:`Adapter.namespace`).
+
+    Both ``Unsupported`` (the harness reports the test UNSUPPORTED, naming ``feature``) and
+    ``AttributeError`` (so ``hasattr`` and ``getattr(obj, name, default)`` still answer).
+    """
+
+    def __init__(self, framework: str, path: str, feature: str) -> None:
+        super().__init__(f"{framework} does not support {feature}: it has no {path}")
+        self.framework, self.path, self.feature = framework, path, feature
+        self.name = path.rsplit(".", 1)[-1]
+
+
+class Namespace:
+    """What :meth:`Adapter.namespace` returns: ``renames`` first, then the wrapped module's
+    attributes; any other name raises :class:`MissingName`."""
+
+    def __init__(self, framework: str, module: Any, renames: dict[str, Any], path: str,
+                 missing_feature: Any) -> None:
+        object.__setattr__(self, "_ns", (framework, module, dict(renames), path, missing_feature))
+
+    def __getattr__(self, name: str) -> Any:
+        framework, module, renames, path, missing_feature = object.__getattribute__(self, "_ns")
+        if name in renames:
+            return renames[name]
+        if module is not None:
+            try:
+                return getattr(module, name)
+            except AttributeError:
+                pass
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)   # copy, pickle and inspect probe dunders: not a feature
+        dotted = f"{path}.{name}"
+        raise MissingName(framework, dotted, _feature_of(dotted, missing_feature))
+
+    def __dir__(self):
+        _, module, renames, _, _ = object.__getattribute__(self, "_ns")
+        return sorted(set(renames) | set(dir(module) if module is not None else ()))
+
+    def __repr__(self) -> str:
+        framework, module, _, path, _ = object.__getattribute__(self, "_ns")
+        return f"<{framework} namespace {path} over {getattr(module, '__name__', module)!r}>"
+
+
+def _feature_of(dotted: str, missing_feature: Any) -> str:
+    """The feature a missing ``fw.*`` name stands for: the adapter's choice (a name, or a
+    mapping from the missing name or its dotted path), else the registry's
+    (``conformance/features.toml``), else the dotted name itself."""
+    name = dotted.rsplit(".", 1)[-1]
+    if isinstance(missing_feature, str):
+        return missing_feature
+    if isinstance(missing_feature, dict):
+        for key in (dotted, name):
+            if key in missing_feature:
+                return missing_feature[key]
+    from conformance import features  # lazily: the registry is data of the harness
+
+    return features.feature_of_surface(dotted) or dotted
 
 
 class FrameworkNotInstalled(Exception):
@@ -87,6 +155,19 @@ class Adapter:
 
     def framework_version(self) -> str:
         return str(getattr(self.fw, "__version__", "unknown"))
+
+    def namespace(self, module: Any, renames: dict[str, Any] | None = None,
+                  missing_feature: str | dict[str, str] | None = None,
+                  path: str = "fw") -> Namespace:
+        """A torch-shaped namespace over ``module`` (None: a namespace of ``renames`` alone):
+        ``renames`` (torch's name -> the framework's object or a translating function) come
+        first, then ``module``'s own attributes; any other name raises :class:`MissingName`
+        (``Unsupported`` and ``AttributeError``), naming the feature: ``missing_feature``
+        when given (one feature for every missing name, or a mapping from the name or its
+        dotted path), else the registry's feature for the dotted name (``fw.no_grad`` ->
+        ``grad_modes``). Nest namespaces for submodules with ``path="fw.autograd"``.
+        Never fabricate a value in ``renames``: translate, or leave the name missing."""
+        return Namespace(self.name, module, renames or {}, path, missing_feature)
 
     # -- translation ---------------------------------------------------------------
     def to_numpy(self, tensor: Any):
@@ -195,6 +276,7 @@ _BUILTIN: dict[str, str] = {
     "torch": "adapters.torch_adapter:TorchAdapter",
     "paddle": "adapters.paddle_adapter:PaddleAdapter",
     "oneflow": "adapters.oneflow_adapter:OneFlowAdapter",
+    "tinygrad": "adapters.tinygrad_adapter:TinygradAdapter",
 }
 
 

@@ -1,4 +1,5 @@
-"""The ``fw`` surface: every name the suites use on the framework namespace and on the adapter.
+"""The ``fw`` surface: every name the suites use on the framework namespace, on the adapter, and
+on the framework's own objects (tensors, graph nodes, Function contexts: the tensor-level names).
 
     python -m conformance.fw_surface            # print docs/fw-surface.md
     python -m conformance.fw_surface --write    # rewrite docs/fw-surface.md
@@ -12,7 +13,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from conformance import cli, suite_index
+import ast
+import threading
+import types
+import warnings
+
+from conformance import cli, features, suite_index
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "conformance" / "suites"
@@ -25,8 +31,68 @@ def scan(suites_dir: Path = SUITES) -> dict[str, dict[str, set[str]]]:
     return suite_index.index_of_dir(suites_dir).surface_by_suite()
 
 
-def render(found=None) -> str:
+#: Attribute names of the plain Python objects the suites also use (lists, dicts, strings,
+#: exceptions, threads, warnings): static reading cannot tell them from a tensor's, so they are
+#: left out of the tensor-level names (``split`` stays: tensors have it too).
+_PLAIN = (set().union(*(dir(t) for t in (list, dict, str, set, tuple, int, float, BaseException,
+                                         threading.Thread, threading.Event,
+                                         warnings.WarningMessage, types.SimpleNamespace)))
+          | {"message", "category", "filename", "lineno", "exc_type", "exc_value", "exc_traceback"}
+          - {"split"})
+#: Tensor fields torch lets user code assign (``x.grad = g``): framework names although stored.
+_ASSIGNABLE = {"grad", "data", "requires_grad"}
+
+
+def _harness_names() -> set[str]:
+    """Methods of the harness objects the suites use (``conformance.liveness`` watchers)."""
+    import inspect
+
+    from conformance import liveness
+
+    return {n for _, cls in inspect.getmembers(liveness, inspect.isclass)
+            if cls.__module__ == liveness.__name__ for n in vars(cls) if not n.startswith("_")}
+
+
+def _stored(mod: suite_index.ModuleSource) -> set[str]:
+    """Attributes the suites set on objects themselves (``ctx.two = 2.0``, ``node.tag = "x"``):
+    names of the test's choosing, not the framework's (except :data:`_ASSIGNABLE`)."""
+    return {n.attr for n in ast.walk(mod.tree)
+            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)} - _ASSIGNABLE
+
+
+def _own_names(mod: suite_index.ModuleSource) -> set[str]:
+    """Attributes the suites' own helper classes define (``self.alive = ...``, methods of a
+    ``class Box``): not the framework's. Subclasses of framework classes (``fw.autograd.Function``)
+    keep theirs: ``forward``/``backward`` are the framework's protocol."""
+    own = set()
+    for node in ast.walk(mod.tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        if any(suite_index._chain(b) and suite_index._chain(b)[0] in ("fw", "base") or
+               not isinstance(b, ast.Name) for b in node.bases):
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub is not node:
+                own.add(sub.name)
+            elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) \
+                    and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                own.add(sub.attr)
+    return own
+
+
+def tensor_names(suites_dir: Path = SUITES) -> dict[str, set[str]]:
+    """attribute name -> suites using it on a framework object (a tensor, graph node or
+    Function context), as read from the suites' source by the suite index."""
+    index = suite_index.index_of_dir(suites_dir)
+    own = _harness_names().union(*(_own_names(m) | _stored(m) for m in index.modules.values()))
+    return {name: suites for name, suites in index.attributes_by_suite().items()
+            if name not in _PLAIN and name not in own and not name.startswith("__")}
+
+
+def render(found=None, tensor=None) -> str:
     found = found or scan()
+    tensor = tensor if tensor is not None else tensor_names()
+    feature_of = {n: f.name for f in features.registry().values() for n in f.names if "." not in n}
     lines = [
         "# The `fw` surface the suites use",
         "",
@@ -36,7 +102,15 @@ def render(found=None) -> str:
         "meaning, for the suites to reach their checks; the tensors, graph nodes and contexts they",
         "return are then used as user code would (`x.grad`, `y.grad_fn`, `ctx.save_for_backward`).",
         "A missing name is a finding, not a harness error, only where the rule is about it: declare",
-        "the feature in the adapter's `unsupported` table instead.",
+        "the feature in the adapter's `unsupported` table instead (its registry name,",
+        "`conformance/features.toml`; the tests that need it are then UNSUPPORTED before they run).",
+        "",
+        "A framework whose module is not torch-shaped builds `fw` with `Adapter.namespace(module,",
+        "renames={...}, missing_feature=None, path=\"fw\")` (`adapters/base.py`): the translated",
+        "names in `renames` first, then the module's own; any other name raises `MissingName`, both",
+        "`Unsupported` (the test is UNSUPPORTED, naming the feature the registry gives that name,",
+        "`fw.no_grad` -> `grad_modes`, or `missing_feature`) and `AttributeError` (so `hasattr`",
+        "still answers). Nest one per submodule (`path=\"fw.autograd\"`).",
         "",
         "Where frameworks legitimately spell something differently on their own objects, the",
         "suites call the adapter method below, whose default is torch's spelling",
@@ -53,6 +127,16 @@ def render(found=None) -> str:
     lines += ["", "## `adapter`", "", "| method | suites |", "|---|---|"]
     for name in sorted(found["adapter"]):
         lines.append(f"| `{name}` | {', '.join(sorted(found['adapter'][name]))} |")
+    lines += ["", "## Tensor-level names", "",
+              "Attributes and methods the suites use on the framework's own objects (tensors, graph",
+              "nodes, Function contexts, handles), read statically from the suites' source, so a",
+              "name that plain Python objects also have (a list's `append`) is left out. A name",
+              "with a feature belongs to it (`conformance/features.toml`): an adapter that",
+              "declares the feature missing gets UNSUPPORTED for the tests using the name; any",
+              "other name the framework must offer with torch's meaning.", "",
+              "| name | feature | suites |", "|---|---|---|"]
+    for name in sorted(tensor):
+        lines.append(f"| `{name}` | {feature_of.get(name, '')} | {', '.join(sorted(tensor[name]))} |")
     return "\n".join(lines) + "\n"
 
 

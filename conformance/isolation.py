@@ -83,7 +83,9 @@ except BaseException as exc:
     fail("adapter", f"adapter {adapter.name!r}: expectations_file() {described(exc)}")
 answer.write(json.dumps({"ok": True, "name": adapter.name, "spec": adapter.spec,
                          "version": version, "expectations": expectations,
-                         "install_hint": adapter.install_hint}))
+                         "install_hint": adapter.install_hint,
+                         "unsupported": {str(k): str(v) for k, v in
+                                         (getattr(adapter, "unsupported", None) or {}).items()}}))
 answer.flush()
 os._exit(0)
 '''
@@ -107,6 +109,7 @@ class Facts:
     version: str
     expectations: str
     install_hint: str = ""
+    unsupported: dict = dataclasses.field(default_factory=dict)  # the adapter's declarations
 
 
 class ProbedAdapter:
@@ -118,6 +121,7 @@ class ProbedAdapter:
         self.name = facts.name
         self.spec = facts.spec
         self.install_hint = facts.install_hint
+        self.unsupported = dict(facts.unsupported)
 
     @property
     def fw(self) -> Any:
@@ -183,4 +187,5 @@ def probe(spec: str, device: str = "cpu", timeout: float = 300.0) -> Facts | Non
         raise ProbeFailed(str(answer.get("error")), str(answer.get("kind")))
     return Facts(name=str(answer["name"]), spec=str(answer["spec"]), version=str(answer["version"]),
                  expectations=str(answer["expectations"]),
-                 install_hint=str(answer.get("install_hint") or ""))
+                 install_hint=str(answer.get("install_hint") or ""),
+                 unsupported=dict(answer.get("unsupported") or {}))

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
-from conformance import hookspecs, isolation, leakcheck, options, summary, timeout, traceability
+from adapters.base import Adapter, FrameworkNotInstalled, Unsupported, load_adapter
+from conformance import features, hookspecs, isolation, leakcheck, options, summary, timeout, traceability
 from conformance.rules import Catalogue, load_catalogue
 from conformance.expectations import ExpectationSet, load_expectations
 from conformance.outcomes import HELD, Outcome, Verdict, blocked_by, first_lines, judge, test_outcome
@@ -75,12 +75,28 @@ def _is_controller(config) -> bool:
 
 def _touches(config, directory: Path) -> bool:
     """Whether the run's paths include ``directory`` or something inside it."""
-    base = Path(config.invocation_params.dir)
     for arg in config.args:
-        path = (base / file_of(str(arg))).resolve()
+        path = _arg_path(config, arg)
         if path == directory or directory in path.parents or path in directory.parents:
             return True
     return False
+
+
+def _arg_path(config, arg) -> Path:
+    """Where a test argument points: a path, or under ``--pyargs`` a module's file (a
+    package's directory), so that ``--pyargs conformance.suites.test_hooks`` is recognised
+    as a suite run exactly like its file path."""
+    text = file_of(str(arg))
+    path = (Path(config.invocation_params.dir) / text).resolve()
+    if not path.exists() and config.getoption("pyargs", False):
+        try:
+            spec = importlib.util.find_spec(text)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin:
+            origin = Path(spec.origin).resolve()
+            path = origin.parent if spec.submodule_search_locations else origin
+    return path
 
 
 def _installed_suites_wanted(config) -> bool:
@@ -163,6 +179,8 @@ def _load_in_process(spec: str, device: str):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "rule(id): the conformance rule this test checks")
+    config.addinivalue_line("markers", "needs(*features): registry features the test needs "
+                            "beyond what it touches (conformance/features.py)")
     spec = config.getoption("adapter")
     device = config.getoption("device")
     suites_dir = options.ini_path(config, "conformance_suites")
@@ -206,6 +224,7 @@ def pytest_configure(config):
             if touches:
                 _stop_before_tests(config, suites_dir, spec, isolation.first_line(exc))
             raise pytest.UsageError(isolation.first_line(exc)) from None
+    _check_declared_features(adapter)
     h = Harness(adapter=adapter, device=device, suites_dir=suites_dir,
                 catalogue_dir=options.ini_path(config, "conformance_catalogue"))
     config.stash[HARNESS] = h
@@ -260,6 +279,31 @@ def pytest_report_header(config):
     return (f"conformance: adapter {h.adapter.name} {h.run.framework_version}, device "
             f"{h.device}, {len(h.catalogue.rules)} rules, "
             f"{len(h.expectations)} expectations")
+
+
+def _check_declared_features(adapter: Adapter) -> None:
+    """An ``unsupported`` key the feature registry does not name is a usage error (a typo
+    would otherwise silently declare nothing)."""
+    try:
+        problem = features.unknown_keys_problem(adapter)
+    except FileError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if problem:
+        raise pytest.UsageError(problem)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A suite test that needs a feature the adapter declares missing ends UNSUPPORTED, naming
+    it, before its fixtures or body run (conformance/features.py)."""
+    h = item.config.stash.get(HARNESS, None)
+    if h is None or not h.is_suite_path(item.path):
+        return
+    missing = features.missing_for(h.adapter, features.needed_by_item(
+        h.suites_dir, Path(item.path), getattr(item, "originalname", item.name),
+        [m.args for m in item.iter_markers("needs")]))
+    if missing is not None:
+        raise Unsupported(features.unsupported_message(h.adapter, missing))
 
 
 # -- fixtures ------------------------------------------------------------------------

@@ -145,10 +145,12 @@ def _defined_names(node: ast.AST) -> list[str]:
 
 
 def is_harness_decorator(dec: ast.AST) -> bool:
-    """Decorators that belong to the harness: @rule(...), @pytest.mark.*, @pytest.fixture."""
+    """Decorators that belong to the harness: @rule(...), @needs(...), @pytest.mark.*,
+    @pytest.fixture."""
     target = dec.func if isinstance(dec, ast.Call) else dec
     text = ast.unparse(target)
-    return text in ("rule", "api.rule") or text.startswith(("pytest.mark.", "pytest.fixture"))
+    return (text in ("rule", "api.rule", "needs", "features.needs")
+            or text.startswith(("pytest.mark.", "pytest.fixture")))
 
 
 def _segment(lines: list[str], node: ast.AST) -> str:
@@ -181,6 +183,10 @@ class SuiteTest:
     ids: tuple[str, ...]          # pytest's parameter ids ("" alone: not parametrized)
     uses: frozenset[tuple[str, str]]  # (module, name) it reads: its suite's and imported helpers
     surface: frozenset[str]       # dotted fw.* / adapter.* names its body touches
+    #: attribute names its body uses on framework objects (tensors, graph nodes, contexts):
+    #: ``y.grad_fn``, ``t.register_hook(...)``; see :func:`attributes_of`
+    attributes: frozenset[str] = frozenset()
+    needs: tuple[str, ...] = ()   # the features its ``@needs(...)`` decorators name
 
 
 class SuiteIndex:
@@ -214,6 +220,16 @@ class SuiteIndex:
         """rule id -> names of its test functions."""
         return {rule: {t.name for t in tests} for rule, tests in self.by_rule.items()}
 
+    def attributes_by_suite(self) -> dict[str, set[str]]:
+        """attribute name -> suites whose module uses it on a non-namespace object
+        (:func:`attributes_of` over each whole suite module)."""
+        found: dict[str, set[str]] = defaultdict(set)
+        for relpath, mod in self.modules.items():
+            suite = Path(relpath).stem[len("test_"):]
+            for name in attributes_of(mod.tree, mod):
+                found[name].add(suite)
+        return dict(found)
+
     def surface_by_suite(self) -> dict[str, dict[str, set[str]]]:
         """{"fw": {dotted name: {suite, ...}}, "adapter": {...}}: every chain rooted at ``fw``
         or ``adapter`` anywhere in a suite module (its tests, fixtures and local helpers)."""
@@ -241,8 +257,41 @@ def _tests_of(mod: ModuleSource, relpath: str) -> list[SuiteTest]:
             name=node.name, rule=rule_of(node), suite=suite, file=relpath, line=node.lineno,
             module=mod.name, params=tuple(a.arg for a in node.args.args if a.arg != "self"),
             parametrize=parametrize, ids=_ids(node),
-            uses=frozenset(_uses(node, mod)), surface=frozenset(_surface(node))))
+            uses=frozenset(_uses(node, mod)), surface=frozenset(_surface(node)),
+            attributes=frozenset(attributes_of(node, mod)), needs=needs_of(node)))
     return out
+
+
+def needs_of(node: ast.AST) -> tuple[str, ...]:
+    """The feature names of ``@needs("a", "b")`` decorators of ``node`` (string literals)."""
+    found: list[str] = []
+    for dec in getattr(node, "decorator_list", []):
+        if isinstance(dec, ast.Call) and ast.unparse(dec.func) in ("needs", "features.needs"):
+            found += [a.value for a in dec.args
+                      if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return tuple(found)
+
+
+def attributes_of(root: ast.AST, mod: ModuleSource) -> set[str]:
+    """Attribute names used under ``root`` on objects that are not the ``fw``/``adapter``
+    namespaces, an imported module, or a local alias of one of them (``fwad =
+    fw.autograd.forward_ad``): what the code reads or calls on the framework's own objects
+    (``y.grad_fn``, ``fw.ones(2).register_hook``, ``ctx.save_for_backward``), and, as static
+    reading cannot know types, on plain Python objects too (``log.append``)."""
+    namespaces = set(SURFACE_ROOTS) | set(mod.imports)
+    for node in ast.walk(root):  # local aliases of a namespace chain
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)):
+            chain = _chain(node.value)
+            if chain and chain[0] in namespaces:
+                namespaces.add(node.targets[0].id)
+    found = set()
+    for node in ast.walk(root):
+        if isinstance(node, ast.Attribute):
+            chain = _chain(node)
+            if chain is None or chain[0] not in namespaces:
+                found.add(node.attr)
+    return found
 
 
 def rule_of(node: ast.AST) -> str | None:

@@ -48,6 +48,22 @@ def normalise(message: str) -> str:
     return line.strip()[:200]
 
 
+_MISSING = (re.compile(r"does not support ([A-Za-z_][\w.]*)"),
+            re.compile(r"has no attribute '([^']+)'"))
+
+
+def missing_feature(message: str) -> str | None:
+    """The feature an UNSUPPORTED message names (``... does not support graph_nodes: ...``) or
+    the attribute an AttributeError lacks: distinct missing features are distinct causes, which
+    the blanking of quoted names by :func:`normalise` would otherwise merge into one."""
+    first = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    for pattern in _MISSING:
+        found = pattern.search(first)
+        if found:
+            return found.group(1)
+    return None
+
+
 def _informative(text: str) -> bool:
     """Whether a normalised message says enough to join tests of different rules."""
     body = text.split(":", 1)[1] if ":" in text else text
@@ -81,8 +97,10 @@ def root_causes(run: Column, catalogue: Iterable[dict[str, Any]]) -> list[dict[s
                 exp["root_cause"]
         else:
             text = normalise(t.message or "")
-            key = ("cluster", actual, text) if _informative(text) else ("cluster", actual, text,
-                                                                          rule)
+            missing = missing_feature(t.message or "")
+            key = (("missing", actual, missing) if missing else
+                   ("cluster", actual, text) if _informative(text) else ("cluster", actual, text,
+                                                                         rule))
             summary = exp.get("reason") or _summary(actual, t.message or "", rule)
             source, slug = "cluster", None
         group = groups.setdefault(key, {"slug": slug, "summary": summary, "source": source,

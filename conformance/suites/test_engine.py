@@ -245,10 +245,10 @@ def test_second_backward_with_saved_values_raises(fw, device):
 
 
 @rule("engine.second-backward-error")
-def test_second_backward_after_retained_then_freed_raises(fw, device):
+def test_second_backward_after_retained_then_freed_raises(adapter, fw, device):
     b = fw.ones(3, requires_grad=True, device=device)
     c = (b.exp()).sum()
-    c.backward(retain_graph=True)
+    adapter.backward(c, retain_graph=True)
     c.backward()
     with raises(Exception, what="third backward after a non-retaining one"):
         c.backward()
@@ -325,22 +325,22 @@ def test_leaf_is_still_a_leaf_after_backward(fw, device):
 def test_retain_graph_allows_repeat(adapter, fw, device):
     x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
     y = (x * x).sum()
-    y.backward(retain_graph=True)
+    adapter.backward(y, retain_graph=True)
     close(adapter, x.grad, [2.0, 4.0])
     with diverges_if_raises(RuntimeError, what="backward after retain_graph=True"):
-        y.backward(retain_graph=True)
+        adapter.backward(y, retain_graph=True)
         y.backward()
     close(adapter, x.grad, [6.0, 12.0])
 
 
 @rule("engine.retain-graph-keeps-saved")
-def test_retain_graph_keeps_saved_intermediate_alive(fw, device):
+def test_retain_graph_keeps_saved_intermediate_alive(adapter, fw, device):
     x = fw.ones(3, requires_grad=True, device=device)
     a = x * 2
     b = a * a
     pa = probe(a, "the saved intermediate a")
     del a
-    b.sum().backward(retain_graph=True)
+    adapter.backward(b.sum(), retain_graph=True)
     liveness.collect()
     liveness.assert_alive(pa, "after backward(retain_graph=True)")
 
@@ -841,14 +841,14 @@ class _Unraisables:
         return False
 
 
-def _deep_graph_dies(fw, device, backward_first):
+def _deep_graph_dies(adapter, fw, device, backward_first):
     x = fw.ones(2, requires_grad=True, device=device, dtype=fw.float64)
     s = x * 1
     ps = probe(s, "a tensor saved at the bottom of the graph", allow_hook=True)
     y = chain(s * s, factor=1.0)          # `s * s` saves s: it lives as long as the graph does
     del s
     if backward_first:
-        y.sum().backward(retain_graph=True)
+        adapter.backward(y.sum(), retain_graph=True)
     top = None
     with contextlib.suppress(TypeError):  # built-in nodes may refuse weakrefs; s still watches
         top = liveness.weak(y.grad_fn, "the top node of the graph")
@@ -867,13 +867,13 @@ def _deep_graph_dies(fw, device, backward_first):
 
 
 @rule("engine.deep-graph-freed")
-def test_deep_graph_freed_without_backward(fw, device):
-    _deep_graph_dies(fw, device, backward_first=False)
+def test_deep_graph_freed_without_backward(adapter, fw, device):
+    _deep_graph_dies(adapter, fw, device, backward_first=False)
 
 
 @rule("engine.deep-graph-freed")
-def test_deep_graph_freed_after_backward(fw, device):
-    _deep_graph_dies(fw, device, backward_first=True)
+def test_deep_graph_freed_after_backward(adapter, fw, device):
+    _deep_graph_dies(adapter, fw, device, backward_first=True)
 
 
 # -- grad mode ----------------------------------------------------------------------------

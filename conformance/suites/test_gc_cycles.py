@@ -124,7 +124,7 @@ def test_leaf_and_grad_do_not_retain_graph(fw, adapter, device):
             return watch(a, "intermediate a"), loss
 
         pa, loss = scope()
-        loss.backward(retain_graph=True)   # keep saved tensors, so only the graph holds a
+        adapter.backward(loss, retain_graph=True)   # keep saved tensors, so only the graph holds a
         g = x.grad
         assert g is not None, "x.grad is None after backward"
         del loss
@@ -175,7 +175,7 @@ def test_retained_graph_keeps_saved_until_graph_dies(fw, adapter, device):
             return watch(a, "intermediate a (saved by a * a)", allow_hook=False), b
 
         pa, b = scope()
-        b.backward(retain_graph=True)
+        adapter.backward(b, retain_graph=True)
         assert_alive(pa, "after backward(retain_graph=True): the retained graph needs it")
         b.backward()
         np.testing.assert_allclose(adapter.to_numpy(x.grad), [12.0])
@@ -451,7 +451,7 @@ def test_stashed_ctx_after_retained_backward(adapter, fw, device, observe):
     Keep = _stashing_fn(adapter, fw, box, "backward")
     p = fw.zeros(1, requires_grad=True, device=device)
     loss = Keep.apply(p * 1.0)
-    loss.backward(retain_graph=True)
+    adapter.backward(loss, retain_graph=True)
     del loss
     ctx = box.pop()
     try:

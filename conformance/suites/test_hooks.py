@@ -107,18 +107,18 @@ def test_hooks_chain_in_registration_order(fw, adapter, device):
 # -- removal -------------------------------------------------------------------------------
 
 @rule("hooks.handle-remove-idempotent")
-def test_handle_remove_is_idempotent(fw, device):
+def test_handle_remove_is_idempotent(adapter, fw, device):
     x = fw.ones(5, 5, requires_grad=True, device=device)
     z = x * 2
     counter = [0]
     z.register_hook(lambda g: counter.__setitem__(0, counter[0] + 1))
-    z.backward(fw.ones(5, 5, device=device), retain_graph=True)
+    adapter.backward(z, fw.ones(5, 5, device=device), retain_graph=True)
     h2 = hook_handle(z, lambda g: counter.__setitem__(0, counter[0] + 2))
-    z.backward(fw.ones(5, 5, device=device), retain_graph=True)
+    adapter.backward(z, fw.ones(5, 5, device=device), retain_graph=True)
     assert counter[0] == 4, f"after two passes the counter is {counter[0]}, expected 1 + (1 + 2) = 4"
     _remove(h2)
     _remove(h2, what="second handle.remove()")
-    z.backward(fw.ones(5, 5, device=device), retain_graph=True)
+    adapter.backward(z, fw.ones(5, 5, device=device), retain_graph=True)
     assert counter[0] == 5, (
         f"counter is {counter[0]} after removing h2 twice and one more pass; expected 5 "
         "(removed hook silent, the other hook still firing)")
@@ -143,7 +143,7 @@ def test_tensor_hook_removed_by_another_hook_is_gone_afterwards(fw, adapter, dev
 
     y.register_hook(remover)
     handles["victim"] = hook_handle(y, lambda g: ran.append("victim"))
-    y.sum().backward(retain_graph=True)
+    adapter.backward(y.sum(), retain_graph=True)
     if refused:
         raise Blocked(HOOK_REMOVE, f"remove() called inside a running hook: {refused[0]}")
     assert_allclose(adapter.to_numpy(x.grad), np.full(3, 2.0),
@@ -172,7 +172,7 @@ def test_node_prehook_removed_by_another_prehook_is_gone_afterwards(fw, adapter,
 
     node_prehook(adapter, node, pre1)
     handles["victim"] = node_prehook(adapter, node, lambda go: cnt.__setitem__(0, cnt[0] + 1))
-    b.sum().backward(retain_graph=True)
+    adapter.backward(b.sum(), retain_graph=True)
     if refused:
         raise Blocked(HOOK_REMOVE, f"remove() of a node pre-hook inside another pre-hook: {refused[0]}")
     assert_allclose(adapter.to_numpy(a.grad), np.full(3, 2.0),
@@ -454,7 +454,7 @@ def test_autograd_grad_runs_input_tensor_hooks_but_not_node_hooks(adapter, fw, d
     observed = {
         "grad(c, (b,))": run(lambda: fw.autograd.grad(c, (b,), retain_graph=True)),
         "grad(c, (a, b))": run(lambda: fw.autograd.grad(c, (a, b), retain_graph=True)),
-        "c.backward()": run(lambda: c.backward(retain_graph=True)),
+        "c.backward()": run(lambda: adapter.backward(c, retain_graph=True)),
     }
     with prerequisite(BACKWARD_INPUTS, what="backward(inputs=...)"):
         observed["c.backward(inputs=(a, b))"] = run(lambda: adapter.backward(c, inputs=(a, b), retain_graph=True))
@@ -627,7 +627,7 @@ def test_unreferenced_accumulator_and_its_hooks_are_dropped(adapter, fw, device)
 
 
 @rule("hooks.retain-graph-hooks-fire-each-backward")
-def test_tensor_hooks_fire_on_every_retained_backward(fw, device):
+def test_tensor_hooks_fire_on_every_retained_backward(adapter, fw, device):
     leaf_hooks_fire_once(fw, device)
     x = fw.ones(2, requires_grad=True, device=device)
     y = x * 2
@@ -635,7 +635,7 @@ def test_tensor_hooks_fire_on_every_retained_backward(fw, device):
     y.register_hook(lambda g: log.append("tensor"))
     x.register_hook(lambda g: log.append("leaf"))
     for _ in range(3):
-        y.sum().backward(retain_graph=True)
+        adapter.backward(y.sum(), retain_graph=True)
     assert log == ["tensor", "leaf"] * 3, (
         f"over three retained passes the tensor hooks ran as {log}; expected ['tensor', 'leaf'] three times")
 
@@ -650,7 +650,7 @@ def test_node_hooks_fire_on_every_retained_backward(adapter, fw, device):
     node_prehook(adapter, node, lambda go: log.append("pre"))
     node_hook(adapter, node, lambda gi, go: log.append("post"))
     for _ in range(3):
-        y.sum().backward(retain_graph=True)
+        adapter.backward(y.sum(), retain_graph=True)
     one = ["tensor", "pre", "post"]
     assert log == one * 3, f"over three retained passes the hooks ran as {log}; expected {one} three times"
 

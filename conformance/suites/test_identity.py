@@ -791,7 +791,7 @@ def test_del_data_refused(adapter, fw, device):
 def test_second_backward_accumulates_into_same_object(adapter, fw, device):
     x = fw.ones(5, requires_grad=True, device=device)
     y = x + 2
-    y.backward(fw.ones(5, device=device), retain_graph=True)
+    adapter.backward(y, fw.ones(5, device=device), retain_graph=True)
     g = x.grad
     y.backward(fw.ones(5, device=device))
     assert g is x.grad, "accumulation replaced the .grad object"
@@ -814,7 +814,7 @@ def test_assigned_grad_is_kept_and_accumulated_into(adapter, fw, device):
 def test_create_graph_accumulation_is_out_of_place(adapter, fw, device):
     x = fw.ones(5, requires_grad=True, device=device)
     y = x * 1
-    y.backward(fw.ones(5, device=device), retain_graph=True)
+    adapter.backward(y, fw.ones(5, device=device), retain_graph=True)
     g = x.grad
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")     # torch warns about the param <-> grad cycle

@@ -252,7 +252,7 @@ def test_second_backward_without_retain_graph(fw, adapter, device):
     Sq = square_fn(adapter, fw)
     x = fw.tensor([3.0], requires_grad=True, device=device)
     y = Sq.apply(x)
-    y.backward(retain_graph=True)
+    adapter.backward(y, retain_graph=True)
     y.backward()
     np.testing.assert_allclose(adapter.to_numpy(x.grad), [12.0],
                                err_msg="gradients of two retained backwards did not accumulate")

@@ -197,10 +197,10 @@ def test_missing_expectations_option_file_fails_the_run(demo):
     result.stderr.fnmatch_lines(["*--expectations nope.toml: no such file*"])
 
 
-@pytest.mark.parametrize("name", ["torch", "oneflow"])
+@pytest.mark.parametrize("name", ["torch", "oneflow", "tinygrad"])
 def test_shipped_expectations_are_valid(name):
     catalogue = load_catalogue(ROOT / "conformance" / "catalogue")
-    for version in ("2.13.0", "0.8.0", "0.9.0"):
+    for version in ("2.13.0", "0.8.0", "0.9.0", "0.14.0"):
         load_expectations(ROOT / "adapters" / "expectations" / f"{name}.toml", catalogue.rules,
                           version)
 

@@ -13,3 +13,13 @@ def test_contract_methods_used_by_the_suites_exist_on_the_base_adapter():
     used = {name.split(".")[1] for name in fw_surface.scan()["adapter"]}
     missing = sorted(name for name in used if not hasattr(Adapter, name))
     assert not missing, f"suites call adapter methods the base Adapter lacks: {missing}"
+
+
+def test_tensor_level_names_the_suites_use_are_listed_with_their_features():
+    names = fw_surface.tensor_names()
+    for name in ("grad_fn", "register_hook", "requires_grad", "data", "grad", "add_"):
+        assert name in names, f"{name} missing from the tensor-level names"
+    for plain in ("append", "alive", "two"):   # a list's, liveness's, a test's own ctx.two
+        assert plain not in names
+    page = fw_surface.render()
+    assert "| `grad_fn` | graph_nodes |" in page and "| `register_hook` | tensor_hooks |" in page

@@ -72,10 +72,11 @@ def results_dir(tmp_path):
 def test_results_json_holds_every_column_with_its_status(results_dir, tmp_path):
     data, page = build(results_dir, tmp_path / "out")
     assert [r.label for r in data.runs] == ["reference", "torch", "paddle", "oneflow-0.9.0",
-                                            "oneflow-0.8.0"]
+                                            "oneflow-0.8.0", "tinygrad"]
     status = {r.label: r.status for r in data.runs}
     assert status == {"reference": "complete", "torch": "complete", "paddle": "missing",
-                      "oneflow-0.9.0": "not-installed", "oneflow-0.8.0": "interrupted"}
+                      "oneflow-0.9.0": "not-installed", "oneflow-0.8.0": "interrupted",
+                      "tinygrad": "missing"}
     loaded = json.loads((tmp_path / "out" / "results.json").read_text())
     assert loaded["version"] == schema.VERSION and loaded["schema"] == schema.SCHEMA
     assert schema.load(tmp_path / "out" / "results.json").to_json() == loaded  # reads back
@@ -169,7 +170,7 @@ def test_junit_file_per_run(results_dir, tmp_path):
     data, _ = build(results_dir, tmp_path / "out")
     files = sorted(p.name for p in (tmp_path / "out" / "junit").iterdir())
     assert files == ["oneflow-0.8.0.xml", "oneflow-0.9.0.xml", "paddle.xml", "reference.xml",
-                     "torch.xml"]
+                     "tinygrad.xml", "torch.xml"]
     root = ET.parse(tmp_path / "out" / "junit" / "oneflow-0.8.0.xml").getroot()
     failures = root.findall(".//failure")
     assert failures and "<script>" in failures[0].text
@@ -204,7 +205,7 @@ def test_page_escapes_messages_and_embeds_its_data(results_dir, tmp_path):
 
 
 # -- reproduction scripts -----------------------------------------------------------------------
-@pytest.mark.parametrize("adapter", ["reference", "torch", "paddle", "oneflow"])
+@pytest.mark.parametrize("adapter", ["reference", "torch", "paddle", "oneflow", "tinygrad"])
 def test_every_rule_has_a_script_that_imports_the_harness_instead_of_copying_it(adapter):
     problems = []
     for rule in CATALOGUE.rules.values():

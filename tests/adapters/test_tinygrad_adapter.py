@@ -1,0 +1,60 @@
+"""adapters/tinygrad_adapter.py: translates torch's spellings onto tinygrad or raises Unsupported,
+never fabricates; declares what tinygrad lacks under the registry's names."""
+from __future__ import annotations
+
+import pytest
+
+from adapters.base import MissingName, Unsupported, builtin_adapter_classes
+from conformance import features
+
+
+def test_declared_features_are_registry_names_and_the_run_is_optional():
+    cls = builtin_adapter_classes()["tinygrad"]
+    assert not set(cls.unsupported) - set(features.registry())
+    assert {"graph_nodes", "tensor_hooks", "custom_function", "grad_modes"} <= set(cls.unsupported)
+    (run,) = cls.runs
+    assert run["install"] == ["tinygrad==0.14.0"] and run["required"] is False
+
+
+@pytest.fixture(scope="module")
+def adapter():
+    pytest.importorskip("tinygrad")
+    from adapters.base import load_adapter
+
+    return load_adapter("tinygrad")
+
+
+def test_creation_translates_torch_keywords(adapter):
+    fw = adapter.fw
+    x = fw.ones(3, requires_grad=True, device="cpu", dtype=fw.float32)
+    assert x.requires_grad is True and adapter.to_numpy(x).tolist() == [1.0, 1.0, 1.0]
+    assert fw.tensor([1.0, 2.0]).requires_grad is False
+    assert adapter.to_numpy(fw.full((2,), 3.0)).tolist() == [3.0, 3.0]
+
+
+def test_grad_and_backward_are_tinygrads_own(adapter):
+    fw = adapter.fw
+    x = fw.tensor([1.0, 2.0], requires_grad=True)
+    (g,) = fw.autograd.grad((x * x).sum(), [x])
+    assert adapter.to_numpy(g).tolist() == [2.0, 4.0]
+    adapter.backward((x * 3).sum(), retain_graph=True)
+    assert adapter.to_numpy(x.grad).tolist() == [3.0, 3.0]
+    with pytest.raises(Unsupported, match="create_graph_backward"):
+        adapter.backward((x * 3).sum(), create_graph=True)
+
+
+def test_inplace_keeps_the_object_and_refuses_what_has_no_spelling(adapter):
+    t = adapter.fw.tensor([1.0, 2.0])
+    assert adapter.inplace(t, "add_", 1) is t and adapter.to_numpy(t).tolist() == [2.0, 3.0]
+    with pytest.raises(Unsupported, match="inplace_methods"):
+        adapter.inplace(t, "exponential_")
+
+
+def test_missing_names_are_unsupported_naming_their_feature(adapter):
+    with pytest.raises(MissingName, match="custom_function"):
+        adapter.fw.autograd.Function
+    with pytest.raises(MissingName, match="grad_modes"):
+        adapter.fw.no_grad
+    for method, args in (("version", (None,)), ("retain_grad", (None,)), ("next_functions", (None,))):
+        with pytest.raises(Unsupported):
+            getattr(adapter, method)(*args)
