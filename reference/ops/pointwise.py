@@ -17,6 +17,7 @@ from reference.autograd import forward_ad
 from reference.ops.recording import (
     add_tangents, attach, edges, has_tangent, needs_grad, propagate_tangent, raw, save_input, save_output, shape_of,
 )
+from reference.overrides import _state as _dispatch_state, dispatch
 from reference.tensor import Tensor, device
 
 
@@ -189,8 +190,11 @@ def _binary(node_cls, a, b, out_data, save=None):
 
 
 def add(self, other, alpha=1):
-    if not _check_operand(other):
-        return NotImplemented
+    if other.__class__ not in _FAST_OPERANDS:
+        if not _check_operand(other):
+            return NotImplemented
+        if isinstance(other, Tensor) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+            return dispatch(add, (self, other), {"alpha": alpha})
     try:
         data = raw(self) + (raw(other) if alpha == 1 else raw(other) * alpha)
     except ValueError:
@@ -221,8 +225,11 @@ def radd(self, other):
 
 
 def sub(self, other, alpha=1):
-    if not _check_operand(other):
-        return NotImplemented
+    if other.__class__ not in _FAST_OPERANDS:
+        if not _check_operand(other):
+            return NotImplemented
+        if isinstance(other, Tensor) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+            return dispatch(sub, (self, other), {"alpha": alpha})
     if alpha != 1:
         return add(self, other, alpha=-alpha)
     try:
@@ -246,8 +253,11 @@ def _save_mul(a, b, out):
 
 
 def mul(self, other):
-    if not _check_operand(other):
-        return NotImplemented
+    if other.__class__ not in _FAST_OPERANDS:
+        if not _check_operand(other):
+            return NotImplemented
+        if isinstance(other, Tensor) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+            return dispatch(mul, (self, other), None)
     try:
         data = raw(self) * raw(other)
     except ValueError:
@@ -266,8 +276,11 @@ def _save_div(a, b, out):
 
 
 def div(self, other):
-    if not _check_operand(other):
-        return NotImplemented
+    if other.__class__ not in _FAST_OPERANDS:
+        if not _check_operand(other):
+            return NotImplemented
+        if isinstance(other, Tensor) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+            return dispatch(div, (self, other), None)
     try:
         data = raw(self) / raw(other)
     except ValueError:
@@ -282,8 +295,11 @@ def rdiv(self, other):
 
 
 def pow(self, exponent):
-    if not _check_operand(exponent):
-        return NotImplemented
+    if exponent.__class__ not in _FAST_OPERANDS:
+        if not _check_operand(exponent):
+            return NotImplemented
+        if isinstance(exponent, Tensor) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+            return dispatch(pow, (self, exponent), None)
     if isinstance(exponent, numbers.Number):
         out = Tensor._wrap(raw(self) ** exponent)
         if needs_grad(self):
@@ -566,8 +582,11 @@ def to(self, target=None, dtype=None, copy=False):
 # -- comparisons: results never require grad ------------------------------------------
 def _compare(op):
     def compare(self, other):
-        if not _check_operand(other):
-            return NotImplemented
+        if other.__class__ not in _FAST_OPERANDS:
+            if not _check_operand(other):
+                return NotImplemented
+            if isinstance(other, Tensor) and not _dispatch_state.disabled:
+                return dispatch(compare, (self, other))
         try:
             return Tensor._wrap(op(raw(self), raw(other)))
         except ValueError:

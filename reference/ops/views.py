@@ -17,6 +17,7 @@ from reference.autograd.graph import NodeBase
 from reference.ops.pointwise import clone
 from reference.ops.recording import attach, edge, edges, has_tangent, needs_grad, propagate_tangent, rebase_history
 from reference.storage import root_of, storage_offset as _storage_offset, window
+from reference.overrides import _state as _dispatch_state, dispatch, has_subclass
 from reference.tensor import Tensor, instance_of
 
 VIEW_INCOMPATIBLE = (
@@ -741,6 +742,8 @@ def cat(tensors, dim=0):
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
     if not all(isinstance(t, Tensor) for t in tensors):
         raise TypeError("cat(): argument 'tensors' must be a sequence of Tensors")
+    if has_subclass(tensors) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+        return dispatch(cat, (tensors,), {"dim": dim})
     if tensors[0].dim() == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = _dim(tensors[0], dim)
@@ -758,4 +761,46 @@ def cat(tensors, dim=0):
         attach(out, node)
     if builtins.any(has_tangent(t) for t in tensors):
         raise NotImplementedError("Trying to use forward AD with cat that does not support it")
+    return out
+
+
+class StackBackward0(NodeBase):
+    """``stack(tensors, dim)``: each input's gradient is its index of the output along ``dim``."""
+
+    __slots__ = ("_dim", "_count")
+
+    def apply(self, ops, grads):
+        g, d = grads[0], self._dim
+        parts = (g[(slice(None),) * d + (i,)] for i in range(self._count))
+        return tuple(part if ops.differentiable else part.copy() for part in parts)
+
+
+def stack(tensors, dim=0):
+    """A new tensor joining ``tensors`` (one dtype, one shape) along a new dimension ``dim``."""
+    tensors = tuple(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    if not all(isinstance(t, Tensor) for t in tensors):
+        raise TypeError("stack(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        + type(next(t for t in tensors if not isinstance(t, Tensor))).__name__)
+    if has_subclass(tensors) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+        return dispatch(stack, (tensors,), {"dim": dim})
+    shape = tensors[0]._array.shape
+    for i, t in enumerate(tensors):
+        if t._array.shape != shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
+                               f"and {list(t._array.shape)} at entry {i}")
+    if builtins.any(t.dtype is not tensors[0].dtype for t in tensors):
+        raise TypeError("the reference's stack joins tensors of one dtype only")
+    ndim = len(shape) + 1
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+    d = dim % ndim
+    out = Tensor._wrap(namespace_of(tensors[0]._array).stack([t._array for t in tensors], axis=d))
+    if builtins.any(needs_grad(t) for t in tensors):
+        node = StackBackward0(tuple(edge(t) for t in tensors))
+        node._dim, node._count = d, len(tensors)
+        attach(out, node)
+    if builtins.any(has_tangent(t) for t in tensors):
+        raise NotImplementedError("Trying to use forward AD with stack that does not support it")
     return out
