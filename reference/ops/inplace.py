@@ -514,7 +514,10 @@ def copy_(self, src, non_blocking=False):
 
 
 def setitem(self, index, value):
-    key, _ = _normalize_index(index)
+    key, basic = _normalize_index(index)
+    if basic:
+        _setitem_basic(self, index, key, value)
+        return
     raw_value = raw(value)
 
     def configure(node):
@@ -534,6 +537,27 @@ def setitem(self, index, value):
         return t_self
 
     _apply_inplace(self, value, IndexPutBackward0, mutate, configure, tangent_rule)
+
+
+def _setitem_basic(self, index, key, value):
+    """``x[basic index] = value`` as torch 2.13 does it: a write through the view ``x[index]``
+    (``copy_``; a number is a 0-d tensor), so the graph records ``CopySlices`` over the
+    base whether or not ``x`` required grad. A value of another shape is first viewed without
+    its leading unit dimensions and expanded to the view's shape (``ViewBackward0``,
+    ``ExpandBackward0``), as torch's ``copy_to``; ``x[...]`` writes ``x`` itself."""
+    # rule: views.setitem-basic-index-records-copyslices
+    items = key if isinstance(key, tuple) else (key,)
+    target = self if all(item is Ellipsis for item in items) else views.getitem(self, index)
+    if not isinstance(value, Tensor):  # a number is a 0-d tensor of x's dtype (an edge to nothing)
+        value = Tensor._wrap(namespace_of(self._array).asarray(value, dtype=self._array.dtype))
+    if value._array.shape != target._array.shape:
+        shape = value._array.shape
+        while shape and shape[0] == 1:
+            shape = shape[1:]
+        value = views.view(value, shape)
+        if shape != target._array.shape:
+            value = views.expand(value, *target._array.shape)
+    copy_(target, value)
 
 
 def _unary_inplace(self, node_cls, compute, tangent_factor):
