@@ -15,7 +15,8 @@ op's forward and backward node), ``ops.backward_ops`` (the op-set backward formu
 ``autograd.engine`` (running backward), ``autograd.function`` (custom Functions),
 ``autograd.multi_hooks``, ``ops.methods`` (Tensor's op methods), ``autograd`` (backward, grad),
 ``autograd.gradcheck`` (gradients against finite differences; installed as ``autograd.gradcheck``),
-``nn.parameter``, ``nn.functional``, ``nn.module`` (the few torch.nn pieces models are built of).
+``nn.parameter``, ``nn.functional``, ``nn.hooks`` (module backward hooks), ``nn.module`` (the few
+torch.nn pieces models are built of).
 The few references that point up this order are set at the end of the imports below.
 Its behaviour is the specification the conformance suites check other engines against.
 """
