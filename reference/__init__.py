@@ -150,6 +150,7 @@ narrow = _tensor_function("narrow", _views.narrow)
 all = _tensor_function("all", _reduction.all)  # noqa: A001
 any = _tensor_function("any", _reduction.any)  # noqa: A001
 select = _tensor_function("select", _views.select)
+gather = _tensor_function("gather", _views.gather)
 unbind = _tensor_function("unbind", _views.unbind)
 split = _tensor_function("split", _views.split)
 chunk = _tensor_function("chunk", _views.chunk)

@@ -13,7 +13,7 @@ import weakref
 from reference import array_backend, grad_mode
 from reference.array_backend import namespace_of
 from reference.autograd import forward_ad
-from reference.autograd.graph import NodeBase
+from reference.autograd.graph import NodeBase, SavedTensor
 from reference.ops.pointwise import clone
 from reference.ops.recording import attach, edge, edges, has_tangent, needs_grad, propagate_tangent, rebase_history
 from reference.storage import root_of, storage_offset as _storage_offset, window
@@ -803,4 +803,48 @@ def stack(tensors, dim=0):
         attach(out, node)
     if builtins.any(has_tangent(t) for t in tensors):
         raise NotImplementedError("Trying to use forward AD with stack that does not support it")
+    return out
+
+
+class GatherBackward0(NodeBase):
+    """``x.gather(dim, index)``: the output's gradient added back at the gathered positions
+    (several times where ``index`` repeats one). Saves ``self`` and ``index`` as torch does."""
+
+    __slots__ = ()
+    saved_names = ("dim", "index", "self", "sparse_grad")
+
+    def apply(self, ops, grads):
+        dim = self._unpack(0, False)
+        index = self._unpack(1, False)
+        shape = self._unpack(2, False).shape
+        return (ops.scatter_index(grads[0], shape, _gather_key(index, dim)),)
+
+
+def _gather_key(index, dim):
+    """The advanced index that picks ``x.gather(dim, index)`` out of ``x``: ``index`` along
+    ``dim``, each element's own position along the other dimensions."""
+    grids = list(array_backend.numpy.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return tuple(grids)
+
+
+def gather(self, dim, index, *, sparse_grad=False):
+    """``out[i][j] = self[index[i][j]][j]`` (``dim=0``, and so on): values picked along ``dim``."""
+    if not isinstance(index, Tensor) or index.dtype.is_floating_point or index.dtype.name == "bool":
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    if index.dim() != self.dim():
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    d = _dim(self, dim)
+    size = self._array.shape[d]
+    idx = index._array
+    if idx.size and (idx.max() >= size or idx.min() < -size):
+        bad = int(idx.max()) if idx.max() >= size else int(idx.min())
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+    out = Tensor._wrap(self._array[_gather_key(idx, d)])
+    if needs_grad(self):
+        node = GatherBackward0(edges(self))
+        node._saved = (d, SavedTensor(index, False), SavedTensor(self, False), sparse_grad)
+        attach(out, node)
+    if has_tangent(self):
+        propagate_tangent(out, lambda t: None if t is None else gather(t, d, index), self)
     return out
