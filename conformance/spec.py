@@ -19,7 +19,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from conformance import evidence as _evidence
+from conformance import evidence as _evidence, reference_scope as _reference_scope
 from conformance.rules import CatalogueError, load_catalogue
 
 PACKAGE = Path(__file__).resolve().parent
@@ -156,6 +156,7 @@ def render(out: Path, root: Path = ROOT) -> str:
                              + "</tr></table></dd>")
             parts.append("</dl></div>")
             body.append("\n".join(parts))
+    body.append(_reference_scope.render_html(root / "reference" / "scope.toml"))
     return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<title>autograd-conformance specification</title>"
             f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
@@ -172,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         return 4
     try:
         page = render(args.out)
-    except (CatalogueError, _evidence.EvidenceError) as exc:
+    except (CatalogueError, _evidence.EvidenceError, _reference_scope.ScopeError) as exc:
         print(f"conformance.spec: {exc}", file=sys.stderr)
         return 4
     except Exception as exc:  # a results.json the report cannot read

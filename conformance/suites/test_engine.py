@@ -1211,3 +1211,22 @@ def test_retained_tensor_is_freed_while_its_graph_lives(adapter, fw, device):
         liveness.assert_freed(probe, by="refcount", context="y dropped, z (whose graph holds y's grad_fn) alive")
         z.sum().backward()
         close(adapter, x.grad, [6.0, 6.0])
+
+
+@rule("engine.gradient-edge-outlives-tensor")
+def test_gradient_edge_stands_for_the_tensor_after_it_is_dropped(adapter, fw, device):
+    get_edge = adapter.feature("gradient_edge", lambda: fw.autograd.graph.get_gradient_edge)
+    x = fw.ones(3, requires_grad=True, device=device)
+    y = x * 2
+    z = y.exp()
+    edge = get_edge(y)
+    assert edge.node is y.grad_fn and edge.output_nr == 0, "the edge is not (y.grad_fn, y.output_nr)"
+    probe = liveness.weak(y, "y")
+    del y
+    liveness.assert_freed(probe, by="gc", context="while only a GradientEdge to it is held (the edge holds the node)")
+    (g,) = fw.autograd.grad(z.sum(), edge)
+    np.testing.assert_allclose(adapter.to_numpy(g), np.full(3, np.exp(2.0)), rtol=1e-6)
+    leaf_edge = get_edge(x)
+    assert leaf_edge.node is not None and leaf_edge.output_nr == 0
+    with raises(RuntimeError, what="get_gradient_edge of a tensor that does not require grad"):
+        get_edge(fw.ones(2, device=device))

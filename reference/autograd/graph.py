@@ -616,6 +616,7 @@ def get_gradient_edge(tensor: Tensor) -> GradientEdge:
     extras = node._get_extras()
     if extras.outputs is None:
         extras.outputs = {}
+    # rule: engine.gradient-edge-outlives-tensor -- the edge holds the node, never the tensor:
     # shape, dtype and device only: no reference to the tensor, so no cycle and no lifetime change
     extras.outputs[tensor._output_nr] = OutputMetadata(tensor.shape, tensor.dtype, tensor.device)
     return GradientEdge(node, tensor._output_nr)
