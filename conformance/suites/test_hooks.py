@@ -800,3 +800,58 @@ def test_module_with_backward_hook_lives_as_long_as_its_graph(adapter, fw, devic
     with liveness.gc_disabled():
         del oa
         liveness.assert_freed(probe, by="refcount", context="once the graph built by its call is dropped")
+
+
+@rule("hooks.multi-grad-hook-handle-lifetime")
+def test_multi_grad_hook_outlives_its_dropped_handle(adapter, fw, device):
+    register = _multi_grad_hook(fw)
+    a = fw.ones(2, requires_grad=True, device=device)
+    seen = []
+
+    class Hook:
+        def __call__(self, grads):
+            seen.append(len(grads))
+
+    hook = Hook()
+    probe = liveness.weak(hook, "the multi-grad hook's function")
+    handle = register((a,), hook)
+    del hook, handle
+    gc.collect()
+    liveness.assert_alive(probe, "after its handle was dropped (the tensors' hooks still need it)")
+    (a * 2).sum().backward()
+    assert seen == [1], f"the hook did not fire after its handle was dropped: {seen}"
+    handle = register((a,), lambda grads: seen.append("second"))
+    handle.remove()
+    handle.remove()                         # removing twice is harmless
+    (a * 2).sum().backward()
+    assert seen == [1, 1], f"a removed multi-grad hook fired: {seen}"
+
+
+@rule("hooks.hooks-added-while-node-runs")
+def test_hooks_registered_on_a_node_while_it_runs(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = x * 2
+    node = _node(y)
+    ran, added = [], []
+
+    def pre(grad_outputs):
+        ran.append("pre")
+        if not added:
+            added.append("pre")
+            node_hook(adapter, node, lambda gi, go: ran.append("post added by pre"))
+            node_prehook(adapter, node, lambda go: ran.append("pre added by pre"))
+
+    def post(grad_inputs, grad_outputs):
+        ran.append("post")
+        if added == ["pre"]:
+            added.append("post")
+            node_hook(adapter, node, lambda gi, go: ran.append("post added by post"))
+
+    node_prehook(adapter, node, pre)
+    node_hook(adapter, node, post)
+    y.sum().backward(retain_graph=True)
+    assert ran == ["pre", "post", "post added by pre"], \
+        f"first pass: {ran} (a post-hook added by a pre-hook runs in the same pass, the others from the next)"
+    ran.clear()
+    y.sum().backward()
+    assert ran == ["pre", "pre added by pre", "post", "post added by pre", "post added by post"], f"second pass: {ran}"
