@@ -15,7 +15,7 @@ from reference.array_backend import namespace_of, to_device as _move
 from reference.autograd.graph import NodeBase
 from reference.autograd import forward_ad
 from reference.ops.recording import (
-    add_tangents, attach, edges, has_tangent, needs_grad, propagate_tangent, raw, save_input, save_output, shape_of,
+    add_tangents, attach, edge, edges, has_tangent, needs_grad, propagate_tangent, raw, save_input, save_output, shape_of,
 )
 from reference.overrides import _state as _dispatch_state, dispatch
 from reference.tensor import Tensor, device
@@ -179,7 +179,7 @@ def _binary(node_cls, a, b, out_data, save=None):
     tuple) and propagate tangents (``node_cls.jvp``) when needed."""
     out = Tensor._wrap(out_data)
     if needs_grad(a, b):
-        node = node_cls(edges(a, b))
+        node = node_cls((edge(a), edge(b)))
         node._shapes = (shape_of(a), shape_of(b))
         attach(out, node)
         if save is not None:
@@ -201,7 +201,7 @@ def add(self, other, alpha=1):
         raise broadcast_error(self, other) from None
     out = Tensor._wrap(data)
     if needs_grad(self, other):
-        node = AddBackward0(edges(self, other))
+        node = AddBackward0((edge(self), edge(other)))
         node._shapes = (shape_of(self), shape_of(other))
         node._alpha = alpha
         attach(out, node)
@@ -485,7 +485,7 @@ class ToCopyBackward0(NodeBase):
 def _unary(node_cls, x, data, saves=None):
     out = Tensor._wrap(data)
     if needs_grad(x):
-        node = node_cls(edges(x))
+        node = node_cls((edge(x),))
         attach(out, node)
         if saves == "self":
             node._saved = (save_input(x),)
