@@ -183,7 +183,7 @@ def _property(name, prop):
 def install_on_subclass(cls) -> None:
     """Give a new Tensor subclass a dispatching wrapper of every op method it inherits from
     Tensor unchanged (its own methods, and its bases' wrappers, are left as they are)."""
-    if cls.__dict__.get("__torch_function__") is _disabled_torch_function_impl:
+    if getattr(cls, "__torch_function__", None) is _disabled_torch_function_impl:  # nn.Parameter and its subclasses
         return
     for name, value in Tensor.__dict__.items():
         if name in _NOT_OPS or getattr(cls, name, None) is not value:

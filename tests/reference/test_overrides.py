@@ -8,6 +8,7 @@ import pytest
 
 import reference as R
 from reference import overrides
+from reference.ops import pointwise
 
 
 class MyT(R.Tensor):
@@ -64,7 +65,13 @@ def test_most_derived_class_wins_and_unrelated_classes_refuse():
 def test_parameter_and_plain_tensors_take_no_part():
     p = R.nn.Parameter(R.ones(2))
     assert type(p * 2) is R.Tensor and type(p.exp()) is R.Tensor
-    assert "mul" not in R.Tensor.__dict__["mul"].__dict__  # plain Tensor methods are unwrapped
+
+    class MyParam(R.nn.Parameter):
+        pass
+
+    q = MyParam(R.ones(2))
+    assert type(q * 2) is R.Tensor and "mul" not in MyParam.__dict__  # opted out with its base
+    assert R.Tensor.__dict__["mul"] is pointwise.mul  # plain Tensor methods are unwrapped
     assert not hasattr(R.Tensor.mul, "_torch_function_wrapper") and MyT.mul._torch_function_wrapper
 
 
