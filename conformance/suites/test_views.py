@@ -10,7 +10,7 @@ import numpy as np
 
 from conformance import liveness
 from conformance.api import Unsupported, diverges_if_raises, prerequisite, raises, rule
-from conformance.suites._helpers import TENSOR_WEAKREF
+from conformance.suites._helpers import TENSOR_WEAKREF, producer
 
 
 
@@ -329,7 +329,7 @@ def test_setitem_basic_index_of_grad_value_into_plain_tensor(adapter, fw, device
     x[0] = y * 2
     assert x.requires_grad and x.grad_fn is not None, "x[0] = y (y requires grad) left x outside the graph"
     assert version(adapter, x) == v0 + 1, "the write did not bump x's version once"
-    base_edge, value_edge = [n for n, _ in x.grad_fn.next_functions]
+    base_edge, value_edge = producer(adapter, x.grad_fn, 0), producer(adapter, x.grad_fn, 1)
     assert base_edge is None, f"x did not require grad, yet its grad_fn has a base edge {base_edge}"
     assert value_edge is not None and value_edge.name().startswith("Mul"), \
         f"the value's edge leads to {value_edge}, not its history (MulBackward0)"
