@@ -855,3 +855,19 @@ def test_hooks_registered_on_a_node_while_it_runs(adapter, fw, device):
     ran.clear()
     y.sum().backward()
     assert ran == ["pre", "pre added by pre", "post", "post added by pre", "post added by post"], f"second pass: {ran}"
+
+
+@rule("hooks.tensor-hooks-kept-by-node")
+def test_non_leaf_hooks_are_kept_per_output_by_the_node(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    a, b = x.unbind()
+    seen = []
+    hook_handle(a, lambda g: seen.append(("a", adapter.to_numpy(g).tolist())))
+    hook_handle(b, lambda g: seen.append(("b", adapter.to_numpy(g).tolist())))
+    s = a * 2 + b * 3
+    probe = liveness.weak(a, "a (an output of unbind with a hook)")
+    del a, b
+    liveness.assert_freed(probe, by="gc", context="while its hook is registered (the node, not the tensor, keeps it)")
+    s.backward()
+    assert sorted(seen) == [("a", 2.0), ("b", 3.0)], \
+        f"hooks of two outputs of one node, after the tensors were freed: {sorted(seen)}"
