@@ -449,7 +449,7 @@ class SavedTensor:
         version = tensor._version_counter[0]
         # pack sees the tensor itself, a tangent included; tangents are never saved here, so
         # hooks leave forward AD alone (rule: saved_tensors.forward-ad-under-hooks)
-        with grad_mode.no_grad():
+        with grad_mode.no_grad():  # rule: saved_tensors.hooks-grad-mode (unpack runs under the caller's mode)
             packed = pack_hook(tensor)
         if tensor._version_counter[0] != version:  # rule: saved_tensors.pack-modifying-input-raises
             raise RuntimeError(PACK_MODIFIED_INPUT)
