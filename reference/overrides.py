@@ -7,8 +7,10 @@ class into one with ``as_subclass``: an alias of the op's plain result, recorded
 ``AliasBackward0`` over the op's node (``(s * x).grad_fn`` is ``AliasBackward0``, its next
 function ``MulBackward0``). In-place results are the subclass instance itself, untouched.
 
-Cost: a plain Tensor's methods are never wrapped. A subclass gets, when it is defined, a
-wrapper for each op method it does not define itself (``__init_subclass__``); functions that
+Cost: a plain Tensor's methods are never wrapped. A direct subclass is given, when it is
+defined (``__init_subclass__``), one class of dispatching wrappers of Tensor's op methods in
+Tensor's place among its bases (its own methods come first, and ``super().exp()`` in them
+dispatches, as torch's ``Tensor.exp`` does whoever calls it); functions that
 may see a subclass as a non-first argument (``reference.mul(x, s)``, ``reference.cat``) check
 their arguments' classes, and the binary operators reach the subclass's reflected method first
 by Python's own rule. ``nn.Parameter`` opts out (``_disabled_torch_function_impl``), as in torch.
@@ -180,19 +182,38 @@ def _property(name, prop):
     return property(fget, prop.fset, prop.fdel, prop.__doc__)
 
 
+_dispatching_base = []  # [the class], made when the first subclass is defined (Tensor's methods are bound by then)
+
+
+def _dispatching() -> type:
+    """A Tensor subclass holding a dispatching wrapper of every op method of Tensor, put in
+    Tensor's place among the bases of each direct subclass: a subclass's own methods come
+    first, and ``super().exp()`` in one of them reaches the wrapper, as torch's ``Tensor.exp``
+    dispatches whatever calls it."""
+    if not _dispatching_base:
+        namespace = {"__slots__": (), "__module__": Tensor.__module__, "__qualname__": "Tensor",
+                     "__doc__": "Tensor, dispatching to the subclass's __torch_function__ (reference.overrides)."}
+        for name, value in Tensor.__dict__.items():
+            if name in _NOT_OPS:
+                continue
+            if isinstance(value, property):
+                if name in _OP_PROPERTIES:
+                    namespace[name] = _property(name, value)
+            elif callable(value) and not isinstance(value, (staticmethod, classmethod, type)):
+                namespace[name] = _method(name, value)
+        _dispatching_base.append(None)  # the class below is made without this hook's help
+        _dispatching_base[0] = type(Tensor)("Tensor", (Tensor,), namespace)
+    return _dispatching_base[0]
+
+
 def install_on_subclass(cls) -> None:
-    """Give a new Tensor subclass a dispatching wrapper of every op method it inherits from
-    Tensor unchanged (its own methods, and its bases' wrappers, are left as they are)."""
+    """Make a new direct subclass of Tensor derive from the dispatching class instead (a
+    subclass of a subclass inherits it; ``nn.Parameter`` and its subclasses opt out)."""
     if getattr(cls, "__torch_function__", None) is _disabled_torch_function_impl:  # nn.Parameter and its subclasses
         return
-    for name, value in Tensor.__dict__.items():
-        if name in _NOT_OPS or getattr(cls, name, None) is not value:
-            continue
-        if isinstance(value, property):
-            if name in _OP_PROPERTIES:
-                setattr(cls, name, _property(name, value))
-        elif callable(value) and not isinstance(value, (staticmethod, classmethod, type)):
-            setattr(cls, name, _method(name, value))
+    if Tensor in cls.__bases__ and not (_dispatching_base and _dispatching_base[0] is None):
+        base = _dispatching()
+        cls.__bases__ = tuple(base if b is Tensor else b for b in cls.__bases__)
 
 
 def _init_subclass(cls, **kwargs):

@@ -112,3 +112,33 @@ def test_dispatch_switch_is_per_thread():
         worker.start()
         worker.join()
     assert seen == [MyT] and type(s * 2) is MyT
+
+
+def test_super_in_a_subclass_method_dispatches_as_torch():
+    class Logged(R.Tensor):
+        def __add__(self, other):
+            return super().__add__(other)
+
+        def exp(self):
+            return super().exp()
+
+    s = R.ones(2).as_subclass(Logged)
+    assert type(s + 1) is Logged and type(s.exp()) is Logged and type(s * 2) is Logged
+    assert issubclass(Logged, R.Tensor) and Logged.__dict__.get("mul") is None  # the wrappers live in one base
+
+
+def test_subclass_with_other_bases_and_kwargs():
+    class Mixin:
+        def tag(self):
+            return "mixin"
+
+    class Tagged(R.Tensor, Mixin):
+        def __init_subclass__(cls, flag=None, **kwargs):
+            super().__init_subclass__(**kwargs)
+            cls.flag = flag
+
+    class Flagged(Tagged, flag=True):
+        pass
+
+    t = R.ones(2).as_subclass(Flagged)
+    assert type(t * 2) is Flagged and t.tag() == "mixin" and Flagged.flag is True
