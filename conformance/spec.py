@@ -18,6 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from conformance import cli, evidence as _evidence, suite_index
+from conformance import reference_scope as _reference_scope
 from conformance.rules import CatalogueError, load_catalogue
 
 PACKAGE = Path(__file__).resolve().parent
@@ -146,6 +147,7 @@ def render(out: Path, root: Path = ROOT) -> str:
                              + "</tr></table></dd>")
             parts.append("</dl></div>")
             body.append("\n".join(parts))
+    body.append(_reference_scope.render_html(root / "reference" / "scope.toml"))
     return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<title>autograd-conformance specification</title>"
             f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
@@ -163,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         page = render(args.out)
-    except (CatalogueError, _evidence.EvidenceError, ResultsSchemaError) as exc:
+    except (CatalogueError, _evidence.EvidenceError, _reference_scope.ScopeError,
+            ResultsSchemaError) as exc:
         # ResultsSchemaError: a results.json the report cannot read
         print(f"conformance.spec: {exc}", file=sys.stderr)
         return 4

@@ -2,7 +2,8 @@
 
 Read it top to bottom; each module imports only modules above it in this list (checked by
 tests/reference/test_imports.py): ``array_backend`` (numpy or cupy), ``dtypes``,
-``grad_mode``, ``handles`` (hook tables), ``tensor`` (the Tensor object), ``storage`` (the memory
+``grad_mode``, ``handles`` (hook tables), ``tensor`` (the Tensor object), ``overrides`` (ops on
+Tensor subclasses return the subclass, as torch's default ``__torch_function__``), ``storage`` (the memory
 views share), ``serialization`` (pickling, save, load), ``creation``,
 ``utils.weak`` (weak tensor references keyed by identity), ``autograd.versions`` (version
 counters bumped, set or preserved from outside), ``autograd.forward_ad`` (forward-mode levels
@@ -14,7 +15,8 @@ op's forward and backward node), ``ops.backward_ops`` (the op-set backward formu
 ``autograd.engine`` (running backward), ``autograd.function`` (custom Functions),
 ``autograd.multi_hooks``, ``ops.methods`` (Tensor's op methods), ``autograd`` (backward, grad),
 ``autograd.gradcheck`` (gradients against finite differences; installed as ``autograd.gradcheck``),
-``nn.parameter``, ``nn.functional``, ``nn.module`` (the few torch.nn pieces models are built of).
+``nn.parameter``, ``nn.functional``, ``nn.hooks`` (module backward hooks), ``nn.module`` (the few
+torch.nn pieces models are built of).
 The few references that point up this order are set at the end of the imports below.
 Its behaviour is the specification the conformance suites check other engines against.
 """
@@ -24,6 +26,7 @@ from reference import dtypes as _dtypes
 from reference.array_backend import CudaUnavailable, cuda_available as _cuda_available, namespace_of as _namespace_of
 from reference import tensor as _tensor
 from reference.tensor import Size, Tensor, device, layout, strided
+from reference import overrides as _overrides
 from reference.storage import TypedStorage, UntypedStorage
 from reference.serialization import load, save
 
@@ -38,6 +41,23 @@ from reference.creation import (  # noqa: E402
     randn, randn_like,
     tensor, zeros, zeros_like,
 )
+
+
+def _like_function(fn):
+    """``reference.<x>_like(input, ...)``: of ``input``'s class when that is a Tensor subclass."""
+
+    def like(input, *args, **kwargs):  # noqa: A002 - torch's parameter name
+        if input.__class__ is Tensor:
+            return fn(input, *args, **kwargs)
+        return _overrides.dispatch(fn, (input, *args), kwargs, fn.__name__)  # rule: identity.subclass-op-results-are-subclass
+
+    like.__name__ = like.__qualname__ = fn.__name__
+    like.__doc__ = fn.__doc__
+    return like
+
+
+empty_like, full_like, ones_like, rand_like, randn_like, zeros_like = map(
+    _like_function, (empty_like, full_like, ones_like, rand_like, randn_like, zeros_like))
 from reference.grad_mode import (  # noqa: E402
     enable_grad, inference_mode, is_anomaly_check_nan_enabled, is_anomaly_enabled, is_grad_enabled,
     is_inference_mode_enabled, no_grad, set_grad_enabled,
@@ -76,7 +96,10 @@ def _tensor_function(name, method):
     def function(input, *args, **kwargs):  # noqa: A002 - torch's parameter name
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-        result = method(input, *args, **kwargs)
+        if input.__class__ is Tensor and not (args and _overrides.has_subclass(args)):
+            result = method(input, *args, **kwargs)
+        else:  # rule: identity.subclass-op-results-are-subclass
+            result = _overrides.dispatch(method, (input, *args), kwargs, name)
         if result is NotImplemented:  # the operator protocol's answer to a foreign operand
             raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor or a number, "
                             f"not {type(args[0]).__name__ if args else 'nothing'}")
@@ -112,6 +135,7 @@ var_mean = _tensor_function("var_mean", _reduction.var_mean)
 prod = _tensor_function("prod", _reduction.prod)
 masked_fill = _tensor_function("masked_fill", _pointwise.masked_fill)
 cat = _views.cat
+stack = _views.stack
 is_inference = Tensor.is_inference
 reshape = _tensor_function("reshape", _views.reshape)
 transpose = _tensor_function("transpose", _views.transpose)
@@ -126,6 +150,7 @@ narrow = _tensor_function("narrow", _views.narrow)
 all = _tensor_function("all", _reduction.all)  # noqa: A001
 any = _tensor_function("any", _reduction.any)  # noqa: A001
 select = _tensor_function("select", _views.select)
+gather = _tensor_function("gather", _views.gather)
 unbind = _tensor_function("unbind", _views.unbind)
 split = _tensor_function("split", _views.split)
 chunk = _tensor_function("chunk", _views.chunk)

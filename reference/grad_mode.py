@@ -14,6 +14,7 @@ import warnings
 class _State(threading.local):
     enabled = True
     inference = False  # inside inference_mode (this thread)
+    multithreading = True  # set_multithreading_enabled (this thread)
 
 
 _state = _State()
@@ -78,6 +79,44 @@ class set_grad_enabled(_GradModeContext):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+def is_multithreading_enabled() -> bool:
+    return _state.multithreading
+
+
+class set_multithreading_enabled:
+    """``set_multithreading_enabled(mode)``: whether backward may run device work on worker
+    threads; thread-local, set at once and restored as a context, as in torch. The reference
+    runs every backward in the calling thread, so the flag changes nothing it does (it is kept
+    for code that sets it). As torch's, using it as a decorator sets it when decorating and
+    leaves it set."""
+
+    def __init__(self, mode: bool):
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_multithreading_enabled(): argument 'enabled' (position 1) must be bool, "
+                            f"not {type(mode).__name__}")
+        self._prev = _state.multithreading
+        self.mode = mode
+        _state.multithreading = mode
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        _state.multithreading = self._prev
+        return False
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
                 return fn(*args, **kwargs)
 
         return wrapper

@@ -367,6 +367,7 @@ class Tensor:
                 self._leaf_hooks = HookDict()
             # rules: hooks.register-hook-returns-handle, hooks.leaf-hooks-persist-across-graphs
             return add_hook(self._leaf_hooks, hook)
+        # rule: hooks.tensor-hooks-kept-by-node -- the node keeps it (per output), never the tensor
         # rule: hooks.hook-bound-to-version -- kept on this grad_fn under this output_nr: an in-place op
         # gives the tensor a new grad_fn, and hooks registered before it stay with the old value
         return add_hook(self._node._tensor_hooks_for(self._output_nr), hook)

@@ -1211,3 +1211,59 @@ def test_retained_tensor_is_freed_while_its_graph_lives(adapter, fw, device):
         liveness.assert_freed(probe, by="refcount", context="y dropped, z (whose graph holds y's grad_fn) alive")
         z.sum().backward()
         close(adapter, x.grad, [6.0, 6.0])
+
+
+@rule("engine.gradient-edge-outlives-tensor")
+def test_gradient_edge_stands_for_the_tensor_after_it_is_dropped(adapter, fw, device):
+    get_edge = adapter.feature("gradient_edge", lambda: fw.autograd.graph.get_gradient_edge)
+    x = fw.ones(3, requires_grad=True, device=device)
+    y = x * 2
+    z = y.exp()
+    edge = get_edge(y)
+    assert edge.node is y.grad_fn and edge.output_nr == 0, "the edge is not (y.grad_fn, y.output_nr)"
+    probe = liveness.weak(y, "y")
+    del y
+    liveness.assert_freed(probe, by="gc", context="while only a GradientEdge to it is held (the edge holds the node)")
+    (g,) = fw.autograd.grad(z.sum(), edge)
+    np.testing.assert_allclose(adapter.to_numpy(g), np.full(3, np.exp(2.0)), rtol=1e-6)
+    leaf_edge = get_edge(x)
+    assert leaf_edge.node is not None and leaf_edge.output_nr == 0
+    with raises(RuntimeError, what="get_gradient_edge of a tensor that does not require grad"):
+        get_edge(fw.ones(2, device=device))
+
+
+@rule("engine.callbacks-reentrant")
+def test_callbacks_queue_callbacks_and_run_a_backward_of_their_own(adapter, fw, device):
+    engine = getattr(getattr(fw.autograd, "Variable", None), "_execution_engine", None)
+    if engine is None or not hasattr(engine, "queue_callback"):
+        raise Unsupported("no autograd.Variable._execution_engine.queue_callback")
+    ran = []
+    x = fw.ones(2, requires_grad=True, device=device)
+
+    def second():
+        ran.append("queued by a callback")
+
+    def first():
+        ran.append(("grad mode", fw.is_grad_enabled()))
+        engine.queue_callback(second)
+        with fw.enable_grad():
+            z = fw.ones(2, requires_grad=True, device=device)
+            (z * 3).sum().backward()
+        ran.append(("nested backward", adapter.to_numpy(z.grad).tolist()))
+
+    y = x * 2
+    y.register_hook(lambda g: engine.queue_callback(first))
+    y.sum().backward()
+    assert ran == [("grad mode", False), ("nested backward", [3.0, 3.0]), "queued by a callback"], f"events: {ran}"
+    assert adapter.to_numpy(x.grad).tolist() == [2.0, 2.0]
+
+    def boom():
+        raise ValueError("boom")
+
+    w = fw.ones(2, requires_grad=True, device=device)
+    v = w * 2
+    v.register_hook(lambda g: engine.queue_callback(boom))
+    with raises(ValueError, what="backward whose final callback raises"):
+        v.sum().backward()
+    assert w.grad is not None and adapter.to_numpy(w.grad).tolist() == [2.0, 2.0], \
+        "the gradients were not accumulated before the failing callback ran"

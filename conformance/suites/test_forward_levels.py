@@ -781,3 +781,24 @@ def test_eight_threads_enter_and_exit_levels_in_rounds(fw, adapter, device):
         assert lvl == 0, f"the next level is {lvl!r}, expected 0 (stale level registration)"
         d = fwad.make_dual(fw.ones(2, device=device), fw.full((2,), 5.0, device=device))
         assert _tangent_list(adapter, fwad, d) == [5.0, 5.0]
+
+
+@rule("forward_levels.fwd-grad-mode-switch")
+def test_disabled_forward_mode_hides_tangents_and_keeps_them(adapter, fw, device):
+    fwad = _forward_ad(adapter, fw)
+    switch = adapter.feature("forward_grad_mode", lambda: fwad._set_fwd_grad_enabled)
+    with fwad.dual_level():
+        x = fwad.make_dual(fw.ones(2, device=device), fw.full((2,), 3.0, device=device))
+        with switch(False):
+            y = x * 2
+            assert fwad.unpack_dual(y).tangent is None, "an op computed a tangent while forward mode was off"
+            assert fwad.unpack_dual(x).tangent is None, "a tangent is visible while forward mode is off"
+            seen = []
+            worker = threading.Thread(target=lambda: seen.append(fwad.unpack_dual(x * 2).tangent is not None))
+            worker.start()
+            worker.join()
+            assert seen == [True], "switching forward mode off in one thread switched it off in another"
+        assert fwad.unpack_dual(x).tangent is not None, "the dual lost its tangent while forward mode was off"
+        assert_allclose(fwad.unpack_dual(x).tangent.tolist(), [3.0, 3.0])
+        assert fwad.unpack_dual(y).tangent is None, "an output made while off got a tangent afterwards"
+        assert_allclose(fwad.unpack_dual(x * 2).tangent.tolist(), [6.0, 6.0])

@@ -711,3 +711,163 @@ def test_a_kept_handle_does_not_keep_its_hook_alive(fw, device):
         probe, handle = scope()
         liveness.assert_freed(probe, by="refcount", context="x dropped while its hook's handle is held")
         _remove(handle, "handle.remove() after its tensor died")
+
+
+# -- module full backward hooks ------------------------------------------------------------
+
+def _two_output_module(adapter, fw):
+    """A module ``m(a, k, b) -> (a * 2, b * 3)`` (``k`` a number); Unsupported without
+    ``nn.Module`` full backward hooks."""
+    base = adapter.feature("module_backward_hooks", lambda: fw.nn.Module)
+
+    class TwoOut(base):
+        def forward(self, a, k, b):
+            return a * 2, b * 3
+
+    m = TwoOut()
+    adapter.feature("module_backward_hooks", lambda: m.register_full_backward_hook)
+    adapter.feature("module_backward_hooks", lambda: m.register_full_backward_pre_hook)
+    return m
+
+
+def _values(grads):
+    return [None if g is None else g.tolist() for g in grads]
+
+
+@rule("hooks.module-full-backward-hook-order")
+def test_module_full_backward_hooks_order_and_contents(adapter, fw, device):
+    m = _two_output_module(adapter, fw)
+    seen = []
+    m.register_full_backward_hook(lambda mod, gi, go: seen.append(("hook", mod is m, _values(gi), _values(go))))
+    m.register_full_backward_pre_hook(lambda mod, go: seen.append(("pre", mod is m, _values(go))))
+    m.register_full_backward_pre_hook(lambda mod, go: seen.append(("pre-first",)), prepend=True)
+    m.register_full_backward_hook(lambda mod, gi, go: seen.append(("hook-first",)), prepend=True)
+    a = fw.ones(2, requires_grad=True, device=device)
+    b = fw.ones(2, requires_grad=True, device=device)
+    oa, ob = m(a, 7, b)
+    (oa.sum() + ob.sum()).backward()
+    assert [s[0] for s in seen] == ["pre-first", "pre", "hook-first", "hook"], f"order: {[s[0] for s in seen]}"
+    assert seen[1] == ("pre", True, [[1.0, 1.0], [1.0, 1.0]]), f"pre-hook saw {seen[1]}"
+    assert seen[3] == ("hook", True, [[2.0, 2.0], None, [3.0, 3.0]], [[1.0, 1.0], [1.0, 1.0]]), \
+        f"hook saw {seen[3]} (grad_input has one entry per input, None for the number)"
+    assert a.grad.tolist() == [2.0, 2.0] and b.grad.tolist() == [3.0, 3.0]
+
+
+@rule("hooks.module-full-backward-hook-order")
+def test_module_full_backward_hooks_replace_gradients(adapter, fw, device):
+    m = _two_output_module(adapter, fw)
+    m.register_full_backward_pre_hook(lambda mod, go: (go[0] * 10, go[1]))
+    m.register_full_backward_hook(lambda mod, gi, go: (gi[0], None, gi[2] * 100))
+    a = fw.ones(2, requires_grad=True, device=device)
+    b = fw.ones(2, requires_grad=True, device=device)
+    oa, ob = m(a, 7, b)
+    (oa.sum() + ob.sum()).backward()
+    assert a.grad.tolist() == [20.0, 20.0], f"a.grad = {a.grad.tolist()} (pre-hook scaled grad_output[0] by 10)"
+    assert b.grad.tolist() == [300.0, 300.0], f"b.grad = {b.grad.tolist()} (hook scaled grad_input[2] by 100)"
+    m2 = _two_output_module(adapter, fw)
+    m2.register_full_backward_hook(lambda mod, gi, go: (gi[0],))
+    oa, ob = m2(fw.ones(2, requires_grad=True, device=device), 7, fw.ones(2, requires_grad=True, device=device))
+    expect_error(lambda: (oa.sum() + ob.sum()).backward(), RuntimeError, "invalid number of grad_input",
+                 what="a hook returning 1 of 3 grad_input")
+
+
+@rule("hooks.module-full-backward-hook-lifetime")
+def test_module_full_backward_hooks_are_those_of_the_call(adapter, fw, device):
+    m = _two_output_module(adapter, fw)
+    ran = []
+    handle = m.register_full_backward_hook(lambda mod, gi, go: ran.append("registered before the call"))
+    a = fw.ones(2, requires_grad=True, device=device)
+    oa, ob = m(a, 7, a)
+    handle.remove()
+    m.register_full_backward_hook(lambda mod, gi, go: ran.append("registered after the call"))
+    (oa.sum() + ob.sum()).backward()
+    assert ran == ["registered before the call"], f"hooks that ran for the graph built before: {ran}"
+    ran.clear()
+    oa, ob = m(a, 7, a)
+    (oa.sum() + ob.sum()).backward()
+    assert ran == ["registered after the call"], f"hooks that ran for a call after remove(): {ran}"
+
+
+@rule("hooks.module-full-backward-hook-lifetime")
+def test_module_with_backward_hook_lives_as_long_as_its_graph(adapter, fw, device):
+    m = _two_output_module(adapter, fw)
+    m.register_full_backward_hook(lambda mod, gi, go: None)
+    probe = liveness.weak(m, "the module")
+    a = fw.ones(2, requires_grad=True, device=device)
+    oa, ob = m(a, 7, a)
+    del m, ob
+    liveness.assert_alive(probe, "while a graph built by its call lives (its hooks need it)")
+    with liveness.gc_disabled():
+        del oa
+        liveness.assert_freed(probe, by="refcount", context="once the graph built by its call is dropped")
+
+
+@rule("hooks.multi-grad-hook-handle-lifetime")
+def test_multi_grad_hook_outlives_its_dropped_handle(adapter, fw, device):
+    register = _multi_grad_hook(fw)
+    a = fw.ones(2, requires_grad=True, device=device)
+    seen = []
+
+    class Hook:
+        def __call__(self, grads):
+            seen.append(len(grads))
+
+    hook = Hook()
+    probe = liveness.weak(hook, "the multi-grad hook's function")
+    handle = register((a,), hook)
+    del hook, handle
+    gc.collect()
+    liveness.assert_alive(probe, "after its handle was dropped (the tensors' hooks still need it)")
+    (a * 2).sum().backward()
+    assert seen == [1], f"the hook did not fire after its handle was dropped: {seen}"
+    handle = register((a,), lambda grads: seen.append("second"))
+    handle.remove()
+    handle.remove()                         # removing twice is harmless
+    (a * 2).sum().backward()
+    assert seen == [1, 1], f"a removed multi-grad hook fired: {seen}"
+
+
+@rule("hooks.hooks-added-while-node-runs")
+def test_hooks_registered_on_a_node_while_it_runs(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = x * 2
+    node = _node(y)
+    ran, added = [], []
+
+    def pre(grad_outputs):
+        ran.append("pre")
+        if not added:
+            added.append("pre")
+            node_hook(adapter, node, lambda gi, go: ran.append("post added by pre"))
+            node_prehook(adapter, node, lambda go: ran.append("pre added by pre"))
+
+    def post(grad_inputs, grad_outputs):
+        ran.append("post")
+        if added == ["pre"]:
+            added.append("post")
+            node_hook(adapter, node, lambda gi, go: ran.append("post added by post"))
+
+    node_prehook(adapter, node, pre)
+    node_hook(adapter, node, post)
+    y.sum().backward(retain_graph=True)
+    assert ran == ["pre", "post", "post added by pre"], \
+        f"first pass: {ran} (a post-hook added by a pre-hook runs in the same pass, the others from the next)"
+    ran.clear()
+    y.sum().backward()
+    assert ran == ["pre", "pre added by pre", "post", "post added by pre", "post added by post"], f"second pass: {ran}"
+
+
+@rule("hooks.tensor-hooks-kept-by-node")
+def test_non_leaf_hooks_are_kept_per_output_by_the_node(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    a, b = x.unbind()
+    seen = []
+    hook_handle(a, lambda g: seen.append(("a", adapter.to_numpy(g).tolist())))
+    hook_handle(b, lambda g: seen.append(("b", adapter.to_numpy(g).tolist())))
+    s = a * 2 + b * 3
+    probe = liveness.weak(a, "a (an output of unbind with a hook)")
+    del a, b
+    liveness.assert_freed(probe, by="gc", context="while its hook is registered (the node, not the tensor, keeps it)")
+    s.backward()
+    assert sorted(seen) == [("a", 2.0), ("b", 3.0)], \
+        f"hooks of two outputs of one node, after the tensors were freed: {sorted(seen)}"

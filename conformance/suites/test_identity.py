@@ -860,3 +860,48 @@ def test_unpacked_saved_output_is_owned_by_the_caller_only(adapter, fw, device):
 
         probe = scope()
         liveness.assert_freed(probe, by="refcount", context="the unpacked tensor dropped, its graph (z) alive")
+
+
+@rule("identity.subclass-op-results-are-subclass")
+def test_ops_on_a_subclass_instance_return_the_subclass(adapter, fw, device):
+    x = fw.ones(3, requires_grad=True, device=device)
+    cls, s = as_subclass(adapter, fw, x)
+    results = {"s * x": s * x, "x * s": x * s, "x.mul(s)": x.mul(s), "s.exp()": s.exp(), "s[0]": s[0],
+               "s.view(3)": s.view(3), "s.sum()": s.sum(), "fw.mul(x, s)": fw.mul(x, s)}
+    results.update({f"s.unbind()[{i}]": u for i, u in enumerate(s.unbind())})
+    wrong = {what: type(r).__name__ for what, r in results.items() if type(r) is not cls}
+    assert not wrong, f"not {cls.__name__}: {wrong}"
+    (s * x).sum().backward()                # the result is on the graph: s is x, so d/dx (x * x) = 2x
+    assert x.grad.tolist() == [2.0, 2.0, 2.0], f"x.grad = {x.grad.tolist()}"
+
+
+@rule("identity.subclass-op-results-are-subclass")
+def test_subclass_inplace_saved_input_and_grad(adapter, fw, device):
+    cls, t = as_subclass(adapter, fw, fw.ones(2, device=device))
+    assert t.mul_(2) is t, "an in-place op on a subclass instance did not return the instance"
+    r = adapter.subclass_instance(cls, fw.ones(2, requires_grad=True, device=device))
+    m = r * r
+    node = m.grad_fn
+    while node.name().startswith("Alias"):      # the subclass result is an alias of the op's result
+        node = producer(adapter, node)
+    saved = adapter.feature("saved_tensor_attributes", lambda: node._saved_self)
+    assert saved is r, "the input saved by the op is not the user's subclass instance"
+    (g,) = fw.autograd.grad((r * 2).sum(), r)
+    assert type(g) is cls, f"autograd.grad for a {cls.__name__} input gave {type(g).__name__}"
+
+
+@rule("identity.subclass-op-results-are-subclass")
+def test_subclass_dispatch_picks_the_most_derived_class(adapter, fw, device):
+    cls, t = as_subclass(adapter, fw, fw.ones(2, device=device))
+
+    class Derived(cls):
+        pass
+
+    class Unrelated(fw.Tensor):
+        pass
+
+    d = adapter.subclass_instance(Derived, fw.ones(2, device=device))
+    assert type(t + d) is Derived and type(d + t) is Derived, "a class and its subclass met: not the subclass"
+    u = adapter.subclass_instance(Unrelated, fw.ones(2, device=device))
+    with raises(TypeError, what="an op on two unrelated tensor subclasses"):
+        t + u

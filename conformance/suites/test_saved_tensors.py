@@ -449,3 +449,32 @@ def test_allow_mutation_graph_needs_its_block(fw, adapter, device):
         y = (x * 1).pow(2)
     with raises(Exception, what="backward after the allow_mutation_on_saved_tensors block exited"):
         adapter.backward(y.sum())
+
+
+@rule("saved_tensors.hooks-grad-mode")
+def test_pack_runs_without_grad_and_unpack_under_the_callers_mode(adapter, fw, device):
+    hooks = _hooks(fw, adapter)
+    log = []
+
+    def pack(t):
+        inner = t * t                       # an op inside pack must record nothing (no recursion)
+        log.append(("pack", fw.is_grad_enabled(), inner.grad_fn is not None))
+        return t
+
+    def unpack(t):
+        log.append(("unpack", fw.is_grad_enabled()))
+        return t
+
+    x = fw.ones(2, requires_grad=True, device=device)
+    with hooks(pack, unpack):
+        y = x.exp()
+    assert log == [("pack", False, False)], f"pack saw grad mode / recorded: {log}"
+    log.clear()
+    y.sum().backward(retain_graph=True)
+    assert log == [("unpack", False)], f"unpack during backward: {log}"
+    log.clear()
+    (g,) = fw.autograd.grad(y.sum(), x, create_graph=True)
+    assert log == [("unpack", True)], f"unpack during a create_graph backward: {log}"
+    log.clear()
+    _saved_result = adapter.feature("saved_tensor_attributes", lambda: y.grad_fn._saved_result)
+    assert log == [("unpack", True)], f"unpack when user code reads _saved_result: {log}"

@@ -10,7 +10,7 @@ import numpy as np
 
 from conformance import liveness
 from conformance.api import Unsupported, diverges_if_raises, prerequisite, raises, rule
-from conformance.suites._helpers import TENSOR_WEAKREF
+from conformance.suites._helpers import TENSOR_WEAKREF, producer
 
 
 
@@ -319,3 +319,33 @@ def test_write_into_an_output_of_unbind_is_refused_or_recorded(adapter, fw, devi
     p = fw.zeros(4, device=device)
     adapter.inplace(p.unbind()[0], "add_", 1)  # nothing requires grad: allowed
     close(adapter, p, [1, 0, 0, 0], "a plain tensor after a plain in-place op on its unbind output")
+
+
+@rule("views.setitem-basic-index-records-copyslices")
+def test_setitem_basic_index_of_grad_value_into_plain_tensor(adapter, fw, device):
+    y = fw.ones(2, requires_grad=True, device=device)
+    x = fw.zeros(3, 2, device=device)
+    v0 = version(adapter, x)
+    x[0] = y * 2
+    assert x.requires_grad and x.grad_fn is not None, "x[0] = y (y requires grad) left x outside the graph"
+    assert version(adapter, x) == v0 + 1, "the write did not bump x's version once"
+    base_edge, value_edge = producer(adapter, x.grad_fn, 0), producer(adapter, x.grad_fn, 1)
+    assert base_edge is None, f"x did not require grad, yet its grad_fn has a base edge {base_edge}"
+    assert value_edge is not None and value_edge.name().startswith("Mul"), \
+        f"the value's edge leads to {value_edge}, not its history (MulBackward0)"
+    x.sum().backward()
+    close(adapter, y.grad, [2.0, 2.0], "y.grad after x[0] = y * 2; x.sum().backward()")
+
+
+@rule("views.setitem-basic-index-records-copyslices")
+def test_setitem_basic_index_broadcast_value_gets_summed_gradient(adapter, fw, device):
+    w = fw.ones(1, requires_grad=True, device=device)
+    b = fw.zeros(3, 2, device=device)
+    b[1:] = w                               # broadcast to the (2, 2) slot
+    weights = fw.tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], device=device)
+    (b * weights).sum().backward()
+    close(adapter, w.grad, [14.0], "w.grad after b[1:] = w")
+    p = fw.zeros(3, 2, device=device)
+    p[0] = 1.0
+    p[1] = fw.ones(2, device=device)
+    assert p.grad_fn is None and not p.requires_grad, "writing values without grad recorded a graph"

@@ -7,8 +7,9 @@ from reference.autograd import forward_ad, graph
 from reference.autograd.function import Function, FunctionCtx, once_differentiable
 from reference.grad_mode import (
     detect_anomaly, enable_grad, inference_mode, is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled,
+    set_multithreading_enabled,
 )
-from reference import creation
+from reference import creation, overrides as _overrides
 from reference.array_backend import namespace_of
 from reference.autograd import engine
 from reference.autograd.accumulate import store_grad
@@ -20,7 +21,7 @@ from reference.tensor import Tensor
 __all__ = [
     "Variable", "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad", "inference_mode",
     "detect_anomaly", "set_detect_anomaly",
-    "set_grad_enabled", "is_grad_enabled", "forward_ad", "graph", "SavedTensor",
+    "set_grad_enabled", "is_grad_enabled", "forward_ad", "graph", "SavedTensor", "set_multithreading_enabled",
 ]
 
 SavedTensor = graph.RawSavedTensor  # torch.autograd.SavedTensor: the class of grad_fn._raw_saved_*
@@ -186,6 +187,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
     outputs = _as_tuple(outputs, "outputs")
     inputs = _as_tuple(inputs, "inputs")
+    if not _overrides._state.disabled and _overrides.has_subclass(outputs + inputs):
+        # rule: identity.subclass-op-results-are-subclass -- torch.autograd.grad is overridable too
+        return _overrides.dispatch(grad, (outputs, inputs), dict(
+            grad_outputs=grad_outputs, retain_graph=retain_graph, create_graph=create_graph, only_inputs=only_inputs,
+            allow_unused=allow_unused, is_grads_batched=is_grads_batched, materialize_grads=materialize_grads), "grad")
     grad_outputs = _as_tuple(grad_outputs, "grad_outputs")
     if not inputs:  # rule: engine.grad-empty-inputs-refused
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")

@@ -261,6 +261,7 @@ class _Restoring:
 
 def _run_callbacks(task):
     """The callbacks queued during the task, in order; one queued by a callback runs too."""
+    # rule: engine.callbacks-reentrant -- by index over the live list: one queued by a callback runs too
     callbacks = task.callbacks
     index = 0
     while index < len(callbacks):

@@ -245,7 +245,8 @@ def unpack_dual(tensor, *, level=None):
     """``UnpackedDualTensor(primal, tangent)``: a new tangent-free view, and the tangent."""
     if level is None:
         level = _registry.current
-    if level is None:
+    if level is None or not _fwd_grad_mode.enabled:
+        # rule: forward_levels.fwd-grad-mode-switch -- while disabled, a tangent is kept but not seen
         return UnpackedDualTensor(tensor, None)
     tangent = get_tangent(tensor, level)
     if tangent is None:

@@ -19,7 +19,7 @@ import threading
 import weakref
 from typing import NamedTuple
 
-from reference import grad_mode
+from reference import dtypes, grad_mode
 from reference.array_backend import device_type_of, to_device, to_host
 from reference.autograd.accumulate import accumulate_into_leaf, can_take_over
 from reference.autograd.versions import increment_version  # noqa: F401 - torch.autograd.graph's name
@@ -420,7 +420,7 @@ class SavedTensor:
     itself would make output -> node -> output a reference cycle.
     """
 
-    __slots__ = ("_tensor", "_array", "_counter", "_version", "_output_nr", "_requires_grad", "_dtype", "_hooks",
+    __slots__ = ("_tensor", "_array", "_counter", "_version", "_output_nr", "_requires_grad", "_hooks",
                  "_had_grad_fn")
 
     def __init__(self, tensor, is_output: bool):
@@ -433,8 +433,7 @@ class SavedTensor:
             self._tensor = None
             self._array = tensor._array
             self._output_nr = tensor._output_nr
-            self._requires_grad = tensor.requires_grad
-            self._dtype = tensor.dtype
+            self._requires_grad = tensor._requires_grad  # (its dtype is the array's: read for messages only)
         else:
             self._tensor = tensor
             self._array = None
@@ -450,7 +449,7 @@ class SavedTensor:
         version = tensor._version_counter[0]
         # pack sees the tensor itself, a tangent included; tangents are never saved here, so
         # hooks leave forward AD alone (rule: saved_tensors.forward-ad-under-hooks)
-        with grad_mode.no_grad():
+        with grad_mode.no_grad():  # rule: saved_tensors.hooks-grad-mode (unpack runs under the caller's mode)
             packed = pack_hook(tensor)
         if tensor._version_counter[0] != version:  # rule: saved_tensors.pack-modifying-input-raises
             raise RuntimeError(PACK_MODIFIED_INPUT)
@@ -502,7 +501,7 @@ class SavedTensor:
             producer = tensor.grad_fn
             which = "" if producer is None else f", which is output {tensor._output_nr} of {_short_name(producer)},"
         else:
-            shape, dtype = tuple(self._array.shape), self._dtype
+            shape, dtype = tuple(self._array.shape), dtypes.from_numpy_dtype(self._array.dtype)
             which = f", which is output {self._output_nr} of {_short_name(node)},"
         dims = ", ".join(str(s) for s in shape)
         return (
@@ -616,6 +615,7 @@ def get_gradient_edge(tensor: Tensor) -> GradientEdge:
     extras = node._get_extras()
     if extras.outputs is None:
         extras.outputs = {}
+    # rule: engine.gradient-edge-outlives-tensor -- the edge holds the node, never the tensor:
     # shape, dtype and device only: no reference to the tensor, so no cycle and no lifetime change
     extras.outputs[tensor._output_nr] = OutputMetadata(tensor.shape, tensor.dtype, tensor.device)
     return GradientEdge(node, tensor._output_nr)

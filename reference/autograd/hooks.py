@@ -88,6 +88,8 @@ def run_node_with_hooks(node, extras, grads, ops, task_nodes=None):
         grad_inputs = (None,) * len(node._next_functions)
     else:
         grad_inputs = node.apply(ops, grads)
+    # rule: hooks.hooks-added-while-node-runs -- pre-hooks run from a snapshot (one a pre-hook adds waits
+    # for the next pass); the post-hooks are read after the function (one a pre-hook added runs now)
     post_hooks = extras.post_hooks  # read again: an unpack hook of this node may have added one
     if post_hooks:
         if grad_outputs is None:  # registered while the node ran: it never saw the gradients in

@@ -108,4 +108,5 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
 
         return hook
 
+    # rule: hooks.multi-grad-hook-handle-lifetime -- the tensors' hooks own fn; the handle only removes them
     return MultiHandle(t.register_hook(make_hook(i)) for i, t in enumerate(tensors))

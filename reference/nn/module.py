@@ -2,15 +2,19 @@
 
 A module keeps the Parameters and Modules assigned to its attributes in ``_parameters`` and
 ``_modules`` (in assignment order) and finds them there again; ``parameters()`` walks the tree
-(each parameter once); calling the module calls ``forward``. ``Linear`` is the one layer.
+(each parameter once); calling the module calls ``forward`` (through ``nn.hooks`` when full
+backward hooks are registered). ``Linear`` is the one layer.
 """
 from __future__ import annotations
 
 import math
+import warnings
 
 from reference import grad_mode
+from reference.handles import HookDict, RemovableHandle
 from reference.creation import rand
 from reference.nn import functional
+from reference.nn.hooks import BackwardHook
 from reference.nn.parameter import Parameter
 from reference.tensor import Tensor
 
@@ -24,12 +28,35 @@ class Module:
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_backward_hooks", HookDict())
+        object.__setattr__(self, "_backward_pre_hooks", HookDict())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        if not (self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")):
+            return self.forward(*args, **kwargs)
+        # rule: hooks.module-full-backward-hook-lifetime -- the hooks of this call are those registered now
+        bw_hook = BackwardHook(self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values()))
+        args = bw_hook.setup_input_hook(args)
+        result = self.forward(*args, **kwargs)
+        if not isinstance(result, (Tensor, tuple)):
+            warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
+                          f"Tensors but received {type(result)}", stacklevel=2)
+        return bw_hook.setup_output_hook(result)
+
+    # -- backward hooks ------------------------------------------------------------
+    def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """Run ``hook(module, grad_input, grad_output)`` (tuples, None where an argument is no
+        tensor or gets no gradient) when the gradients w.r.t. the inputs of a call are computed;
+        a tuple it returns replaces ``grad_input``. Applies to calls made after registering."""
+        return _register(self._backward_hooks, hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """Run ``hook(module, grad_output)`` when the gradients w.r.t. a call's outputs arrive;
+        a tuple it returns replaces ``grad_output``."""
+        return _register(self._backward_pre_hooks, hook, prepend)
 
     # -- registration --------------------------------------------------------------
     def __setattr__(self, name: str, value) -> None:
@@ -222,6 +249,18 @@ class Linear(Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+def _register(hooks: HookDict, hook, prepend: bool) -> RemovableHandle:
+    handle = RemovableHandle(hooks)
+    if prepend:  # rule: hooks.module-full-backward-hook-order
+        rest = dict(hooks)
+        hooks.clear()
+        hooks[handle.id] = hook
+        hooks.update(rest)
+    else:
+        hooks[handle.id] = hook
+    return handle
 
 
 def _uniform(shape, bound, device, dtype) -> Tensor:

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from reference.creation import empty
+from reference.overrides import _disabled_torch_function_impl
 from reference.tensor import Tensor, instance_of
 
 
 class Parameter(Tensor):
     """A leaf sharing ``data``'s memory and version counter (as ``data.detach()`` does), that
-    requires grad unless told otherwise; assigned to a Module attribute, it is registered."""
+    requires grad unless told otherwise; assigned to a Module attribute, it is registered.
+    Ops on it return plain tensors: it takes no part in subclass dispatch, as in torch."""
+
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:

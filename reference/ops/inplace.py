@@ -15,7 +15,8 @@ from reference.autograd import forward_ad
 from reference.autograd import graph as _graph
 from reference.autograd.graph import NodeBase
 from reference.creation import zeros_like
-from reference.ops.pointwise import AddBackward0, DivBackward0, MulBackward0, clone
+from reference.ops.pointwise import _FAST_OPERANDS, AddBackward0, DivBackward0, MulBackward0, clone
+from reference.overrides import _state as _dispatch_state, dispatch
 from reference.ops.recording import (
     attach, edge, edges, has_tangent, needs_grad, raw, rebase_history, save_input, save_output, shape_of,
 )
@@ -401,6 +402,8 @@ def _fresh_tangent(self, value):
 
 
 def add_(self, other, alpha=1):
+    if other.__class__ not in _FAST_OPERANDS and isinstance(other, Tensor) and not _dispatch_state.disabled:
+        return dispatch(add_, (self, other), {"alpha": alpha})  # rule: identity.subclass-op-results-are-subclass (an alias of self)
     value = raw(other) if alpha == 1 else raw(other) * alpha
 
     def mutate(data):
@@ -441,6 +444,8 @@ def _scale_inplace(self, other, node_cls, mutate, scale_tangent, cross_term):
 
 
 def mul_(self, other):
+    if other.__class__ not in _FAST_OPERANDS and isinstance(other, Tensor) and not _dispatch_state.disabled:
+        return dispatch(mul_, (self, other), None)  # rule: identity.subclass-op-results-are-subclass (an alias of self)
     value = raw(other)
 
     def mutate(data):
@@ -451,6 +456,8 @@ def mul_(self, other):
 
 
 def div_(self, other):
+    if other.__class__ not in _FAST_OPERANDS and isinstance(other, Tensor) and not _dispatch_state.disabled:
+        return dispatch(div_, (self, other), None)  # rule: identity.subclass-op-results-are-subclass (an alias of self)
     value = raw(other)
 
     def mutate(data):
@@ -483,6 +490,8 @@ def zero_(self):
 
 
 def copy_(self, src, non_blocking=False):
+    if src.__class__ not in _FAST_OPERANDS and isinstance(src, Tensor) and not _dispatch_state.disabled:
+        return dispatch(copy_, (self, src), {"non_blocking": non_blocking})  # rule: identity.subclass-op-results-are-subclass (an alias of self)
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'other' must be Tensor, not {type(src).__name__}")
     src_data = to_device(src._array, device_type_of(self._array))
@@ -505,7 +514,10 @@ def copy_(self, src, non_blocking=False):
 
 
 def setitem(self, index, value):
-    key, _ = _normalize_index(index)
+    key, basic = _normalize_index(index)
+    if basic:
+        _setitem_basic(self, index, key, value)
+        return
     raw_value = raw(value)
 
     def configure(node):
@@ -525,6 +537,27 @@ def setitem(self, index, value):
         return t_self
 
     _apply_inplace(self, value, IndexPutBackward0, mutate, configure, tangent_rule)
+
+
+def _setitem_basic(self, index, key, value):
+    """``x[basic index] = value`` as torch 2.13 does it: a write through the view ``x[index]``
+    (``copy_``; a number is a 0-d tensor), so the graph records ``CopySlices`` over the
+    base whether or not ``x`` required grad. A value of another shape is first viewed without
+    its leading unit dimensions and expanded to the view's shape (``ViewBackward0``,
+    ``ExpandBackward0``), as torch's ``copy_to``; ``x[...]`` writes ``x`` itself."""
+    # rule: views.setitem-basic-index-records-copyslices
+    items = key if isinstance(key, tuple) else (key,)
+    target = self if all(item is Ellipsis for item in items) else views.getitem(self, index)
+    if not isinstance(value, Tensor):  # a number is a 0-d tensor of x's dtype (an edge to nothing)
+        value = Tensor._wrap(namespace_of(self._array).asarray(value, dtype=self._array.dtype))
+    if value._array.shape != target._array.shape:
+        shape = value._array.shape
+        while shape and shape[0] == 1:
+            shape = shape[1:]
+        value = views.view(value, shape)
+        if shape != target._array.shape:
+            value = views.expand(value, *target._array.shape)
+    copy_(target, value)
 
 
 def _unary_inplace(self, node_cls, compute, tangent_factor):

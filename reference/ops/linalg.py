@@ -6,6 +6,7 @@ from reference.autograd.graph import NodeBase
 from reference.ops.recording import (
     add_tangents, attach, edges, has_tangent, needs_grad, propagate_tangent, save_input,
 )
+from reference.overrides import _state as _dispatch_state, dispatch
 from reference.tensor import Tensor
 
 
@@ -46,8 +47,11 @@ class MmBackward0(NodeBase):
 
 
 def matmul(self, other):
-    if not isinstance(other, Tensor):
-        return NotImplemented
+    if other.__class__ is not Tensor:
+        if not isinstance(other, Tensor):
+            return NotImplemented
+        if not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+            return dispatch(matmul, (self, other))
     a, b = self._array, other._array
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "

@@ -42,7 +42,7 @@ def bind_tensor_methods() -> None:
         "reshape_as": views.reshape_as, "transpose": views.transpose, "t": views.t,
         "expand": views.expand, "expand_as": views.expand_as, "squeeze": views.squeeze,
         "unsqueeze": views.unsqueeze, "flatten": views.flatten, "as_subclass": views.as_subclass,
-        "narrow": views.narrow, "select": views.select, "unbind": views.unbind, "split": views.split,
+        "narrow": views.narrow, "gather": views.gather, "select": views.select, "unbind": views.unbind, "split": views.split,
         "split_with_sizes": views.split_with_sizes, "chunk": views.chunk, "unsafe_split": views.unsafe_split,
         "unsafe_split_with_sizes": views.unsafe_split_with_sizes, "unsafe_chunk": views.unsafe_chunk,
         "add_": inplace.add_, "sub_": inplace.sub_, "mul_": inplace.mul_, "div_": inplace.div_,

@@ -15,8 +15,9 @@ from reference.array_backend import namespace_of, to_device as _move
 from reference.autograd.graph import NodeBase
 from reference.autograd import forward_ad
 from reference.ops.recording import (
-    add_tangents, attach, edges, has_tangent, needs_grad, propagate_tangent, raw, save_input, save_output, shape_of,
+    add_tangents, attach, edge, edges, has_tangent, needs_grad, propagate_tangent, raw, save_input, save_output, shape_of,
 )
+from reference.overrides import _state as _dispatch_state, dispatch
 from reference.tensor import Tensor, device
 
 
@@ -178,7 +179,7 @@ def _binary(node_cls, a, b, out_data, save=None):
     tuple) and propagate tangents (``node_cls.jvp``) when needed."""
     out = Tensor._wrap(out_data)
     if needs_grad(a, b):
-        node = node_cls(edges(a, b))
+        node = node_cls((edge(a), edge(b)))
         node._shapes = (shape_of(a), shape_of(b))
         attach(out, node)
         if save is not None:
@@ -189,15 +190,18 @@ def _binary(node_cls, a, b, out_data, save=None):
 
 
 def add(self, other, alpha=1):
-    if not _check_operand(other):
-        return NotImplemented
+    if other.__class__ not in _FAST_OPERANDS:
+        if not _check_operand(other):
+            return NotImplemented
+        if isinstance(other, Tensor) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+            return dispatch(add, (self, other), {"alpha": alpha})
     try:
         data = raw(self) + (raw(other) if alpha == 1 else raw(other) * alpha)
     except ValueError:
         raise broadcast_error(self, other) from None
     out = Tensor._wrap(data)
     if needs_grad(self, other):
-        node = AddBackward0(edges(self, other))
+        node = AddBackward0((edge(self), edge(other)))
         node._shapes = (shape_of(self), shape_of(other))
         node._alpha = alpha
         attach(out, node)
@@ -221,8 +225,11 @@ def radd(self, other):
 
 
 def sub(self, other, alpha=1):
-    if not _check_operand(other):
-        return NotImplemented
+    if other.__class__ not in _FAST_OPERANDS:
+        if not _check_operand(other):
+            return NotImplemented
+        if isinstance(other, Tensor) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+            return dispatch(sub, (self, other), {"alpha": alpha})
     if alpha != 1:
         return add(self, other, alpha=-alpha)
     try:
@@ -246,8 +253,11 @@ def _save_mul(a, b, out):
 
 
 def mul(self, other):
-    if not _check_operand(other):
-        return NotImplemented
+    if other.__class__ not in _FAST_OPERANDS:
+        if not _check_operand(other):
+            return NotImplemented
+        if isinstance(other, Tensor) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+            return dispatch(mul, (self, other), None)
     try:
         data = raw(self) * raw(other)
     except ValueError:
@@ -266,8 +276,11 @@ def _save_div(a, b, out):
 
 
 def div(self, other):
-    if not _check_operand(other):
-        return NotImplemented
+    if other.__class__ not in _FAST_OPERANDS:
+        if not _check_operand(other):
+            return NotImplemented
+        if isinstance(other, Tensor) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+            return dispatch(div, (self, other), None)
     try:
         data = raw(self) / raw(other)
     except ValueError:
@@ -282,8 +295,11 @@ def rdiv(self, other):
 
 
 def pow(self, exponent):
-    if not _check_operand(exponent):
-        return NotImplemented
+    if exponent.__class__ not in _FAST_OPERANDS:
+        if not _check_operand(exponent):
+            return NotImplemented
+        if isinstance(exponent, Tensor) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+            return dispatch(pow, (self, exponent), None)
     if isinstance(exponent, numbers.Number):
         out = Tensor._wrap(raw(self) ** exponent)
         if needs_grad(self):
@@ -469,7 +485,7 @@ class ToCopyBackward0(NodeBase):
 def _unary(node_cls, x, data, saves=None):
     out = Tensor._wrap(data)
     if needs_grad(x):
-        node = node_cls(edges(x))
+        node = node_cls((edge(x),))
         attach(out, node)
         if saves == "self":
             node._saved = (save_input(x),)
@@ -566,8 +582,11 @@ def to(self, target=None, dtype=None, copy=False):
 # -- comparisons: results never require grad ------------------------------------------
 def _compare(op):
     def compare(self, other):
-        if not _check_operand(other):
-            return NotImplemented
+        if other.__class__ not in _FAST_OPERANDS:
+            if not _check_operand(other):
+                return NotImplemented
+            if isinstance(other, Tensor) and not _dispatch_state.disabled:
+                return dispatch(compare, (self, other))
         try:
             return Tensor._wrap(op(raw(self), raw(other)))
         except ValueError:

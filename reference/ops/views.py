@@ -13,10 +13,11 @@ import weakref
 from reference import array_backend, grad_mode
 from reference.array_backend import namespace_of
 from reference.autograd import forward_ad
-from reference.autograd.graph import NodeBase
+from reference.autograd.graph import NodeBase, SavedTensor
 from reference.ops.pointwise import clone
 from reference.ops.recording import attach, edge, edges, has_tangent, needs_grad, propagate_tangent, rebase_history
 from reference.storage import root_of, storage_offset as _storage_offset, window
+from reference.overrides import _state as _dispatch_state, dispatch, has_subclass
 from reference.tensor import Tensor, instance_of
 
 VIEW_INCOMPATIBLE = (
@@ -741,6 +742,8 @@ def cat(tensors, dim=0):
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
     if not all(isinstance(t, Tensor) for t in tensors):
         raise TypeError("cat(): argument 'tensors' must be a sequence of Tensors")
+    if has_subclass(tensors) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+        return dispatch(cat, (tensors,), {"dim": dim})
     if tensors[0].dim() == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = _dim(tensors[0], dim)
@@ -758,4 +761,90 @@ def cat(tensors, dim=0):
         attach(out, node)
     if builtins.any(has_tangent(t) for t in tensors):
         raise NotImplementedError("Trying to use forward AD with cat that does not support it")
+    return out
+
+
+class StackBackward0(NodeBase):
+    """``stack(tensors, dim)``: each input's gradient is its index of the output along ``dim``."""
+
+    __slots__ = ("_dim", "_count")
+
+    def apply(self, ops, grads):
+        g, d = grads[0], self._dim
+        parts = (g[(slice(None),) * d + (i,)] for i in range(self._count))
+        return tuple(part if ops.differentiable else part.copy() for part in parts)
+
+
+def stack(tensors, dim=0):
+    """A new tensor joining ``tensors`` (one dtype, one shape) along a new dimension ``dim``."""
+    tensors = tuple(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    if not all(isinstance(t, Tensor) for t in tensors):
+        raise TypeError("stack(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        + type(next(t for t in tensors if not isinstance(t, Tensor))).__name__)
+    if has_subclass(tensors) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
+        return dispatch(stack, (tensors,), {"dim": dim})
+    shape = tensors[0]._array.shape
+    for i, t in enumerate(tensors):
+        if t._array.shape != shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
+                               f"and {list(t._array.shape)} at entry {i}")
+    if builtins.any(t.dtype is not tensors[0].dtype for t in tensors):
+        raise TypeError("the reference's stack joins tensors of one dtype only")
+    ndim = len(shape) + 1
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+    d = dim % ndim
+    out = Tensor._wrap(namespace_of(tensors[0]._array).stack([t._array for t in tensors], axis=d))
+    if builtins.any(needs_grad(t) for t in tensors):
+        node = StackBackward0(tuple(edge(t) for t in tensors))
+        node._dim, node._count = d, len(tensors)
+        attach(out, node)
+    if builtins.any(has_tangent(t) for t in tensors):
+        raise NotImplementedError("Trying to use forward AD with stack that does not support it")
+    return out
+
+
+class GatherBackward0(NodeBase):
+    """``x.gather(dim, index)``: the output's gradient added back at the gathered positions
+    (several times where ``index`` repeats one). Saves ``self`` and ``index`` as torch does."""
+
+    __slots__ = ()
+    saved_names = ("dim", "index", "self", "sparse_grad")
+
+    def apply(self, ops, grads):
+        dim = self._unpack(0, False)
+        index = self._unpack(1, False)
+        shape = self._unpack(2, False).shape
+        return (ops.scatter_index(grads[0], shape, _gather_key(index, dim)),)
+
+
+def _gather_key(index, dim):
+    """The advanced index that picks ``x.gather(dim, index)`` out of ``x``: ``index`` along
+    ``dim``, each element's own position along the other dimensions."""
+    grids = list(array_backend.numpy.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return tuple(grids)
+
+
+def gather(self, dim, index, *, sparse_grad=False):
+    """``out[i][j] = self[index[i][j]][j]`` (``dim=0``, and so on): values picked along ``dim``."""
+    if not isinstance(index, Tensor) or index.dtype.is_floating_point or index.dtype.name == "bool":
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    if index.dim() != self.dim():
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    d = _dim(self, dim)
+    size = self._array.shape[d]
+    idx = index._array
+    if idx.size and (idx.max() >= size or idx.min() < -size):
+        bad = int(idx.max()) if idx.max() >= size else int(idx.min())
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+    out = Tensor._wrap(self._array[_gather_key(idx, d)])
+    if needs_grad(self):
+        node = GatherBackward0(edges(self))
+        node._saved = (d, SavedTensor(index, False), SavedTensor(self, False), sparse_grad)
+        attach(out, node)
+    if has_tangent(self):
+        propagate_tangent(out, lambda t: None if t is None else gather(t, d, index), self)
     return out

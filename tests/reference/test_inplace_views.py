@@ -141,3 +141,31 @@ def test_as_strided_gradient_adds_overlapping_outputs_and_shares_among_overlappi
     a = leaf(np.arange(4.0))
     assert R.autograd.gradcheck(lambda t: t.as_strided((2, 2), (1, 1), 1), (a,))
     assert R.autograd.gradgradcheck(lambda t: t.as_strided((2, 2), (1, 1)) * t.as_strided((2, 2), (2, 1)), (a,))
+
+
+def _names(node):
+    return [None if n is None else n.name() for n, _ in node.next_functions]
+
+
+def test_setitem_basic_index_is_copyslices_over_the_base_as_torch():
+    """torch 2.13's graphs for ``x[basic] = value`` (observed): a copy through the view."""
+    y = R.ones(2, requires_grad=True)
+    x = R.zeros(3, 2)
+    x[0] = y * 2
+    assert x.grad_fn.name() == "CopySlices" and _names(x.grad_fn) == [None, "MulBackward0"]
+    b = R.zeros(3, 2)
+    b[1:] = y
+    assert _names(b.grad_fn) == [None, "ExpandBackward0"]
+    assert _names(b.grad_fn.next_functions[1][0]) == ["ViewBackward0"]
+    c = R.zeros(3, 2)
+    c[0] = R.ones(1, 2, requires_grad=True)
+    assert _names(c.grad_fn) == [None, "ViewBackward0"]
+    d = R.zeros(3, 2)
+    d[...] = y
+    assert d.grad_fn.name() == "CopyBackwards" and _names(d.grad_fn) == [None, "ExpandBackward0"]
+    a = R.ones(3, 2, requires_grad=True).clone()
+    a[0, 1] = 2.0
+    assert a.grad_fn.name() == "CopySlices" and _names(a.grad_fn) == ["CloneBackward0", None]
+    e = R.zeros(3)
+    e[R.tensor([0, 1])] = R.ones(2, requires_grad=True)  # an advanced index stays index_put_
+    assert e.grad_fn.name() == "IndexPutBackward0"

@@ -119,3 +119,38 @@ def test_train_eval_and_deepcopy():
     np.testing.assert_array_equal(arr(clone.first.weight), arr(model.first.weight))
     assert isinstance(clone.first.weight, nn.Parameter)
     assert repr(model).startswith("Two(\n  (first): Linear(in_features=3, out_features=2, bias=True)")
+
+
+def test_full_backward_hook_when_no_input_requires_grad_runs_on_the_outputs_node():
+    class Scale(R.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = R.nn.Parameter(R.ones(2))
+
+        def forward(self, x):
+            return x * self.w
+
+    m = Scale()
+    got = []
+    m.register_full_backward_hook(lambda mod, gi, go: got.append((gi, go[0].tolist())))
+    with pytest.warns(UserWarning, match="Full backward hook is firing when gradients are computed"):
+        m(R.ones(2)).sum().backward()
+    assert got == [((None,), [1.0, 1.0])]
+    m.register_full_backward_hook(lambda mod, gi, go: (R.ones(2),))
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="should always return None"):
+        m(R.ones(2)).sum().backward()
+
+
+def test_full_backward_hooks_record_nothing_without_grad_and_refuse_inplace_outputs():
+    class Double(R.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    m = Double()
+    m.register_full_backward_pre_hook(lambda mod, go: None)
+    with R.no_grad():
+        assert m(R.ones(2, requires_grad=True)).grad_fn is None
+    out = m(R.ones(2, requires_grad=True))
+    assert out.grad_fn.name() == "BackwardHookFunctionBackward"
+    with pytest.raises(RuntimeError, match="Output 0 of BackwardHookFunction is a view and is being modified inplace"):
+        out.add_(1)

@@ -347,3 +347,25 @@ def test_boolean_scalar_index_is_a_copy_not_a_view():
     copy.add_(1)
     np.testing.assert_allclose(base.numpy(), [0, 0])
     assert base._version == 0
+
+
+def test_gather_and_stack_as_torch():
+    x = R.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    index = R.tensor([[2, 0], [1, 1]])
+    y = x.gather(1, index)
+    assert y.tolist() == [[3.0, 1.0], [5.0, 5.0]] and y.grad_fn.name() == "GatherBackward0"
+    node = y.grad_fn
+    assert node._saved_self is x and node._saved_index is index and node._saved_dim == 1
+    y.sum().backward()
+    assert x.grad.tolist() == [[1.0, 0.0, 1.0], [0.0, 2.0, 0.0]]  # a repeated index adds twice
+    with pytest.raises(RuntimeError, match="Expected dtype int32/int64 for index"):
+        x.gather(1, index.float())
+    with pytest.raises(RuntimeError, match="index 3 is out of bounds for dimension 1 with size 3"):
+        x.gather(1, R.tensor([[3]]))
+    a, b = R.ones(2, requires_grad=True), R.zeros(2, requires_grad=True)
+    s = R.stack([a, b], dim=1)
+    assert s.shape == (2, 2) and s.grad_fn.name() == "StackBackward0" and len(s.grad_fn.next_functions) == 2
+    (s * R.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+    assert a.grad.tolist() == [1.0, 3.0] and b.grad.tolist() == [2.0, 4.0]
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+        R.stack([a, R.ones(3)])
