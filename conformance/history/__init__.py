@@ -96,3 +96,36 @@ def write(path: Path, data: dict) -> None:
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
                    encoding="utf-8")
     tmp.replace(path)
+
+
+#: other releases named at run time: "torch==2.14.1 torch==1.12.1" (docs/running.md)
+RELEASES_VARIABLE = "AUTOGRAD_CONFORMANCE_RELEASES"
+
+
+def release_for(releases: tuple, pip_name: str, version: str) -> dict:
+    """The release ``version`` of an adapter's ``releases``, or one derived for a version it
+    does not list: the Python and extra pins of the nearest listed release at or before it."""
+    for release in releases:
+        if release["version"] == version:
+            return dict(release)
+    if not releases:
+        return {"version": version, "python": "3.11", "install": [f"{pip_name}=={version}"]}
+    ordered = sorted(releases, key=lambda r: version_key(r["version"]))
+    before = [r for r in ordered if version_key(r["version"]) <= version_key(version)]
+    model = before[-1] if before else ordered[0]
+    pins = [p for p in model["install"] if not p.startswith(f"{pip_name}==")]
+    return {"version": version, "python": model["python"],
+            "install": [f"{pip_name}=={version}", *pins]}
+
+
+def named_releases(adapter: str, text: str) -> list[str]:
+    """The versions of ``adapter`` in a RELEASES_VARIABLE value ("torch==2.14.1 paddle==3.0")."""
+    found = []
+    for part in text.replace(",", " ").split():
+        name, sep, version = part.partition("==")
+        if not sep or not version or not re.match(r"^[0-9][0-9A-Za-z.+-]*$", version):
+            raise HistoryError(f"{RELEASES_VARIABLE}: {part!r} is not <adapter>==<version> "
+                               f"(for example torch==2.14.1)")
+        if name == adapter and version not in found:
+            found.append(version)
+    return found
