@@ -25,7 +25,7 @@ import pytest
 from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
 from conformance import hookspecs, isolation, leakcheck, options, summary, timeout, traceability
 from conformance.rules import Catalogue, load_catalogue
-from conformance.expectations import ExpectationSet, load_expectations
+from conformance.expectations import ExpectationSet, coverage_note, load_expectations
 from conformance.outcomes import HELD, Outcome, Verdict, blocked_by, first_lines, judge, test_outcome
 from conformance.results import PROPERTY, ResultsFile, Tally, TestRecords
 from conformance.tomlfile import FileError
@@ -168,6 +168,8 @@ def pytest_configure(config):
         raise pytest.UsageError(str(exc)) from None
     h.context = {"adapter": adapter.name, "framework_version": version, "device": device,
                  "python": platform.python_version()}
+    # a version the expectations were not written for says so (conformance.expectations)
+    h.context["expectations_note"] = coverage_note(Path(path) if path else adapter.expectations_file(), version)
     if _is_controller(config):
         h.records = TestRecords(h.context)
         results = config.getoption("results")
@@ -193,7 +195,8 @@ def pytest_report_header(config):
         return None
     return (f"conformance: adapter {h.adapter.name} {h.context['framework_version']}, device "
             f"{h.device}, {len(h.catalogue.rules)} rules, "
-            f"{len(h.expectations)} expectations")
+            f"{len(h.expectations)} expectations"
+            + (f"; {h.context['expectations_note']}" if h.context.get("expectations_note") else ""))
 
 
 # -- fixtures ------------------------------------------------------------------------

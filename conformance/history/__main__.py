@@ -1,11 +1,12 @@
 """``python -m conformance.history record ADAPTER VERSION --python EXE`` | ``merge DIR ...`` |
-``releases ADAPTER``
+``releases ADAPTER`` | ``changes``
 
 record: run every evidence snippet under EXE (an interpreter with that release installed) into
 conformance/history/<adapter>/<version>.json (resumable; only new or edited snippets re-run).
 merge: copy the release files that other machines recorded (their conformance/history
 folders, e.g. CI artifacts) into this one. releases: the adapter's releases, one per line
-(version python), for a CI matrix.
+(version python), for a CI matrix. changes: every rule whose output changed between two
+recorded releases, with both outputs.
 """
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     mer.add_argument("--directory", type=Path, default=history.DIRECTORY)
     rel = sub.add_parser("releases", help="list an adapter's releases (version python)")
     rel.add_argument("adapter")
+    cha = sub.add_parser("changes", help="list every change between recorded releases")
+    cha.add_argument("--directory", type=Path, default=history.DIRECTORY)
     args = parser.parse_args(argv)
     from adapters.base import builtin_adapter_classes
 
@@ -42,6 +45,13 @@ def main(argv: list[str] | None = None) -> int:
                 raise history.HistoryError(f"no built-in adapter {args.adapter!r}")
             for r in cls.releases:
                 print(r["version"], r["python"])
+            return 0
+        if args.command == "changes":
+            from conformance import evidence as ev
+            from conformance.history import render
+
+            for line in render.text(ev.load(), args.directory):
+                print(line)
             return 0
         if args.command == "merge":
             from conformance.history.merge import merge

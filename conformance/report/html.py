@@ -78,7 +78,8 @@ def context(data: dict[str, Any]) -> dict[str, Any]:
     for run in data["runs"]:
         columns.append({**{k: run.get(k) for k in ("label", "status", "detail", "framework",
                                                      "framework_version", "python", "device",
-                                                     "suite_revision", "suite_dirty", "started")},
+                                                     "suite_revision", "suite_dirty", "started",
+                                                     "expectations_note")},
                         "adapter": run["framework"], "title": aggregate.column_title(run)})
     rules_by_suite: dict[str, list] = {s: [] for s in suites}
     for e in data["catalogue"]:
@@ -194,7 +195,15 @@ def render(data: dict[str, Any]) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("index.html.j2").render(**context(data))
+    return env.get_template("index.html.j2").render(**context(data), history_section=_history_section())
+
+
+def _history_section() -> str:
+    """The "lifetime changes by release" section (conformance/history/render.py)."""
+    from conformance import evidence
+    from conformance.history import render as history
+
+    return history.report_section(evidence.load())
 
 
 def write(data: dict[str, Any], path: Path) -> Path:

@@ -55,7 +55,7 @@ TEST_KEYS = ("nodeid", "rule", "suite", "level", "outcome", "actual", "message",
 ROOT_CAUSE_KEYS = ("id", "summary", "rules", "tests", "blocks", "rank")
 RUN_KEYS = ("suite_revision", "suite_dirty", "suite_digest", "adapter", "adapter_spec",
             "framework_version", "python", "python_executable", "device", "platform", "started",
-            "conformance_timeout", "leak_check")
+            "conformance_timeout", "leak_check", "expectations_note")
 
 
 #: A results file this version of the report cannot read; the message says what to do.
