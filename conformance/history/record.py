@@ -19,6 +19,7 @@ from conformance import history
 from conformance.evidence import runner
 
 TIMEOUT = 60.0  # seconds one snippet may take before it is recorded as hanging
+IMPORT_TIMEOUT = 300.0  # seconds the child may take to import the framework
 
 
 def _read_partial(path: Path) -> tuple[dict, list[dict]]:
@@ -38,6 +39,14 @@ def _read_partial(path: Path) -> tuple[dict, list[dict]]:
     return header, lines
 
 
+def _headers(path: Path) -> int:
+    """How many children have started in ``path`` (each writes one version line first)."""
+    if not path.is_file():
+        return 0
+    return sum(1 for line in path.read_text(encoding="utf-8").splitlines()
+               if line.startswith('{"version"'))
+
+
 def _run_child(python: str, module: str, todo: list[dict], partial: Path, timeout: float,
                log: Callable[[str], None]) -> None:
     """Run ``todo`` in children until each has a line in ``partial`` (hung/crashed: one each)."""
@@ -45,18 +54,22 @@ def _run_child(python: str, module: str, todo: list[dict], partial: Path, timeou
     while remaining:
         job = {"prelude": ev.PRELUDE, "module": module, "out": str(partial),
                "snippets": [[t["rule"], t["snippet"], t["digest"]] for t in remaining]}
-        before = len(_read_partial(partial)[1])
         proc = subprocess.Popen([python, "-I", runner.__file__], stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         proc.stdin.write(json.dumps(job).encode())
         proc.stdin.close()
-        seen, last_progress, killed = before, time.monotonic(), False
+        started = _headers(partial)
+        seen, last_progress, killed = None, time.monotonic(), False
         while proc.poll() is None:
             time.sleep(0.2)
-            now_seen = len(_read_partial(partial)[1])
+            header = _headers(partial) > started
+            now_seen = (header, len(_read_partial(partial)[1]))
+            # importing an old framework on a busy machine may take long: the timeout counts
+            # from the child's first line (its version), the import gets IMPORT_TIMEOUT
+            limit = timeout if header else max(timeout, IMPORT_TIMEOUT)
             if now_seen != seen:
                 seen, last_progress = now_seen, time.monotonic()
-            elif time.monotonic() - last_progress > timeout:
+            elif time.monotonic() - last_progress > limit:
                 proc.kill()
                 killed = True
         proc.wait()
