@@ -39,10 +39,30 @@ class Change:
 
     @property
     def kind(self) -> str:
-        """``arrives`` (the API appears), ``removed`` or ``changes``."""
+        """``arrives`` (the API appears), ``removed``, ``reworded`` (only the text of a message
+        changed: same lines, same exception or warning classes) or ``changes``."""
         if self.before.status == "absent":
             return "arrives"
-        return "removed" if self.after.status == "absent" else "changes"
+        if self.after.status == "absent":
+            return "removed"
+        return "reworded" if reworded(self.before.output, self.after.output) else "changes"
+
+
+MESSAGE = re.compile(r"^((?:raises|uncaught) \w+|\w*(?:Warning|Error)): ")
+
+
+def reworded(before: str, after: str) -> bool:
+    """Whether two outputs differ only in the wording of messages of the same classes."""
+    a, b = comparable(before).splitlines(), comparable(after).splitlines()
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x == y:
+            continue
+        mx, my = MESSAGE.match(x), MESSAGE.match(y)
+        if not (mx and my and mx.group(1) == my.group(1)):
+            return False
+    return a != b
 
 
 def comparable(output: str) -> str:
@@ -129,7 +149,7 @@ def changes(evidence: dict, directory: Path = history.DIRECTORY) -> list[Change]
 def text(evidence: dict, directory: Path = history.DIRECTORY) -> list[str]:
     lines = []
     for c in changes(evidence, directory):
-        if c.kind == "arrives":
+        if c.kind in ("arrives", "reworded"):
             continue
         stale = " (stale: snippet edited since)" if c.before.stale or c.after.stale else ""
         lines.append(f"{c.adapter} {c.after.version} {c.rule}{stale}"
@@ -148,8 +168,13 @@ table.history pre{margin:.2rem 0;white-space:pre-wrap;max-width:28rem}
 SYMBOL = {"same": "=", "differs": "≠", "absent": "–"}
 
 
-def _pre(text: str) -> str:
-    return f"<pre>{html.escape(text.strip()) or '(nothing printed)'}</pre>"
+def _pre(text: str, limit: int = 0) -> str:
+    """``text`` as a <pre>; ``limit``: at most that many characters (the page stays small; the
+    spec page has the whole output)."""
+    text = text.strip()
+    if limit and len(text) > limit:
+        text = text[:limit].rstrip() + " …"
+    return f"<pre>{html.escape(text) or '(nothing printed)'}</pre>"
 
 
 def spec_fragment(rule: str, found: dict[str, dict[str, list[Observation]]]) -> str:
@@ -199,19 +224,29 @@ def report_section(evidence: dict, directory: Path = history.DIRECTORY, spec_hre
     for adapter in dict.fromkeys(c.adapter for c in found):
         mine = [c for c in found if c.adapter == adapter]
         arrivals = [c for c in mine if c.kind == "arrives"]
+        reworded_ = [c for c in mine if c.kind == "reworded"]
         rows = []
-        for c in (c for c in mine if c.kind != "arrives"):
+        for c in (c for c in mine if c.kind not in ("arrives", "reworded")):
             stale = " <em>stale</em>" if c.before.stale or c.after.stale else ""
-            link = (f'<a href="{html.escape(c.url)}">{html.escape(c.upstream)}</a>' if c.url
-                    else html.escape(c.upstream))
+            # the page links nothing outside itself: the address is shown, not linked
+            link = html.escape(c.upstream) + (f" <code>{html.escape(c.url)}</code>" if c.url else "")
             rows.append(
                 f"<tr><td>{html.escape(c.after.version)}</td>"
                 f'<td><a href="{spec_href}#{html.escape(c.rule)}">{html.escape(c.rule)}</a>{stale}</td>'
-                f"<td>{html.escape(c.before.version)}{_pre(c.before.output)}</td>"
-                f"<td>{_pre(c.after.output)}</td><td>{link}</td></tr>")
-        out.append(f"<h3>{html.escape(adapter)}</h3><p>{len(rows)} changes; {len(arrivals)} rules "
-                   f"whose API arrives in a recorded release.</p>"
+                f"<td>{html.escape(c.before.version)}{_pre(c.before.output, 90)}</td>"
+                f"<td>{_pre(c.after.output, 90)}</td><td>{link}</td></tr>")
+        by_release: dict[str, list[str]] = {}
+        for c in reworded_:
+            by_release.setdefault(c.after.version, []).append(c.rule)
+        wording = "".join(f"<li>{html.escape(v)}: " + ", ".join(
+            f'<a href="{spec_href}#{html.escape(r)}">{html.escape(r)}</a>' for r in rules) + "</li>"
+            for v, rules in by_release.items())
+        out.append(f"<h3>{html.escape(adapter)}</h3><p>{len(rows)} changes; {len(reworded_)} where "
+                   f"only a message's wording changed (below the table); {len(arrivals)} where "
+                   f"the API arrives. Outputs are cut at 90 characters; the spec page has them "
+                   f"whole.</p>"
                    '<table class="history"><tr><th>release</th><th>rule</th><th>before</th>'
-                   "<th>after</th><th>upstream change</th></tr>" + "".join(rows) + "</table>")
+                   "<th>after</th><th>upstream change</th></tr>" + "".join(rows) + "</table>"
+                   + (f"<p>Messages reworded, same behaviour:</p><ul>{wording}</ul>" if wording else ""))
     out.append("</section>")
     return "\n".join(out)

@@ -45,8 +45,8 @@ def test_changes_ignore_addresses_and_carry_the_upstream_note(tmp_path):
 def test_report_section_lists_changes_not_arrivals(tmp_path):
     page = render.report_section(EVIDENCE, _folder(tmp_path))
     assert "FW's lifetime changes by release" in page
-    assert 'href="https://example.org/pr/1">PR 1: the rework</a>' in page
-    assert "1 changes; 1 rules whose API arrives" in page and "stale" not in page.split("</p>", 1)[1]
+    assert "PR 1: the rework <code>https://example.org/pr/1</code>" in page and "href=\"https" not in page
+    assert "1 changes; 0 where only a message's wording changed" in page and "1 where the API arrives" in page and "stale" not in page.split("</p>", 1)[1]
 
 
 def test_stale_entries_are_marked(tmp_path):
@@ -77,3 +77,10 @@ def test_merge_takes_missing_and_more_current_files(tmp_path):
     assert [line.split()[0] for line in lines] == ["took", "kept"]
     assert json.loads(history.data_path("fw", "1.0", here).read_text())["observations"] == current
     assert history.read(history.data_path("fw", "2.0", here))["observations"] == current
+
+
+def test_a_reworded_message_is_not_a_change_of_behaviour():
+    assert render.reworded("raises RuntimeError: old words\nok", "raises RuntimeError: new words\nok")
+    assert not render.reworded("raises RuntimeError: x", "raises TypeError: x")
+    assert not render.reworded("raises RuntimeError: x", "ok")
+    assert not render.reworded("freed: False", "freed: True")
