@@ -136,6 +136,11 @@ def _conformance(session: nox.Session, adapter: str, run: dict) -> None:
                 *run.get("pytest_args", ()), *session.posargs)
 
 
+def _backend(python: str) -> str | None:
+    """The stdlib ``venv`` for Pythons older than 3.9, which virtualenv no longer seeds."""
+    return "venv" if tuple(int(x) for x in python.split(".")[:2]) < (3, 9) else None
+
+
 def _pip_name(cls) -> str:
     """The requirement name an adapter's runs pin (``torch`` in ``torch==2.13.0``)."""
     for run in (*cls.runs, *getattr(cls, "releases", ())):
@@ -182,19 +187,18 @@ def _define_conformance_sessions() -> dict:
             nox.session(name=session_name, python=_python(run["python"]))(one)
             columns[run["label"]] = (session_name, run)
             continue
-        # several runs (versions) of one framework: a session parametrized by version, each
-        # version in its own Python
-        by_version = {r["version"]: r for r in runs}
+        # several runs (versions) of one framework: a session per version, each in its own
+        # Python (nox cannot parametrize the interpreter: one named session each)
+        for run in runs:
+            def one_version(session: nox.Session, _name=name, _run=run) -> None:
+                _conformance(session, _name, _run)
 
-        def many(session: nox.Session, python: str, version: str, _name=name, _by=by_version) -> None:
-            _conformance(session, _name, _by[version])
-
-        many.__doc__ = f"The suites against {name} " + ", ".join(by_version) + "."
-        nox.session(name=session_name)(nox.parametrize(
-            ("python", "version"), [(_python(r["python"]), v) for v, r in by_version.items()],
-            ids=list(by_version))(many))
-        for version, run in by_version.items():
-            columns[run["label"]] = (f"{session_name}({version})", run)
+            one_version.__doc__ = (f"The suites against {name} {run['version']} "
+                                   f"(Python {run['python']}).")
+            versioned = f"{session_name}({run['version']})"
+            nox.session(name=versioned, python=_python(run["python"]),
+                        venv_backend=_backend(run["python"]))(one_version)
+            columns[run["label"]] = (versioned, run)
     return columns
 
 
@@ -229,18 +233,18 @@ def _record_history(session: nox.Session, adapter: str, release: dict) -> None:
 
 
 def _define_history_sessions() -> dict:
+    """``history-<adapter>(<version>)``: one session per release, in that release's Python."""
     by_adapter: dict = {}
     for session_name, (adapter, release) in _history_releases().items():
         by_adapter.setdefault(adapter, {})[release["version"]] = release
-    for adapter, by_version in by_adapter.items():
-        def one(session: nox.Session, python: str, version: str, _adapter=adapter, _by=by_version) -> None:
-            _record_history(session, _adapter, _by[version])
 
-        one.__doc__ = (f"{adapter}'s evidence output under this release, into "
-                       f"conformance/history/{adapter}/<version>.json (resumable).")
-        nox.session(name=f"history-{adapter}")(nox.parametrize(
-            ("python", "version"), [(_python(r["python"]), v) for v, r in by_version.items()],
-            ids=list(by_version))(one))
+        def one(session: nox.Session, _adapter=adapter, _release=release) -> None:
+            _record_history(session, _adapter, _release)
+
+        one.__doc__ = (f"{adapter} {release['version']}'s evidence output (Python "
+                       f"{release['python']}), into conformance/history/{adapter}/ (resumable).")
+        nox.session(name=session_name, python=_python(release["python"]),
+                    venv_backend=_backend(release["python"]))(one)
     return by_adapter
 
 
