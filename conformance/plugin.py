@@ -168,8 +168,6 @@ def pytest_configure(config):
         raise pytest.UsageError(str(exc)) from None
     h.context = {"adapter": adapter.name, "framework_version": version, "device": device,
                  "python": platform.python_version()}
-    # a version the expectations were not written for says so (conformance.expectations)
-    h.context["expectations_note"] = coverage_note(Path(path) if path else adapter.expectations_file(), version)
     if _is_controller(config):
         h.records = TestRecords(h.context)
         results = config.getoption("results")
@@ -184,6 +182,7 @@ def pytest_configure(config):
             # conformance_timeout / leak_check: what makes a test TIMEOUT or LEAK, which a
             # reproduction script applies the same way
             h.results.header({**h.context, "adapter_spec": spec, "conformance_timeout": limit,
+                              "expectations_note": _expectations_note(config, h),
                               "leak_check": [warmups, runs] if leak_check else None},
                              h.suites_dir, len(h.catalogue.rules))
         config.pluginmanager.register(Controller(config, h), "autograd-conformance-controller")
@@ -196,7 +195,15 @@ def pytest_report_header(config):
     return (f"conformance: adapter {h.adapter.name} {h.context['framework_version']}, device "
             f"{h.device}, {len(h.catalogue.rules)} rules, "
             f"{len(h.expectations)} expectations"
-            + (f"; {h.context['expectations_note']}" if h.context.get("expectations_note") else ""))
+            + (f"; {note}" if (note := _expectations_note(config, h)) else ""))
+
+
+def _expectations_note(config, h) -> str:
+    """"" unless the expectations were not written for this framework version (a run of
+    another release says so in its header; conformance.expectations.coverage_note)."""
+    path = config.getoption("expectations")
+    return coverage_note(Path(path) if path else h.adapter.expectations_file(),
+                         h.context["framework_version"])
 
 
 # -- fixtures ------------------------------------------------------------------------

@@ -250,3 +250,20 @@ def test_every_shipped_entry_names_its_root_cause(name, versions):
         assert entries or name == "torch"
         missing = sorted({e.rule for e in entries if not e.root_cause})
         assert not missing, f"{name} {version}: entries without root_cause: {missing}"
+
+
+def test_a_version_the_file_was_not_written_for_is_named(tmp_path):
+    from conformance.expectations import coverage_note
+
+    path = tmp_path / "fw.toml"
+    path.write_text('written_for = ["2.13.*"]\n\n[["identity.grad-stable-id"]]\noutcome = "DIVERGES"\n'
+                    'reason = "r"\nversions = ["1.13.*"]\n')
+    assert coverage_note(path, "2.13.0") == ""
+    assert coverage_note(path, "1.13.1+cu117") == ""  # an entry was written for it
+    note = coverage_note(path, "2.4.1")
+    assert "no expectation entry was written for version 2.4.1" in note and "2.13.*" in note
+    path.write_text('[["identity.grad-stable-id"]]\noutcome = "DIVERGES"\nreason = "r"\n')
+    assert coverage_note(path, "0.1") == ""  # a file without written_for makes no claim
+    path.write_text('written_for = "2.13"\n')
+    with pytest.raises(ExpectationsError, match="'written_for' must be a list"):
+        coverage_note(path, "2.13.0")
