@@ -150,15 +150,26 @@ def _pip_name(cls) -> str:
     return cls.module or cls.name
 
 
+def _named_versions(name: str) -> list[str]:
+    """The versions of adapter ``name`` in $AUTOGRAD_CONFORMANCE_RELEASES; a malformed value
+    stops nox with one line."""
+    from conformance.history import RELEASES_VARIABLE, HistoryError, named_releases
+
+    try:
+        return named_releases(name, os.environ.get(RELEASES_VARIABLE, ""))
+    except HistoryError as exc:
+        raise SystemExit(f"noxfile.py: {exc}") from None
+
+
 def _named_runs(name: str, cls) -> list[dict]:
     """Optional runs of other releases named in $AUTOGRAD_CONFORMANCE_RELEASES
     ("torch==2.14.1"; docs/running.md): each a column of its own, with the Python and pins of
     the nearest release the adapter lists."""
-    from conformance.history import RELEASES_VARIABLE, release_for, named_releases
+    from conformance.history import release_for
 
     listed = {r["version"] for r in cls.runs}
     runs = []
-    for version in named_releases(name, os.environ.get(RELEASES_VARIABLE, "")):
+    for version in _named_versions(name):
         if version in listed:
             continue
         release = release_for(tuple(getattr(cls, "releases", ())), _pip_name(cls), version)
@@ -209,14 +220,13 @@ REPORT_RUNS = _define_conformance_sessions()
 def _history_releases() -> dict:
     """session name -> (adapter name, release): each release an adapter lists (``releases``)
     plus those named in $AUTOGRAD_CONFORMANCE_RELEASES."""
-    from conformance.history import RELEASES_VARIABLE, release_for, named_releases
+    from conformance.history import release_for
 
     found = {}
     for name, cls in builtin_adapter_classes().items():
         releases = tuple(getattr(cls, "releases", ()))
         versions = [r["version"] for r in releases]
-        versions += [v for v in named_releases(name, os.environ.get(RELEASES_VARIABLE, ""))
-                     if v not in versions]
+        versions += [v for v in _named_versions(name) if v not in versions]
         for version in versions:
             found[f"history-{name}({version})"] = (name, release_for(releases, _pip_name(cls), version))
     return found
