@@ -136,13 +136,55 @@ def _conformance(session: nox.Session, adapter: str, run: dict) -> None:
                 *run.get("pytest_args", ()), *session.posargs)
 
 
+def _backend(python: str) -> str | None:
+    """The stdlib ``venv`` for Pythons older than 3.9, which virtualenv no longer seeds."""
+    return "venv" if tuple(int(x) for x in python.split(".")[:2]) < (3, 9) else None
+
+
+def _pip_name(cls) -> str:
+    """The requirement name an adapter's runs pin (``torch`` in ``torch==2.13.0``)."""
+    for run in (*cls.runs, *getattr(cls, "releases", ())):
+        for requirement in run.get("install") or ():
+            if "==" in requirement:
+                return requirement.partition("==")[0]
+    return cls.module or cls.name
+
+
+def _named_versions(name: str) -> list[str]:
+    """The versions of adapter ``name`` in $AUTOGRAD_CONFORMANCE_RELEASES; a malformed value
+    stops nox with one line."""
+    from conformance.history import RELEASES_VARIABLE, HistoryError, named_releases
+
+    try:
+        return named_releases(name, os.environ.get(RELEASES_VARIABLE, ""))
+    except HistoryError as exc:
+        raise SystemExit(f"noxfile.py: {exc}") from None
+
+
+def _named_runs(name: str, cls) -> list[dict]:
+    """Optional runs of other releases named in $AUTOGRAD_CONFORMANCE_RELEASES
+    ("torch==2.14.1"; docs/running.md): each a column of its own, with the Python and pins of
+    the nearest release the adapter lists."""
+    from conformance.history import release_for
+
+    listed = {r["version"] for r in cls.runs}
+    runs = []
+    for version in _named_versions(name):
+        if version in listed:
+            continue
+        release = release_for(tuple(getattr(cls, "releases", ())), _pip_name(cls), version)
+        runs.append({"label": f"{name}-{version}", "version": version, "required": False,
+                     "install": release["install"], "python": release["python"]})
+    return runs
+
+
 def _define_conformance_sessions() -> dict:
     """One session per built-in adapter: ``conformance-<name>``, parametrized by version
-    (``conformance-oneflow(0.9.0)``) when the adapter makes several runs. Returns
-    report label -> (session name, run)."""
+    (``conformance-torch(2.15.0)``) when the adapter makes several runs, each in the Python
+    its run names. Returns report label -> (session name, run)."""
     columns = {}
     for name, cls in builtin_adapter_classes().items():
-        runs = list(cls.runs)
+        runs = list(cls.runs) + _named_runs(name, cls)
         if not runs:
             continue
         session_name = f"conformance-{name}"
@@ -156,24 +198,98 @@ def _define_conformance_sessions() -> dict:
             nox.session(name=session_name, python=_python(run["python"]))(one)
             columns[run["label"]] = (session_name, run)
             continue
-        # several runs (versions) of one framework: a parametrized session per Python
-        by_version = {r["version"]: r for r in runs}
+        # several runs (versions) of one framework: a session per version, each in its own
+        # Python (nox cannot parametrize the interpreter: one named session each)
+        for run in runs:
+            def one_version(session: nox.Session, _name=name, _run=run) -> None:
+                _conformance(session, _name, _run)
 
-        def many(session: nox.Session, version: str, _name=name, _by=by_version) -> None:
-            _conformance(session, _name, _by[version])
-
-        many.__doc__ = f"The suites against {name} " + ", ".join(by_version) + "."
-        pythons = {r["python"] for r in runs}
-        if len(pythons) != 1:
-            raise RuntimeError(f"adapter {name}: its runs need one Python, not {sorted(pythons)}")
-        nox.session(name=session_name, python=_python(pythons.pop()))(
-            nox.parametrize("version", list(by_version), ids=list(by_version))(many))
-        for version, run in by_version.items():
-            columns[run["label"]] = (f"{session_name}({version})", run)
+            one_version.__doc__ = (f"The suites against {name} {run['version']} "
+                                   f"(Python {run['python']}).")
+            versioned = f"{session_name}({run['version']})"
+            nox.session(name=versioned, python=_python(run["python"]),
+                        venv_backend=_backend(run["python"]))(one_version)
+            columns[run["label"]] = (versioned, run)
     return columns
 
 
 REPORT_RUNS = _define_conformance_sessions()
+
+
+# -- history: every rule's evidence under older releases (conformance/history) -------------
+def _history_releases() -> dict:
+    """session name -> (adapter name, release): each release an adapter lists (``releases``)
+    plus those named in $AUTOGRAD_CONFORMANCE_RELEASES."""
+    from conformance.history import release_for
+
+    found = {}
+    for name, cls in builtin_adapter_classes().items():
+        releases = tuple(getattr(cls, "releases", ()))
+        versions = [r["version"] for r in releases]
+        versions += [v for v in _named_versions(name) if v not in versions]
+        for version in versions:
+            found[f"history-{name}({version})"] = (name, release_for(releases, _pip_name(cls), version))
+    return found
+
+
+def _record_history(session: nox.Session, adapter: str, release: dict) -> None:
+    """Install the release in this session's venv (its own Python), then run the snippets in
+    it from the harness's interpreter (nox's own: the harness needs Python >= 3.10)."""
+    session.install(*release["install"])
+    root = os.path.dirname(os.path.abspath(__file__))
+    python = os.path.join(session.virtualenv.bin, "python")
+    session.run(sys.executable, "-m", "conformance.history", "record", adapter, release["version"],
+                "--python", python, *session.posargs, external=True, env={"PYTHONPATH": root})
+
+
+def _define_history_sessions() -> dict:
+    """``history-<adapter>(<version>)``: one session per release, in that release's Python."""
+    by_adapter: dict = {}
+    for session_name, (adapter, release) in _history_releases().items():
+        by_adapter.setdefault(adapter, {})[release["version"]] = release
+
+        def one(session: nox.Session, _adapter=adapter, _release=release) -> None:
+            _record_history(session, _adapter, _release)
+
+        one.__doc__ = (f"{adapter} {release['version']}'s evidence output (Python "
+                       f"{release['python']}), into conformance/history/{adapter}/ (resumable).")
+        nox.session(name=session_name, python=_python(release["python"]),
+                    venv_backend=_backend(release["python"]))(one)
+    return by_adapter
+
+
+HISTORY_RELEASES = _define_history_sessions()
+
+
+@nox.session(python=False)
+def history(session: nox.Session) -> None:
+    """Record every release the adapters list that has no history file yet or stale entries
+    (one history-<adapter>(<version>) session each, in sequence), then show the changes.
+    `-- torch==1.2.0 ...` limits it to those releases. Spread over machines: docs/running.md."""
+    import subprocess
+
+    root = os.path.dirname(os.path.abspath(__file__))
+    wanted = {a.replace("==", "(") + ")" for a in session.posargs}
+    for adapter, by_version in HISTORY_RELEASES.items():
+        for version in by_version:
+            name = f"history-{adapter}({version})"
+            if wanted and f"{adapter}({version})" not in wanted:
+                continue
+            session.log(f"{name}: recording")
+            session.run(sys.executable, "-m", "nox", "-s", name, external=True)
+    session.run(sys.executable, "-m", "conformance.history", "changes", external=True,
+                env={"PYTHONPATH": root})
+
+
+@nox.session(python=False)
+def history_merge(session: nox.Session) -> None:
+    """Combine release files recorded on other machines: `nox -s history_merge -- DIR ...`
+    (each DIR a copy of another machine's conformance/history, e.g. a CI artifact)."""
+    if not session.posargs:
+        session.error("name the folders to merge: nox -s history_merge -- artifacts/history-*")
+    root = os.path.dirname(os.path.abspath(__file__))
+    session.run(sys.executable, "-m", "conformance.history", "merge", *session.posargs,
+                external=True, env={"PYTHONPATH": root})
 
 
 # -- differential testing (docs/differential.md) ---------------------------------------------

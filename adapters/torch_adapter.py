@@ -1,5 +1,20 @@
-"""PyTorch 2.13: the framework whose observed behaviour most rules were written from."""
+"""PyTorch: 2.13 is the release most rules were written from; any other release runs too.
+
+``runs`` are the report's torch columns: 2.13.0 (pinned, the CPU wheel) and the newest release
+are required, 1.13.1 (the last 1.x, Python 3.10 with numpy < 2) optional. ``releases`` are the
+ones whose evidence output the history records (conformance/history), each with the Python it
+needs; another version is named at run time (docs/running.md, "Another torch release").
+"""
 from adapters.base import Adapter
+
+NEWEST = "2.15.0"  # the newest release the package index had when the columns were last set
+
+
+def _release(version: str, python: str) -> dict:
+    # torch 1.x was built against numpy 1: with numpy 2 every tensor.numpy() raises
+    # "Numpy is not available" (check_device names it before a run)
+    pins = ["numpy<2"] if version.startswith("1.") else []
+    return {"version": version, "python": python, "install": [f"torch=={version}", *pins]}
 
 
 class TorchAdapter(Adapter):
@@ -7,8 +22,21 @@ class TorchAdapter(Adapter):
     install_hint = "pip install torch==2.13.0"
     devices = ("cpu", "cuda")
     module = "torch"
-    runs = ({"label": "torch", "version": "2.13.0", "install": ["torch==2.13.0"], "python": "3.11",
-             "required": True},)
+    runs = (
+        {"label": "torch", "version": "2.13.0", "install": ["torch==2.13.0"], "python": "3.11",
+         "required": True},
+        {"label": f"torch-{NEWEST}", "version": NEWEST, "install": [f"torch=={NEWEST}"],
+         "python": "3.11", "required": True},
+        {"label": "torch-1.13.1", "version": "1.13.1", "install": ["torch==1.13.1", "numpy<2"],
+         "python": "3.10", "required": False},
+    )
+    # oldest first; 1.1.0 is here because PR 22983 (custom Function ownership) is in 1.2.0
+    releases = tuple(_release(v, py) for v, py in (
+        ("1.1.0", "3.7"), ("1.2.0", "3.7"), ("1.3.0", "3.7"), ("1.4.0", "3.7"), ("1.5.0", "3.7"),
+        ("1.7.1", "3.8"), ("1.9.0", "3.8"), ("1.11.0", "3.8"), ("1.13.1", "3.8"),
+        ("2.0.1", "3.8"), ("2.4.1", "3.8"), ("2.6.0", "3.11"), ("2.9.1", "3.11"),
+        ("2.13.0", "3.11"), (NEWEST, "3.11"),
+    ))
 
     def _import(self):
         import torch
@@ -16,6 +44,18 @@ class TorchAdapter(Adapter):
         return torch
 
     def check_device(self, device: str) -> None:
+        """Also the environment: torch 1.x beside numpy 2 fails every tensor.numpy() call
+        ("Numpy is not available"), which would make most tests ERROR with no hint."""
+        try:
+            self.fw.zeros(1).numpy()
+        except Exception as exc:  # noqa: BLE001 - whatever breaks, say it in one line
+            import numpy
+
+            text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ValueError(
+                f"adapter 'torch': torch {self.framework_version()} cannot use numpy "
+                f"{numpy.__version__} here ({text}); torch 1.x needs numpy < 2: "
+                f"pip install 'numpy<2'") from None
         if device == "cuda" and not self.fw.cuda.is_available():
             raise ValueError("adapter 'torch': --device cuda but torch.cuda.is_available() is "
                              "False (a CPU build or no GPU); use --device cpu")

@@ -17,6 +17,11 @@ Format (``adapters/expectations/<adapter>.toml``; no file means no expectations)
     versions = ["0.8.*"]                 # optional fnmatch patterns on the framework version
     tests = ["test_name*"]               # optional fnmatch patterns on the test names
 
+A top-level ``written_for = ["2.13.*", "2.15.*"]`` names the framework versions whose runs
+the file was written from (fnmatch patterns, like ``versions``); a run of any other version
+says so in its results header and on the page (``coverage_note``), since its outcomes were
+never reviewed. A file without it makes no such claim.
+
 A rule whose expectation differs between versions, or between its tests, uses an array of
 tables, ``[["identity.grad-stable-id"]]``, one entry per version set (and test set). For a
 test, an entry naming it in ``tests`` wins over an entry for the whole rule; at most one of
@@ -195,6 +200,36 @@ def _pattern_names_a_test(pattern: str, names: Iterable[str]) -> bool:
                for name in names)
 
 
+WRITTEN_FOR = "written_for"
+
+
+def _written_for(path: Path, data: dict) -> tuple[str, ...]:
+    patterns = data.pop(WRITTEN_FOR, [])
+    if not isinstance(patterns, list) or not all(isinstance(v, str) and v for v in patterns):
+        raise ExpectationsError(f"{path}: key {WRITTEN_FOR!r} must be a list of version patterns "
+                                f"such as [\"2.13.*\"]")
+    return tuple(patterns)
+
+
+def coverage_note(path: Path | None, version: str) -> str:
+    """"" when ``path``'s entries were written for ``version`` (its ``written_for`` or an
+    entry's ``versions`` names it, or it makes no claim); else one line saying they were not."""
+    if path is None or not Path(path).is_file():
+        return ""
+    data = read_toml(Path(path), ExpectationsError)
+    patterns = _written_for(Path(path), data)
+    if not patterns:
+        return ""
+    entry_patterns = {v for _, value in _entries(data)
+                      for table in (value if isinstance(value, list) else [value])
+                      if isinstance(table, dict) for v in table.get("versions", ())}
+    if any(fnmatch.fnmatchcase(version, v) for v in (*patterns, *entry_patterns)):
+        return ""
+    return (f"no expectation entry was written for version {version} (the file covers "
+            f"{', '.join(patterns)}): an outcome that differs from them is this version's, "
+            f"not a regression")
+
+
 def load_expectations(path: Path | None, rule_ids: Iterable[str], version: str,
                       test_names: dict[str, set[str]] | None = None) -> ExpectationSet:
     """The expectations in ``path`` that apply to framework ``version``, by rule id.
@@ -210,7 +245,9 @@ def load_expectations(path: Path | None, rule_ids: Iterable[str], version: str,
     known = set(rule_ids)
     chosen = ExpectationSet()
     statements: dict[str, tuple[str, str]] = {}  # root cause -> (reason, rule id of its first entry)
-    for rule_id, value in _entries(read_toml(path, ExpectationsError)):
+    data = read_toml(path, ExpectationsError)
+    _written_for(path, data)
+    for rule_id, value in _entries(data):
         if rule_id not in known:
             close = difflib.get_close_matches(rule_id, sorted(known), n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}? " if close else ""

@@ -25,7 +25,7 @@ import pytest
 from adapters.base import Adapter, FrameworkNotInstalled, Unsupported, load_adapter
 from conformance import features, hookspecs, isolation, leakcheck, options, summary, timeout, traceability
 from conformance.rules import Catalogue, load_catalogue
-from conformance.expectations import ExpectationSet, load_expectations
+from conformance.expectations import ExpectationSet, coverage_note, load_expectations
 from conformance.outcomes import HELD, Outcome, Verdict, blocked_by, first_lines, judge, test_outcome
 from conformance.results import PhaseInfo, ResultsFile, RunHeader, Tally, TestRecords, phase_info
 from conformance.results.locks import InUse
@@ -265,6 +265,7 @@ def pytest_configure(config):
                 h.results.header(dataclasses.replace(
                     h.run, adapter_spec=spec, conformance_timeout=limit,
                     leak_check=[warmups, runs] if leak_check else None,
+                    expectations_note=_expectations_note(config, h) or None,
                     **_suite_digest(h.suites_dir)), h.suites_dir, len(h.catalogue.rules))
             except OSError as exc:  # a full disk (ENOSPC) or a file system that refuses it
                 raise pytest.UsageError(f"--results {results}: cannot write it ({exc.strerror or exc}); "
@@ -278,7 +279,16 @@ def pytest_report_header(config):
         return None
     return (f"conformance: adapter {h.adapter.name} {h.run.framework_version}, device "
             f"{h.device}, {len(h.catalogue.rules)} rules, "
-            f"{len(h.expectations)} expectations")
+            f"{len(h.expectations)} expectations"
+            + (f"; {note}" if (note := _expectations_note(config, h)) else ""))
+
+
+def _expectations_note(config, h) -> str:
+    """"" unless the expectations were not written for this framework version (a run of
+    another release says so in its header; conformance.expectations.coverage_note)."""
+    path = config.getoption("expectations")
+    return coverage_note(Path(path) if path else h.adapter.expectations_file(),
+                         h.run.framework_version)
 
 
 def _check_declared_features(adapter: Adapter) -> None:

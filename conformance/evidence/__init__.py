@@ -19,14 +19,11 @@ never addresses or paths.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
-import io
 import re
-import sys
 from pathlib import Path
 
+from conformance.evidence import runner
 from conformance.tomlfile import FileError, read_toml
 
 DIRECTORY = Path(__file__).resolve().parent
@@ -37,7 +34,13 @@ SOURCE_PART = re.compile(r"^(?:evidence:(?P<suite>[a-z][a-z0-9_]*)#(?P<rule>\S+)
 PRELUDE = '''\
 import gc, sys, threading, warnings, weakref
 import torch
-import torch.autograd.forward_ad as fwAD
+try:
+    import torch.autograd.forward_ad as fwAD
+except ImportError as missing:  # a release before forward-mode AD: using fwAD raises this
+    class _Absent:
+        def __getattr__(self, name, _text=str(missing)):
+            raise ImportError(_text)
+    fwAD = _Absent()
 
 def attempt(fn):
     """Call fn(); print 'ok' or 'raises <Class>: <first line of the message>'."""
@@ -120,25 +123,8 @@ def source_problems(rule_id: str, source: str, evidence: dict[str, Evidence]) ->
 
 
 def run_snippet(snippet: str) -> str:
-    """What ``snippet`` prints after the prelude; an escaping exception ends it as attempt() would."""
-    namespace: dict = {"__name__": "__evidence__"}
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        try:
-            exec(compile(PRELUDE, "<prelude>", "exec"), namespace)
-            exec(compile(snippet, "<snippet>", "exec"), namespace)
-        except Exception as exc:  # noqa: BLE001 - the output records it
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            print(f"uncaught {type(exc).__name__}: {first}")
-    # The namespace is not cleared: a snippet's weakref callbacks and finalizers may still need
-    # its names; the cyclic collector frees it (functions refer to it as their globals).
-    gc.enable()  # a snippet that checks refcount-only freeing disables gc
-    # a snippet that ends inside a forward-AD level (an uncaught error, a thread that never
-    # exits) would make the next snippet's level a nested one: levels are process-wide
-    forward_ad = sys.modules.get("torch.autograd.forward_ad")
-    while forward_ad is not None and getattr(forward_ad, "_current_level", -1) >= 0:
-        forward_ad.exit_dual_level()
-    return buffer.getvalue().strip()
+    """What ``snippet`` prints after the prelude (conformance/evidence/runner.py runs it)."""
+    return runner.run_snippet(PRELUDE, snippet)
 
 
 def normalise(text: str) -> str:

@@ -84,6 +84,7 @@ def context(data: Combined) -> dict[str, Any]:
                         "python": header.python, "device": header.device,
                         "suite_revision": header.suite_revision,
                         "suite_dirty": header.suite_dirty, "started": header.started,
+                        "expectations_note": header.expectations_note,
                         "adapter": run.framework, "title": run.title})
     rules_by_suite: dict[str, list] = {s: [] for s in suites}
     for e in data.catalogue:
@@ -198,7 +199,15 @@ def render(data: Combined) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("index.html.j2").render(**context(data))
+    return env.get_template("index.html.j2").render(**context(data), history_section=_history_section())
+
+
+def _history_section() -> str:
+    """The "lifetime changes by release" section (conformance/history/render.py)."""
+    from conformance import evidence
+    from conformance.history import render as history
+
+    return history.report_section(evidence.load())
 
 
 def write(data: Combined, path: Path) -> Path:

@@ -55,7 +55,7 @@ STATUSES = ("complete", "interrupted", "not-installed", "missing")
 #: The header fields a column of results.json keeps (what its reproduction scripts need).
 RUN_KEYS = ("suite_revision", "suite_dirty", "suite_digest", "adapter", "adapter_spec",
             "framework_version", "python", "python_executable", "device", "platform", "started",
-            "conformance_timeout", "leak_check")
+            "conformance_timeout", "leak_check", "expectations_note")
 #: The end-line fields a column keeps.
 END_KEYS = ("finished", "exitstatus", "counts", "not_run")
 #: Keys of each entry of a run's ``root_causes`` (conformance.report.rootcause), ranked.

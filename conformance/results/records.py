@@ -135,6 +135,8 @@ class RunHeader(_Record):
     platform: str | None = _field(str)
     rules: int | None = _field(int)
     argv: list | None = _field(list)
+    #: "" unless the expectations were not written for this framework version
+    expectations_note: str | None = _field(str, omit_none=True)
     extra: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @property

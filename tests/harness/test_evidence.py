@@ -51,3 +51,17 @@ def test_snippet_prints_the_recorded_output(rule_id, torch_213):
     entry = EVIDENCE[rule_id]
     assert ev.normalise(entry.output), f"{rule_id}: no recorded output; run python -m conformance.evidence --record"
     assert ev.normalise(ev.run_snippet(entry.snippet)) == ev.normalise(entry.output)
+
+
+def test_check_on_another_release_reports_its_differences(monkeypatch, capsys, torch_213):
+    from conformance.evidence import __main__ as cli
+
+    entry = ev.Evidence("engine.x", "print('now')", "then", "", ev.DIRECTORY / "engine.toml")
+    monkeypatch.setattr(ev, "load", lambda: {"engine.x": entry})
+    monkeypatch.setattr(torch_213, "__version__", "1.13.1")
+    assert cli.main(["--check", "engine"]) == 1
+    out = capsys.readouterr().out
+    assert "torch 1.13.1: the evidence was recorded on torch 2.13" in out
+    assert "DIFFERS engine.x" in out and "1 snippets run, 1 differ" in out
+    assert cli.main(["--record", "engine"]) == 4  # another release's output never overwrites 2.13's
+    assert "python -m conformance.history record" in capsys.readouterr().err

@@ -275,3 +275,20 @@ def test_a_file_that_is_not_utf8_is_named_with_its_line(tmp_path):
 def test_a_file_nested_too_deeply_is_named(tmp_path):
     with pytest.raises(ExpectationsError, match="nested too deeply|not valid TOML"):
         load(tmp_path, "x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+
+
+def test_a_version_the_file_was_not_written_for_is_named(tmp_path):
+    from conformance.expectations import coverage_note
+
+    path = tmp_path / "fw.toml"
+    path.write_text('written_for = ["2.13.*"]\n\n[["identity.grad-stable-id"]]\noutcome = "DIVERGES"\n'
+                    'reason = "r"\nversions = ["1.13.*"]\n')
+    assert coverage_note(path, "2.13.0") == ""
+    assert coverage_note(path, "1.13.1+cu117") == ""  # an entry was written for it
+    note = coverage_note(path, "2.4.1")
+    assert "no expectation entry was written for version 2.4.1" in note and "2.13.*" in note
+    path.write_text('[["identity.grad-stable-id"]]\noutcome = "DIVERGES"\nreason = "r"\n')
+    assert coverage_note(path, "0.1") == ""  # a file without written_for makes no claim
+    path.write_text('written_for = "2.13"\n')
+    with pytest.raises(ExpectationsError, match="'written_for' must be a list"):
+        coverage_note(path, "2.13.0")

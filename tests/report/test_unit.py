@@ -71,10 +71,11 @@ def results_dir(tmp_path):
 
 def test_results_json_holds_every_column_with_its_status(results_dir, tmp_path):
     data, page = build(results_dir, tmp_path / "out")
-    assert [r.label for r in data.runs] == ["reference", "torch", "paddle", "oneflow-0.9.0",
-                                            "oneflow-0.8.0", "tinygrad"]
+    assert [r.label for r in data.runs] == ["reference", "torch", "torch-2.15.0", "torch-1.13.1",
+                                            "paddle", "oneflow-0.9.0", "oneflow-0.8.0", "tinygrad"]
     status = {r.label: r.status for r in data.runs}
-    assert status == {"reference": "complete", "torch": "complete", "paddle": "missing",
+    assert status == {"reference": "complete", "torch": "complete", "torch-2.15.0": "missing",
+                      "torch-1.13.1": "missing", "paddle": "missing",
                       "oneflow-0.9.0": "not-installed", "oneflow-0.8.0": "interrupted",
                       "tinygrad": "missing"}
     loaded = json.loads((tmp_path / "out" / "results.json").read_text())
@@ -170,7 +171,7 @@ def test_junit_file_per_run(results_dir, tmp_path):
     data, _ = build(results_dir, tmp_path / "out")
     files = sorted(p.name for p in (tmp_path / "out" / "junit").iterdir())
     assert files == ["oneflow-0.8.0.xml", "oneflow-0.9.0.xml", "paddle.xml", "reference.xml",
-                     "tinygrad.xml", "torch.xml"]
+                     "tinygrad.xml", "torch-1.13.1.xml", "torch-2.15.0.xml", "torch.xml"]
     root = ET.parse(tmp_path / "out" / "junit" / "oneflow-0.8.0.xml").getroot()
     failures = root.findall(".//failure")
     assert failures and "<script>" in failures[0].text

@@ -1,0 +1,65 @@
+"""Run evidence snippets: in this process (``run_snippet``) or as a child process of any Python.
+
+Standard library only, and syntax Python 3.7 accepts: ``python -I runner.py`` is what the
+history (conformance/history) starts in the interpreter of an old framework release, which
+cannot import the rest of the harness. Called that way it reads one JSON object on stdin,
+``{"prelude": str, "module": str, "snippets": [[rule, snippet, tag], ...], "out": path}``, and
+appends one JSON line per snippet (rule, tag, output) to ``out`` as soon as it has run (a first line names the framework's
+version), so the parent sees how far a run got when a snippet hangs or crashes the process.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import json
+import os
+import sys
+
+
+def run_snippet(prelude: str, snippet: str) -> str:
+    """What ``snippet`` prints after ``prelude``; an escaping exception ends it as attempt() would."""
+    namespace = {"__name__": "__evidence__"}
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        try:
+            exec(compile(prelude, "<prelude>", "exec"), namespace)
+            exec(compile(snippet, "<snippet>", "exec"), namespace)
+        except Exception as exc:  # noqa: BLE001 - the output records it
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            print("uncaught {}: {}".format(type(exc).__name__, first))
+    # The namespace is not cleared: a snippet's weakref callbacks and finalizers may still need
+    # its names; the cyclic collector frees it (functions refer to it as their globals).
+    gc.enable()  # a snippet that checks refcount-only freeing disables gc
+    # a snippet that ends inside a forward-AD level (an uncaught error, a thread that never
+    # exits) would make the next snippet's level a nested one: levels are process-wide
+    forward_ad = sys.modules.get("torch.autograd.forward_ad")
+    while forward_ad is not None and getattr(forward_ad, "_current_level", -1) >= 0:
+        forward_ad.exit_dual_level()
+    return buffer.getvalue().strip()
+
+
+def _append(fh, record: dict) -> None:
+    fh.write(json.dumps(record) + "\n")
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+def main() -> None:
+    job = json.loads(sys.stdin.read())
+    with open(job["out"], "a", encoding="utf-8") as fh:
+        try:
+            module = __import__(job["module"])
+            version = str(getattr(module, "__version__", "unknown"))
+        except Exception as exc:  # noqa: BLE001 - the parent reports it in one line
+            _append(fh, {"import_error": "{}: {}".format(type(exc).__name__, exc)})
+            os._exit(3)
+        _append(fh, {"version": version, "python": "{}.{}.{}".format(*sys.version_info[:3])})
+        for rule, snippet, tag in job["snippets"]:
+            _append(fh, {"rule": rule, "digest": tag, "output": run_snippet(job["prelude"], snippet)})
+    sys.stdout.flush()
+    os._exit(0)  # a snippet's leftover non-daemon thread must not keep the process alive
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""``python -m conformance.history record ADAPTER VERSION --python EXE`` | ``merge DIR ...`` |
+``releases ADAPTER`` | ``changes``
+
+record: run every evidence snippet under EXE (an interpreter with that release installed) into
+conformance/history/<adapter>/<version>.json (resumable; only new or edited snippets re-run).
+merge: copy the release files that other machines recorded (their conformance/history
+folders, e.g. CI artifacts) into this one. releases: the adapter's releases, one per line
+(version python), for a CI matrix. changes: every rule whose output changed between two
+recorded releases, with both outputs.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from conformance import history
+from conformance.evidence import EvidenceError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.history",
+                                     description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="run the snippets under one release")
+    rec.add_argument("adapter")
+    rec.add_argument("version")
+    rec.add_argument("--python", required=True, help="interpreter that has the release installed")
+    rec.add_argument("--timeout", type=float, default=60.0, help="seconds a snippet may take")
+    rec.add_argument("--directory", type=Path, default=history.DIRECTORY)
+    mer = sub.add_parser("merge", help="combine release files recorded elsewhere")
+    mer.add_argument("sources", nargs="+", type=Path)
+    mer.add_argument("--directory", type=Path, default=history.DIRECTORY)
+    rel = sub.add_parser("releases", help="list an adapter's releases (version python)")
+    rel.add_argument("adapter")
+    cha = sub.add_parser("changes", help="list every change between recorded releases")
+    cha.add_argument("--directory", type=Path, default=history.DIRECTORY)
+    args = parser.parse_args(argv)
+    from adapters.base import builtin_adapter_classes
+
+    try:
+        if args.command == "releases":
+            cls = builtin_adapter_classes().get(args.adapter)
+            if cls is None:
+                raise history.HistoryError(f"no built-in adapter {args.adapter!r}")
+            for r in cls.releases:
+                print(r["version"], r["python"])
+            return 0
+        if args.command == "changes":
+            from conformance import evidence as ev
+            from conformance.history import render
+
+            for line in render.text(ev.load(), args.directory):
+                print(line)
+            return 0
+        if args.command == "merge":
+            from conformance.history.merge import merge
+
+            for line in merge(args.sources, args.directory):
+                print(line)
+            return 0
+        cls = builtin_adapter_classes().get(args.adapter)
+        module = cls.module if cls is not None else args.adapter
+        from conformance.history.record import record
+
+        path = record(args.adapter, module, args.version, args.python, args.directory,
+                      timeout=args.timeout)
+        print(f"wrote {path}")
+        return 0
+    except (history.HistoryError, EvidenceError) as exc:
+        print(f"conformance.history: {exc}", file=sys.stderr)
+        return 4
+
+
+if __name__ == "__main__":
+    sys.exit(main())

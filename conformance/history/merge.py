@@ -1,0 +1,38 @@
+"""Combine release files recorded on several machines (a CI matrix, one release per job).
+
+Each source is a copy of another checkout's conformance/history folder (or any folder holding
+``<adapter>/<version>.json``). A file is taken when this checkout has none for that release, or
+when it covers more of the current snippets (by digest) than the one here; files are copied
+whole (written to a temporary name, then renamed).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from conformance import history
+
+
+def _current(data: dict, digests: dict) -> int:
+    return sum(1 for rule, obs in data["observations"].items() if digests.get(rule) == obs.get("digest"))
+
+
+def merge(sources: list[Path], directory: Path = history.DIRECTORY) -> list[str]:
+    """Copy the better release files from ``sources`` into ``directory``; one line per file."""
+    from conformance import evidence as ev
+
+    digests = {rule: history.digest(ev.PRELUDE, e.snippet) for rule, e in ev.load().items()}
+    lines = []
+    for source in sources:
+        if not Path(source).is_dir():
+            raise history.HistoryError(f"{source}: not a folder (give copies of conformance/history)")
+        for path in sorted(Path(source).glob("*/*.json")):
+            data = history.read(path)
+            target = Path(directory) / path.parent.name / path.name
+            if target.resolve() == path.resolve():
+                continue
+            if target.is_file() and _current(history.read(target), digests) >= _current(data, digests):
+                lines.append(f"kept {target} ({path} is not newer)")
+                continue
+            history.write(target, data)
+            lines.append(f"took {path} -> {target}")
+    return lines
