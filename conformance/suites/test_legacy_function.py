@@ -13,10 +13,11 @@ import pytest
 
 from conformance import liveness
 from conformance.api import Diverges, Unsupported, diverges_if_raises, prerequisite, raises, rule
+from conformance.meanings import GRAPH_FREED_SAYS_WHAT_TO_DO
 from conformance.suites._helpers import TENSOR_WEAKREF, key_words
 
 # the meaning of the freed-saved-tensors message: what happened, and retain_graph as the remedy
-FREED_MEANING = r"(?is)(freed|second time|released).*retain_graph"
+FREED_MEANING = GRAPH_FREED_SAYS_WHAT_TO_DO
 
 
 
@@ -458,8 +459,7 @@ def test_once_differentiable_result_does_not_keep_grad_output_history(fw, adapte
     go = w * 2                             # a grad_output with a history of its own (w)
     (g,) = fw.autograd.grad(F.apply(x), x, grad_outputs=go, create_graph=True)
     assert g.requires_grad, "with a differentiable grad_output, the result should carry an error node"
-    with prerequisite(TENSOR_WEAKREF, what="a weakref to w, the leaf in grad_output's history"):
-        probe = liveness.tensor_probe(w, "w, the leaf in grad_output's history", allow_hook=False)
+    probe = liveness.watch(w, "w, the leaf in grad_output's history", adapter, device, allow_hook=False)
     del w, go
     liveness.assert_freed(probe, by="gc", context="(only the once_differentiable result g is kept)")
     with raises(Exception, what="double backward through once_differentiable"):
