@@ -170,6 +170,11 @@ class Adapter:
         pairs (``node.next_functions``)."""
         return tuple(node.next_functions)
 
+    def next_nodes(self, node):
+        """The nodes feeding graph node ``node``'s inputs, one per input slot (None for an input
+        that needs no gradient): the nodes of ``node.next_functions`` without ``input_nr``."""
+        return tuple(entry[0] if entry is not None else None for entry in node.next_functions)
+
     def subclass_instance(self, cls: type, tensor: Any) -> Any:
         """An instance of the tensor subclass ``cls`` holding ``tensor``'s values (torch:
         ``tensor.as_subclass(cls)``); ``Unsupported`` if the framework cannot make one."""

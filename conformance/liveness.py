@@ -112,8 +112,9 @@ def _is_framework_object(obj: Any) -> bool:
     """Whether ``obj`` is an object of a framework (its class comes from outside the standard
     library and this harness): its Python wrapper may not stand for the object itself."""
     module = type(obj).__module__ or ""
-    return not (module in ("builtins", "__main__", "types", "functools")
-                or module.startswith(("conformance", "collections")))
+    return not (module.split(".")[0] in ("builtins", "__main__", "types", "functools", "collections",
+                                         "conformance", "tests")
+                or module.rsplit(".", 1)[-1].startswith("test_"))
 
 
 def _framework_held(adapter: Any, device: str):

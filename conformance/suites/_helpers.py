@@ -78,8 +78,14 @@ def next_pair(adapter, node, i: int = 0, what: str = "next_functions entries as 
 
 
 def producer(adapter, node, i: int = 0):
-    """``node.next_functions[i][0]``: the node feeding input ``i``."""
-    return next_pair(adapter, node, i)[0]
+    """``node.next_functions[i][0]``: the node feeding input ``i`` (through
+    ``adapter.next_nodes``: a framework that lists producers without ``input_nr`` still has
+    them); an input whose entry is None or missing is BLOCKED by the next_functions rule."""
+    with prerequisite(NEXT_FUNCTIONS_PAIRS, what=f"the node feeding input {i}") as pre:
+        nodes = adapter.next_nodes(node)
+        pre.check(len(nodes) > i and nodes[i] is not None,
+                  f"next_functions[{i}] names the node feeding input {i} (entries: {nodes!r})")
+    return nodes[i]
 
 
 def node_prehook(adapter, node, fn, what: str = "grad_fn.register_prehook"):
