@@ -592,7 +592,15 @@ def test_none_grad_passes_through_built_in_ops(fw, device):
     assert x.grad is None, f"backward returned None, but x.grad = {x.grad!r}"
 
 
+def _require_setup_context(adapter, fw):
+    """The setup_context style needs ``Function.setup_context`` (torch 2.0+): a framework whose
+    Function class has no such attribute lacks the feature (UNSUPPORTED), it does not diverge."""
+    adapter.feature("setup_context", fw.autograd.Function, "setup_context")
+
+
 def _setup_context_square(adapter, fw):
+    _require_setup_context(adapter, fw)
+
     class MySquare(fw.autograd.Function):
         @staticmethod
         def forward(x):
@@ -624,6 +632,7 @@ def test_setup_context_style(fw, adapter, device):
 
 @rule("legacy_function.setup-context-gets-defaults")
 def test_setup_context_sees_forward_defaults(fw, adapter, device):
+    _require_setup_context(adapter, fw)
     seen = []
 
     class Scale(fw.autograd.Function):
