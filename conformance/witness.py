@@ -121,10 +121,11 @@ def run(adapter, witness: str, timeout: float = 120) -> Result:
         return Result("does not reproduce", proc.stdout)
     if proc.returncode < 0:
         return Result("reproduces", f"{proc.stdout.strip()} (killed by signal {-proc.returncode})")
+    # (the framework's own log lines on stderr are not what the witness observed)
     last = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
     if "Traceback (most recent call last)" in proc.stderr and not last.startswith(("AssertionError", "SystemExit")):
         return Result("error", last or output)
-    return Result("reproduces", output)
+    return Result("reproduces", proc.stdout if proc.stdout.strip() else output)
 
 
 def main(argv: Iterable[str] | None = None) -> int:
