@@ -18,9 +18,9 @@ WAITS_FOR_ONEFLOW = ("not re-judged yet (issue 27): choosing the home rule and t
 KNOWN_WITHOUT_HOME = {
     # file stem -> {slug: reason}
     "paddle": {
-        "saved-tensors-access": "stashed-ctx-after-backward-raises and saved-tensors-after-free-message "
-                                "repeat the home rule's observation (no error when reading saved "
-                                "tensors after backward): they need a prerequisite on it (BLOCKED)",
+        "saved-tensors-access": "gc_cycles.stashed-ctx-after-backward-raises repeats the home rule's "
+                                "observation (no error when reading saved tensors after backward) "
+                                "for a ctx the user kept: one of the two rules states the other",
         "grads-keep-graph": "the four rules were drafted under one cause; not re-judged by hand yet",
         "reference-cycles-uncollected": "one mechanism (the C++ tensor holds its Python parts "
                                         "strongly) over six cycle shapes; whether each shape is its "
@@ -29,8 +29,9 @@ KNOWN_WITHOUT_HOME = {
         "no-pyobject-preservation": "ctx-saved-tensors-same-objects fails on a Paddle enforce error and "
                                     "data-assign-keeps-object on the version counter: both look like "
                                     "other causes, not re-judged yet",
-        "grad-node-naming": "legacy_function.grad-fn-name checks the same name as the home rule: "
-                            "needs a prerequisite on identity.custom-function-node-name",
+        "grad-node-naming": "legacy_function.grad-fn-name and identity.custom-function-node-name "
+                            "state the same behaviour (one rule in two suites): the catalogue "
+                            "should merge them",
         "inplace-view-semantics": "inplace-on-multi-output-view may diverge in its 'recorded' branch "
                                   "(a cascade of the home rule) or in its refusal: not re-judged yet",
     },
