@@ -179,13 +179,29 @@ class Adapter:
         if feature in self.unsupported:
             raise Unsupported(f"{self.name} does not support {feature}: {self.unsupported[feature]}")
 
-    def feature(self, feature: str, getter: Callable[[], Any]) -> Any:
-        """Return ``getter()``; a missing attribute becomes ``Unsupported`` for ``feature``."""
+    def feature(self, feature: str, target: Any, attr: str | None = None) -> Any:
+        """``getattr(target, attr)`` (or ``target()`` when ``attr`` is omitted: a getter such as
+        ``lambda: fw.autograd.graph.saved_tensors_hooks``), with ``Unsupported`` for ``feature``
+        when an attribute is missing on the framework's namespace or object.
+
+        Only a missing attribute is a missing feature: an AttributeError raised inside framework
+        code (a property or function that fails) propagates as what it is (ERROR or the rule's
+        verdict), so a framework bug never reads as a feature it lacks.
+        """
         self.require(feature)
         try:
-            return getter()
+            return target() if attr is None else getattr(target, attr)
         except AttributeError as exc:
+            if not _missing_attribute(exc, _own_files(type(self))):
+                raise
             raise Unsupported(f"{self.name} does not support {feature}: {exc}") from exc
+
+    def liveness(self, tensor: Any) -> Callable[[], bool]:
+        """A check that says whether the framework still holds ``tensor`` (its storage and
+        autograd state), without keeping it alive: the channel :func:`conformance.liveness.watch`
+        tries first. ``Unsupported`` where the framework offers none (then a weak reference or a
+        hook sentinel, each with its positive control, watches the tensor)."""
+        raise Unsupported(f"{self.name} offers no liveness check of its own")
 
     # -- what frameworks spell differently on their own objects -----------------------
     # The suites call these instead of the torch spelling, so an adapter translates on the
@@ -232,10 +248,15 @@ class Adapter:
         pairs (``node.next_functions``)."""
         return tuple(node.next_functions)
 
+    def next_nodes(self, node):
+        """The nodes feeding graph node ``node``'s inputs, one per input slot (None for an input
+        that needs no gradient): the nodes of ``node.next_functions`` without ``input_nr``."""
+        return tuple(entry[0] if entry is not None else None for entry in node.next_functions)
+
     def subclass_instance(self, cls: type, tensor: Any) -> Any:
         """An instance of the tensor subclass ``cls`` holding ``tensor``'s values (torch:
         ``tensor.as_subclass(cls)``); ``Unsupported`` if the framework cannot make one."""
-        return self.feature("tensor_subclass", lambda: tensor.as_subclass)(cls)
+        return self.feature("tensor_subclass", tensor, "as_subclass")(cls)
 
     def expectations_file(self) -> Path:
         """Where this adapter's expected outcomes live (a missing file means none).
@@ -264,6 +285,53 @@ class Adapter:
                 f"adapter {self.name!r} cannot use device {device!r} here "
                 f"({type(exc).__name__}: {_first_line(exc)}); use --device cpu"
             ) from None
+
+
+def _own_files(cls: type) -> tuple[str, ...]:
+    """The source files of the harness and of adapter class ``cls``: code that is not the
+    framework's."""
+    import inspect
+    import os
+
+    files = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    for klass in cls.__mro__:
+        try:
+            files.append(os.path.abspath(inspect.getfile(klass)))
+        except (TypeError, OSError):
+            pass
+    return tuple(files)
+
+
+def _missing_attribute(exc: AttributeError, own: tuple[str, ...]) -> bool:
+    """Whether ``exc`` says an attribute is missing on a framework object, rather than that
+    framework code failed: it was raised in harness or adapter code (the getter's own
+    attribute read, not a frame of the framework), and where Python names the object and the
+    attribute (3.10+), the attribute is really absent from that object."""
+    import os
+
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None:
+        filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if not any(filename == f or filename.startswith(f + os.sep) for f in own):
+            return False
+    name, obj = getattr(exc, "name", None), getattr(exc, "obj", None)
+    if name and obj is not None:
+        return not _has_attr_statically(obj, name)
+    return True
+
+
+def _has_attr_statically(target: Any, attr: str) -> bool:
+    """Whether ``attr`` exists on ``target`` without running a property (a descriptor that
+    raises AttributeError from inside is a framework failure, not a missing attribute)."""
+    import inspect
+
+    try:
+        inspect.getattr_static(target, attr)
+    except AttributeError:
+        return False
+    return True
 
 
 def _first_line(exc: BaseException) -> str:

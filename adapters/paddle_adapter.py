@@ -96,8 +96,13 @@ class PaddleAdapter(Adapter):
         self.require("node_hooks")
 
     def next_functions(self, node):
-        # Paddle lists the producer nodes alone; the input slot is their position.
-        return tuple((n, i) for i, n in enumerate(node.next_functions))
+        # Paddle lists the producer nodes alone, by input slot: it does not say which output of
+        # the producer feeds the slot (input_nr), and the adapter does not guess it.
+        raise Unsupported("Paddle's GradNodeBase.next_functions lists the producer nodes by input "
+                          "slot, without the producer's output index (input_nr)")
+
+    def next_nodes(self, node):
+        return tuple(node.next_functions)
 
     def backward(self, tensor, gradient=None, *, retain_graph=None, create_graph=False,
                  inputs=None):

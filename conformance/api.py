@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import re
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -45,18 +45,49 @@ def diverges_if_raises(*exc_types: type[BaseException], what: str = "") -> Itera
         raise Diverges(f"{prefix}{type(exc).__name__}: {exc}") from exc
 
 
+def missing_method(exc: BaseException) -> str:
+    """The name of the attribute whose absence ``exc`` reports on a framework object, or ""
+    when ``exc`` is something else (a refusal the framework raised on purpose)."""
+    if not isinstance(exc, AttributeError):
+        return ""
+    name, obj = getattr(exc, "name", None), getattr(exc, "obj", None)
+    if name and obj is not None:
+        import inspect
+
+        owner = obj if isinstance(obj, type) else type(obj)
+        module = owner.__module__ or ""
+        if (module.split(".")[0] in ("conformance", "tests", "builtins", "__main__")
+                or module.rsplit(".", 1)[-1].startswith("test_")):
+            return ""   # the test's own class (a Function without forward): a real refusal
+
+        try:
+            inspect.getattr_static(obj, name)
+        except AttributeError:
+            return name
+        return ""
+    found = re.search(r"has no attribute '(\w+)'", str(exc))
+    return found.group(1) if found else ""
+
+
 @contextlib.contextmanager
 def raises(exc_types, match=None, what: str = "the operation") -> Iterator[None]:
     """The rule says the block raises ``exc_types`` (with a message matching ``match``).
 
     Unlike ``pytest.raises``, a missing or different exception means the rule does not
-    hold (DIVERGES), not that the test broke (ERROR).
+    hold (DIVERGES), not that the test broke (ERROR). An AttributeError that says a method or
+    attribute is missing on the framework's object is no refusal, even under
+    ``raises(Exception)``: the framework lacks the feature (UNSUPPORTED). Meaning regexes for
+    ``match`` live in :mod:`conformance.meanings`.
     """
     try:
         yield
     except (Unsupported, Diverges, Blocked):
         raise
     except Exception as exc:
+        missing = missing_method(exc)
+        if missing:
+            raise Unsupported(f"{what}: the framework has no {missing!r} "
+                              f"({type(exc).__name__}: {exc})") from exc
         if not isinstance(exc, exc_types):
             raise Diverges(f"{what} raised {type(exc).__name__}: {exc}") from exc
         if match is not None and not re.search(match, str(exc)):
@@ -66,21 +97,54 @@ def raises(exc_types, match=None, what: str = "the operation") -> Iterator[None]
         raise Diverges(f"{what} raised nothing")
 
 
+class Prerequisite:
+    """What a ``with prerequisite(rule) as pre:`` block checks: ``pre.check(cond, what)`` ends
+    the test BLOCKED by the rule when the behaviour it needs did not happen."""
+
+    def __init__(self, rule_id: str, what: str) -> None:
+        self.rule_id = rule_id
+        self.what = what
+        self.checked = 0
+
+    def check(self, condition: Any, what: str) -> None:
+        """The behaviour ``what`` (said as what should have happened) happened, else BLOCKED."""
+        self.checked += 1
+        if not condition:
+            prefix = f"{self.what}: " if self.what else ""
+            raise Blocked(self.rule_id, f"{prefix}did not happen: {what}")
+
+
 @contextlib.contextmanager
-def prerequisite(rule_id: str, what: str = "") -> Iterator[None]:
+def prerequisite(rule_id: str, what: str = "",
+                 check: Callable[[], Any] | None = None) -> Iterator[Prerequisite]:
     """Inside this block runs what the test needs from *another* rule (``rule_id``) before it
     can reach its own check: a failure there ends the test BLOCKED by ``rule_id``, not DIVERGES.
+
+    Not raising is not enough: the block verifies that the behaviour it needs happened, with
+    ``pre.check(condition, what)`` inside it or ``check=`` (called after the block; falsy is
+    BLOCKED). A write through a view that silently does not reach its base is as BLOCKED as one
+    that raises.
 
     ``Unsupported`` passes through (a missing feature stays UNSUPPORTED), and so does a
     ``Blocked`` from a nested prerequisite (the innermost names the root cause).
     """
+    pre = Prerequisite(rule_id, what)
     try:
-        yield
+        yield pre
     except (Unsupported, Blocked):
         raise
     except Exception as exc:
         prefix = f"{what}: " if what else ""
         raise Blocked(rule_id, f"{prefix}{type(exc).__name__}: {exc}") from exc
+    if check is not None:
+        try:
+            ok = check()
+        except (Unsupported, Blocked):
+            raise
+        except Exception as exc:
+            prefix = f"{what}: " if what else ""
+            raise Blocked(rule_id, f"{prefix}checking it raised {type(exc).__name__}: {exc}") from exc
+        pre.check(ok, "the check after the block")
 
 
 _FRESH_PRELUDE = """

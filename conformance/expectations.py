@@ -16,6 +16,13 @@ Format (``adapters/expectations/<adapter>.toml``; no file means no expectations)
     upstream = "https://github.com/..."  # optional
     versions = ["0.8.*"]                 # optional fnmatch patterns on the framework version
     tests = ["test_name*"]               # optional fnmatch patterns on the test names
+    witness = '''...'''                  # optional: a standalone script (<= 15 lines, the framework
+                                         # only, bound as ``fw`` after the adapter's preamble) that
+                                         # exits non-zero where the framework shows the root cause
+                                         # (conformance/witness.py runs them)
+    home = true                          # this entry's rule is the root cause's home rule
+    independent = "why"                  # a DIVERGES on another rule with the same cause that is
+                                         # not a cascade of the home rule says why
 
 A top-level ``written_for = ["2.13.*", "2.15.*"]`` names the framework versions whose runs
 the file was written from (fnmatch patterns, like ``versions``); a run of any other version
@@ -40,7 +47,8 @@ from conformance.outcomes import EXPECTABLE, HELD, Outcome
 from conformance.results import naming
 from conformance.tomlfile import FileError, read_toml
 
-FIELDS = {"outcome", "reason", "root_cause", "category", "upstream", "versions", "tests"}
+FIELDS = {"outcome", "reason", "root_cause", "category", "upstream", "versions", "tests",
+          "witness", "home", "independent"}
 #: A root cause slug: lower-case words joined by hyphens ("register-hook-returns-none").
 ROOT_CAUSE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -61,6 +69,9 @@ class Expectation:
     versions: tuple[str, ...] = ()
     tests: tuple[str, ...] = ()
     flaky: tuple[Outcome, ...] = ()  # other outcomes accepted in some runs
+    witness: str = ""        # a script that reproduces the root cause (conformance/witness.py)
+    home: bool = False       # the root cause's home rule
+    independent: str = ""    # why a DIVERGES here is no cascade of the home rule
 
     def applies_to(self, version: str) -> bool:
         return not self.versions or any(fnmatch.fnmatchcase(version, v) for v in self.versions)
@@ -168,7 +179,7 @@ def _parse(path: Path, rule_id: str, table: Any) -> Expectation:
     if "\n" in reason.strip():
         raise ExpectationsError(f"{where}: key 'reason' must be one line (the root cause in words an "
                                 f"author recognises, not a pasted message){_at(path, rule_id, 'reason')}")
-    for key in ("category", "upstream", "root_cause"):
+    for key in ("category", "upstream", "root_cause", "witness", "independent"):
         if not isinstance(table.get(key, ""), str):
             raise ExpectationsError(f"{where}: key {key!r} must be a string{_at(path, rule_id, key)}")
     root_cause = table.get("root_cause", "")
@@ -184,11 +195,15 @@ def _parse(path: Path, rule_id: str, table: Any) -> Expectation:
     if not isinstance(tests, list) or not all(isinstance(t, str) and t for t in tests):
         raise ExpectationsError(f"{where}: key 'tests' must be a list of test name patterns "
                                 f"such as [\"test_grad_*\"]")
+    if not isinstance(table.get("home", False), bool):
+        raise ExpectationsError(f"{where}: key 'home' must be true or false{_at(path, rule_id, 'home')}")
     return Expectation(rule=rule_id, outcome=Outcome(outcome), reason=reason, file=path,
                        category=table.get("category", ""), upstream=table.get("upstream", ""),
                        root_cause=root_cause,
                        versions=tuple(versions), tests=tuple(tests),
-                       flaky=tuple(Outcome(o) for o in flaky))
+                       flaky=tuple(Outcome(o) for o in flaky),
+                       witness=table.get("witness", ""), home=table.get("home", False),
+                       independent=table.get("independent", ""))
 
 
 def _pattern_names_a_test(pattern: str, names: Iterable[str]) -> bool:

@@ -18,6 +18,16 @@ How the suites watch an object (a :class:`Probe`):
   :func:`tensor_probe` picks a weak reference and falls back to a hook sentinel; a hook that returns
   None never changes a gradient, and its closure holds only the sentinel, so it adds no cycle.
 
+Every probe on a framework tensor carries a **positive control** (:func:`watch`): before a test
+trusts a channel to say "freed", the same channel is shown to say "alive" for a tensor the
+framework is known to hold (a tensor saved by a live graph, whose Python reference the control
+dropped). A channel that reports such a tensor dead (Paddle drops a tensor's Python wrapper while
+its graph still uses the tensor) observes nothing: the next channel is tried (the adapter's own
+:meth:`~adapters.base.Adapter.liveness`, a weak reference, a hook sentinel), and when none passes
+the test is BLOCKED by the rule that owns the channel (``identity.weakref-survives-framework-
+ownership`` for a weak reference), never DIVERGES and never a vacuous PASS.
+:func:`assert_freed` warns on a tensor probe that never passed a control (a test bug).
+
 When an object that should be dead is alive, :func:`assert_freed` raises :class:`StillAlive` (an
 ``AssertionError``, so the outcome is DIVERGES) whose message names the chain of references that
 keeps it alive, found with objgraph (``find_backref_chain``) and rendered as text (type names and the
@@ -36,11 +46,15 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from conformance.api import Diverges, Unsupported
+from conformance.api import Blocked, Diverges, Unsupported
+
+#: The rule that owns the weak-reference channel on a tensor: a weakref stays valid while the
+#: framework holds the tensor.
+WEAKREF_CHANNEL_RULE = "identity.weakref-survives-framework-ownership"
 
 __all__ = [
-    "Sentinel", "Probe", "weak", "sentinel_attr", "sentinel_in_metadata", "sentinel_in_hook",
-    "tensor_probe", "gc_disabled", "collect", "assert_freed", "assert_alive", "StillAlive",
+    "Sentinel", "Probe", "weak", "watch", "control_weakref", "WEAKREF_CHANNEL_RULE", "sentinel_attr", "sentinel_in_metadata", "sentinel_in_hook",
+    "tensor_probe", "gc_disabled", "UncontrolledObservation", "collect", "assert_freed", "assert_alive", "StillAlive",
     "KeepAliveChain", "keep_alive_chain",
 ]
 
@@ -63,10 +77,13 @@ class Sentinel:
 class Probe:
     """Watches one object. ``alive()`` asks whether it (or, for a sentinel, its owner) still lives."""
 
-    def __init__(self, what: str, ref: Callable[[], Any], how: str) -> None:
+    def __init__(self, what: str, ref: Callable[[], Any], how: str, control: str = "") -> None:
         self.what = what
         self.how = how
         self._ref = ref
+        #: the positive control this channel passed ("" for a probe on a framework tensor that
+        #: passed none: :func:`assert_freed` refuses it)
+        self.control = control
 
     def alive(self) -> bool:
         return self._ref() is not None
@@ -81,9 +98,116 @@ class Probe:
 
 
 def weak(obj: Any, what: str | None = None) -> Probe:
-    """Probe ``obj`` through a weak reference. Raises TypeError if ``obj`` refuses weakrefs."""
+    """Probe ``obj`` through a weak reference. Raises TypeError if ``obj`` refuses weakrefs.
+
+    For a plain Python object (a hook function, a tracker, a sentinel) the interpreter's weak
+    reference is exact and is its own control; a framework tensor is watched with :func:`watch`.
+    """
     ref = weakref.ref(obj)
-    return Probe(what or type(obj).__name__, ref, "weakref")
+    control = "" if _is_framework_object(obj) else "a weak reference to a plain Python object"
+    return Probe(what or type(obj).__name__, ref, "weakref", control)
+
+
+def _is_framework_object(obj: Any) -> bool:
+    """Whether ``obj`` is an object of a framework (its class comes from outside the standard
+    library and this harness): its Python wrapper may not stand for the object itself."""
+    module = type(obj).__module__ or ""
+    return not (module.split(".")[0] in ("builtins", "__main__", "types", "functools", "collections",
+                                         "conformance", "tests")
+                or module.rsplit(".", 1)[-1].startswith("test_"))
+
+
+def _framework_held(adapter: Any, device: str):
+    """A tensor the framework is known to hold, whose Python reference is already dropped: the
+    input ``b`` of ``c = b * b`` (saved by the product) while ``c`` is alive. Returns
+    ``(keep, plant)``: ``keep`` holds the graph, ``plant(channel)`` runs ``channel`` on ``b``
+    and then drops the control's own reference to ``b``."""
+    fw = adapter.fw
+    leaf = fw.ones(2, requires_grad=True, device=device)
+    box = [leaf * 2]
+    keep = box[0] * box[0]
+
+    def plant(channel):
+        try:
+            return channel(box[0])
+        finally:
+            box.clear()
+    return keep, plant
+
+
+def _controlled(adapter: Any, device: str, channel: Callable[[Any], Probe]) -> tuple[bool, str]:
+    """Whether ``channel`` reports a framework-held tensor alive (the positive control)."""
+    keep, plant = _framework_held(adapter, device)
+    probe = plant(channel)
+    if gc.isenabled():
+        gc.collect()
+    ok = probe.alive()
+    del keep
+    return ok, probe.how
+
+
+def control_weakref(adapter: Any, device: str = "cpu", what: str = "a weak reference") -> None:
+    """The positive control of a test that watches tensors through ``weakref.ref`` itself: a
+    weak reference reports a tensor alive that the framework holds (saved by a live graph) after
+    its Python reference was dropped. Else BLOCKED by the weak-reference rule: a weakref that
+    dies with the Python wrapper cannot tell that the framework let the tensor go."""
+    try:
+        ok, _ = _controlled(adapter, device, lambda t: Probe(what, weakref.ref(t), "weakref"))
+    except TypeError as exc:
+        raise Blocked(WEAKREF_CHANNEL_RULE, f"{what}: tensors refuse weak references ({exc})") from exc
+    if not ok:
+        raise Blocked(WEAKREF_CHANNEL_RULE, f"{what} to a tensor died while a live graph still "
+                      "saved the tensor: a weakref observes the Python wrapper, not the tensor")
+
+
+def watch(tensor: Any, what: str, adapter: Any, device: str = "cpu", *,
+          allow_hook: bool = True) -> Probe:
+    """A controlled probe on a framework tensor.
+
+    Channels, in order: the adapter's own liveness check (:meth:`Adapter.liveness`), a weak
+    reference, a sentinel in a hook closure (only with ``allow_hook``: it stands for the node
+    that holds the tensor's hooks, see :func:`tensor_probe`). The first channel whose positive
+    control passes (it reports a tensor alive that the framework holds after the control dropped
+    its Python reference) is used. If none does, the test ends BLOCKED by the rule that owns the
+    weak-reference channel (or the hook channel when only hooks were possible).
+    """
+    failures: list[str] = []
+
+    def adapter_channel(t):
+        check = adapter.liveness(t)
+        return Probe(what, lambda: True if check() else None, "the adapter's liveness check")
+
+    def weak_channel(t):
+        return Probe(what, weakref.ref(t), "weakref")
+
+    def hook_channel(t):
+        return sentinel_in_hook(t, what)
+
+    channels = [("adapter", adapter_channel), ("weakref", weak_channel)]
+    if allow_hook and getattr(tensor, "requires_grad", False):
+        channels.append(("hook", hook_channel))
+    for name, channel in channels:
+        try:
+            ok, how = _controlled(adapter, device, channel)
+        except Unsupported as exc:
+            failures.append(f"{name}: unsupported ({exc})")
+            continue
+        except (TypeError, AttributeError) as exc:
+            failures.append(f"{name}: {type(exc).__name__}: {exc}")
+            continue
+        if not ok:
+            failures.append(f"{name}: reported a tensor dead that a live graph still saves "
+                            f"(watched via {how})")
+            continue
+        try:
+            probe = channel(tensor)
+        except (TypeError, AttributeError) as exc:
+            failures.append(f"{name}: {type(exc).__name__}: {exc}")
+            continue
+        probe.control = f"{how} reported a tensor saved by a live graph alive"
+        return probe
+    raise Blocked(WEAKREF_CHANNEL_RULE, f"cannot watch {what}: no channel passed its positive control ("
+                  + "; ".join(failures) + ")")
 
 
 def sentinel_attr(owner: Any, what: str, name: str = "_liveness_sentinel") -> Probe:
@@ -93,14 +217,16 @@ def sentinel_attr(owner: Any, what: str, name: str = "_liveness_sentinel") -> Pr
         setattr(owner, name, s)
     except (AttributeError, TypeError) as exc:
         raise Unsupported(f"cannot watch {what}: {type(owner).__name__} refuses attributes ({exc})") from exc
-    return Probe(what, weakref.ref(s), f"sentinel in attribute {name!r}")
+    control = "the attribute kept the sentinel" if getattr(owner, name, None) is s else ""
+    return Probe(what, weakref.ref(s), f"sentinel in attribute {name!r}", control)
 
 
 def sentinel_in_metadata(node: Any, what: str, key: str = "_liveness_sentinel") -> Probe:
     """Probe a graph node through its ``metadata`` dict (torch's check_graph_dies technique)."""
     s = Sentinel(what)
     node.metadata[key] = s
-    return Probe(what, weakref.ref(s), f"sentinel in node.metadata[{key!r}]")
+    control = ("the node's metadata kept the sentinel" if node.metadata.get(key) is s else "")
+    return Probe(what, weakref.ref(s), f"sentinel in node.metadata[{key!r}]", control)
 
 
 def _sentinel_hook(s: Sentinel) -> Callable[[Any], None]:
@@ -341,6 +467,10 @@ def keep_alive_chain(obj: Any, max_depth: int = 12) -> KeepAliveChain:
 # --------------------------------------------------------------------------------------------
 # assertions
 # --------------------------------------------------------------------------------------------
+class UncontrolledObservation(UserWarning):
+    """A lifetime check read a channel that never showed it can see a framework-held tensor."""
+
+
 class StillAlive(Diverges):
     """An object that a rule says is freed is alive. ``chain`` holds what keeps it alive."""
 
@@ -353,8 +483,16 @@ def assert_freed(probe: Probe, *, by: str, context: str = "") -> None:
     """Assert the probed object is dead.
 
     ``by="refcount"``: must already be dead; call it inside :func:`gc_disabled` (a test bug
-    otherwise). ``by="gc"``: runs :func:`collect` first.
+    otherwise). ``by="gc"``: runs :func:`collect` first. A probe that passed no positive
+    control (a bare weak reference to a framework tensor) is a test bug (:class:`UncontrolledObservation`
+    warning): use :func:`watch`.
     """
+    if not probe.control:
+        # a warning, not an error: scripts made from older suite revisions (repro) watch tensors
+        # without a control; the suites themselves watch through watch() (a project test checks)
+        warnings.warn(f"assert_freed on {probe.what} watched via {probe.how} without a positive "
+                      "control: watch a framework tensor with liveness.watch()",
+                      UncontrolledObservation, stacklevel=2)
     if by == "refcount":
         if gc.isenabled():
             raise RuntimeError("assert_freed(by='refcount') must run inside gc_disabled()")

@@ -38,63 +38,80 @@ NODE_IDENTITY = "identity.grad-fn-same-object"
 
 def hook_handle(t, fn, what: str = "t.register_hook(fn)"):
     """``t.register_hook(fn)``, which must return a removable handle (else BLOCKED)."""
-    with prerequisite(HOOK_HANDLE, what=what):
+    with prerequisite(HOOK_HANDLE, what=what) as pre:
         handle = t.register_hook(fn)
-        if not callable(getattr(handle, "remove", None)):
-            raise TypeError(f"register_hook returned {handle!r}, not a handle with remove()")
+        pre.check(callable(getattr(handle, "remove", None)),
+                  f"register_hook returned a handle with remove() (it returned {handle!r})")
     return handle
 
 
-def remove_handle(handle, what: str = "handle.remove()"):
-    with prerequisite(HOOK_REMOVE, what=what):
+def remove_handle(handle, what: str = "handle.remove()", fires=None):
+    """``handle.remove()``; given ``fires`` (a callable that runs a backward and returns whether
+    the removed hook ran), the hook must no longer run (else BLOCKED by the remove rule)."""
+    with prerequisite(HOOK_REMOVE, what=what,
+                      check=None if fires is None else (lambda: not fires())):
         handle.remove()
 
 
 def tensor_weakref(t, callback=None, what: str = "weakref.ref to a tensor"):
-    with prerequisite(TENSOR_WEAKREF, what=what):
-        return weakref.ref(t) if callback is None else weakref.ref(t, callback)
+    with prerequisite(TENSOR_WEAKREF, what=what) as pre:
+        ref = weakref.ref(t) if callback is None else weakref.ref(t, callback)
+        pre.check(ref() is t, "the weak reference dereferences to the tensor")
+    return ref
 
 
 def set_attr(t, name: str, value, what: str = "setting a Python attribute on a tensor"):
-    with prerequisite(TENSOR_ATTRIBUTES, what=what):
+    with prerequisite(TENSOR_ATTRIBUTES, what=what) as pre:
         setattr(t, name, value)
+        pre.check(getattr(t, name, None) is value, f"t.{name} reads back what was set")
 
 
 def next_pair(adapter, node, i: int = 0, what: str = "next_functions entries as (node, input_nr) pairs"):
     """``node.next_functions[i]`` (through ``adapter.next_functions``) as a ``(node, input_nr)``
     pair (else BLOCKED)."""
-    with prerequisite(NEXT_FUNCTIONS_PAIRS, what=what):
+    with prerequisite(NEXT_FUNCTIONS_PAIRS, what=what) as pre:
         entry = adapter.next_functions(node)[i]
         producer, nr = entry
-        if not isinstance(nr, int):
-            raise TypeError(f"next_functions[{i}] is {entry!r}, not a (node, input_nr) pair")
+        pre.check(isinstance(nr, int) and nr >= 0,
+                  f"next_functions[{i}] is a (node, input_nr) pair (it is {entry!r})")
     return producer, nr
 
 
 def producer(adapter, node, i: int = 0):
-    """``node.next_functions[i][0]``: the node feeding input ``i``."""
-    return next_pair(adapter, node, i)[0]
+    """``node.next_functions[i][0]``: the node feeding input ``i`` (through
+    ``adapter.next_nodes``: a framework that lists producers without ``input_nr`` still has
+    them); an input whose entry is None or missing is BLOCKED by the next_functions rule."""
+    with prerequisite(NEXT_FUNCTIONS_PAIRS, what=f"the node feeding input {i}") as pre:
+        nodes = adapter.next_nodes(node)
+        pre.check(len(nodes) > i and nodes[i] is not None,
+                  f"next_functions[{i}] names the node feeding input {i} (entries: {nodes!r})")
+    return nodes[i]
 
 
 def node_prehook(adapter, node, fn, what: str = "grad_fn.register_prehook"):
-    with prerequisite(NODE_HOOKS, what=what):
-        return adapter.register_node_prehook(node, fn)
+    with prerequisite(NODE_HOOKS, what=what) as pre:
+        handle = adapter.register_node_prehook(node, fn)
+        pre.check(callable(getattr(handle, "remove", None)),
+                  f"register_prehook returned a handle with remove() (it returned {handle!r})")
+    return handle
 
 
 def node_hook(adapter, node, fn, what: str = "grad_fn.register_hook"):
-    with prerequisite(NODE_HOOKS, what=what):
-        return adapter.register_node_hook(node, fn)
+    with prerequisite(NODE_HOOKS, what=what) as pre:
+        handle = adapter.register_node_hook(node, fn)
+        pre.check(callable(getattr(handle, "remove", None)),
+                  f"register_hook returned a handle with remove() (it returned {handle!r})")
+    return handle
 
 
 def leaf_hooks_fire_once(fw, device):
     """Check, before a test counts what a leaf hook saw, that a leaf hook runs once per backward."""
-    with prerequisite(LEAF_HOOK_ONCE, what="a leaf hook in a plain backward"):
+    with prerequisite(LEAF_HOOK_ONCE, what="a leaf hook in a plain backward") as pre:
         x = fw.ones(2, requires_grad=True, device=device)
         calls = []
         x.register_hook(lambda g: calls.append(1))
         (x * 2).sum().backward()
-        if len(calls) != 1:
-            raise AssertionError(f"a leaf hook ran {len(calls)} times in one backward")
+        pre.check(len(calls) == 1, f"a leaf hook ran once in one backward (it ran {len(calls)} times)")
 
 
 def require_forward_ad(adapter):

@@ -14,6 +14,7 @@ import threading
 import pytest
 from numpy.testing import assert_allclose
 
+from conformance import liveness
 from conformance.api import diverges_if_raises, raises, rule
 from conformance.suites._helpers import expect_error, require_forward_ad, set_attr, tensor_weakref
 
@@ -234,6 +235,7 @@ def test_new_level_does_not_resurrect_old_tangents(fw, adapter, device):
 def test_tangent_lives_and_dies_with_its_dual(fw, adapter, device):
     fwad = _forward_ad(adapter, fw)
     foo = fw.ones(2, device=device)
+    liveness.control_weakref(adapter, device, "a weakref to a tensor")
     with fwad.dual_level():
         tangent = fw.full((2,), 4.0, device=device)
         ref = tensor_weakref(tangent, what="a weakref to the tangent")

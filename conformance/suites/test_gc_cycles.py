@@ -22,21 +22,23 @@ from conformance.api import (Diverges, Unsupported, diverges_if_raises, in_fresh
 from conformance.suites._helpers import TENSOR_WEAKREF, producer, set_attr
 from conformance.liveness import (
     assert_alive, assert_freed, collect, gc_disabled, sentinel_attr, sentinel_in_metadata,
-    tensor_probe, weak,
+    weak,
 )
+from conformance.liveness import watch as liveness_watch
 
 
 
 
-def watch(t, what, allow_hook=True):
-    """A probe on tensor ``t``: a weakref, else a sentinel in a hook closure.
+def watch(adapter, device, t, what, allow_hook=True):
+    """A probe on tensor ``t`` through a channel that passed its positive control (the
+    adapter's liveness check, a weakref, else a sentinel in a hook closure: see
+    :func:`conformance.liveness.watch`).
 
     ``allow_hook=False`` where the graph outlives the tensor at the check: a hook sentinel may
     be held by the graph node rather than by the tensor (OneFlow), so only a weakref will do.
-    A framework that can watch it neither way leaves the test BLOCKED by the weakref rule.
+    A framework that can watch it no way leaves the test BLOCKED by the weakref rule.
     """
-    with prerequisite(TENSOR_WEAKREF, what=f"watching {what}"):
-        return tensor_probe(t, what, allow_hook=allow_hook)
+    return liveness_watch(t, what, adapter, device, allow_hook=allow_hook)
 
 
 def mark_dirty(adapter, ctx, *tensors):
@@ -57,14 +59,14 @@ def metadata_probe(adapter, node, what):
 
 # --------------------------------------------------------------------------------------------
 @rule("gc_cycles.plain-graph-freed-by-refcount")
-def test_plain_graph_freed_by_refcount(fw, device):
+def test_plain_graph_freed_by_refcount(adapter, fw, device):
     with gc_disabled():
         x = fw.randn(3, requires_grad=True, device=device)
 
         def scope():
             a = x * 2            # saved by sin (sin saves its input)
             z = a.sin().exp()
-            return watch(a, "intermediate a (saved by sin)"), z
+            return watch(adapter, device, a, "intermediate a (saved by sin)"), z
 
         pa, z = scope()
         assert_alive(pa, "while the output z is alive")
@@ -91,14 +93,14 @@ def test_plain_graph_nodes_freed_by_refcount_metadata_sentinel(fw, adapter, devi
 
 
 @rule("gc_cycles.deep-graph-freed-without-recursion")
-def test_deep_graph_freed_by_refcount(fw, device):
+def test_deep_graph_freed_by_refcount(adapter, fw, device):
     depth = 10_000
     with gc_disabled():
         x = fw.full((1,), 0.5, requires_grad=True, device=device)
 
         def scope():
             first = x * 1.0
-            probe = watch(first, "first intermediate of a 10,000-node chain")
+            probe = watch(adapter, device, first, "first intermediate of a 10,000-node chain")
             y = first
             for _ in range(depth):
                 y = y.sin()          # each sin saves its input: the chain holds every link
@@ -121,7 +123,7 @@ def test_leaf_and_grad_do_not_retain_graph(fw, adapter, device):
         def scope():
             a = x * 3
             loss = a.sin().sum()
-            return watch(a, "intermediate a"), loss
+            return watch(adapter, device, a, "intermediate a"), loss
 
         pa, loss = scope()
         adapter.backward(loss, retain_graph=True)   # keep saved tensors, so only the graph holds a
@@ -133,14 +135,14 @@ def test_leaf_and_grad_do_not_retain_graph(fw, adapter, device):
 
 
 @rule("gc_cycles.backward-releases-saved-tensors")
-def test_backward_releases_saved_tensors(fw, device):
+def test_backward_releases_saved_tensors(adapter, fw, device):
     with gc_disabled():
         x = fw.randn(3, requires_grad=True, device=device)
 
         def scope():
             a = x * 2
             b = a * a            # MulBackward saves a (as self and as other)
-            return watch(a, "intermediate a (saved twice by a * a)", allow_hook=False), b
+            return watch(adapter, device, a, "intermediate a (saved twice by a * a)", allow_hook=False), b
 
         pa, b = scope()
         assert_alive(pa, "before backward (the graph saved it)")
@@ -172,7 +174,7 @@ def test_retained_graph_keeps_saved_until_graph_dies(fw, adapter, device):
             a = x * 1.0
             b = a * a
             # a weakref only: a hook sentinel lives with the retained graph's node, not with a
-            return watch(a, "intermediate a (saved by a * a)", allow_hook=False), b
+            return watch(adapter, device, a, "intermediate a (saved by a * a)", allow_hook=False), b
 
         pa, b = scope()
         adapter.backward(b, retain_graph=True)
@@ -184,7 +186,7 @@ def test_retained_graph_keeps_saved_until_graph_dies(fw, adapter, device):
 
 
 @rule("gc_cycles.saved-tensors-freed-with-graph")
-def test_saved_inputs_and_output_freed_with_graph(fw, device):
+def test_saved_inputs_and_output_freed_with_graph(adapter, fw, device):
     with gc_disabled():
         x = fw.randn(4, requires_grad=True, device=device)
 
@@ -194,8 +196,8 @@ def test_saved_inputs_and_output_freed_with_graph(fw, device):
             d = a * c            # saves a (self) and c (other)
             e = d.exp()          # saves its result e
             f = e.sum()
-            return (watch(a, "saved self a of a * c"), watch(c, "saved other c of a * c"),
-                    watch(e, "saved output e of exp")), f
+            return (watch(adapter, device, a, "saved self a of a * c"), watch(adapter, device, c, "saved other c of a * c"),
+                    watch(adapter, device, e, "saved output e of exp")), f
 
         probes, f = scope()
         for p in probes[:2]:
@@ -229,7 +231,7 @@ def test_save_for_backward_output_freed_by_refcount(fw, adapter, device):
 
         def scope():
             y = SaveOut.apply(x)
-            return watch(y, "output y saved by its own Function")
+            return watch(adapter, device, y, "output y saved by its own Function")
 
         py = scope()
         assert_freed(py, by="refcount", context="after the user dropped y")
@@ -257,7 +259,7 @@ def test_saved_dirty_view_freed_by_refcount(fw, adapter, device):
             v = fw.tensor([1.0, 2.0], requires_grad=True, device=device).clone().view(2)
             out = Dirty.apply(v)
             assert out is v, "a returned input marked dirty is not the same object"
-            return watch(v, "mutated view saved and marked dirty")
+            return watch(adapter, device, v, "mutated view saved and marked dirty")
 
         pv = scope()
         assert_freed(pv, by="refcount", context="after the scope returned")
@@ -288,7 +290,7 @@ def test_ctx_attribute_cycle_collected(fw, adapter, device, with_backward):
         meta["out"] = out          # out -> node/ctx -> ctx.meta -> out
         if with_backward:
             out.sum().backward()
-        return watch(out, "output stored in ctx.meta")
+        return watch(adapter, device, out, "output stored in ctx.meta")
 
     with gc_disabled():
         p = scope()
@@ -297,11 +299,11 @@ def test_ctx_attribute_cycle_collected(fw, adapter, device, with_backward):
 
 
 @rule("gc_cycles.hook-self-closure-leaf-collectable")
-def test_hook_closing_over_its_leaf_collectable(fw, device):
+def test_hook_closing_over_its_leaf_collectable(adapter, fw, device):
     def scope():
         lx = fw.randn(3, requires_grad=True, device=device)
         lx.register_hook(lambda g: g if lx is not None else None)
-        return watch(lx, "leaf whose hook closes over it")
+        return watch(adapter, device, lx, "leaf whose hook closes over it")
 
     with gc_disabled():
         p = scope()
@@ -309,13 +311,13 @@ def test_hook_closing_over_its_leaf_collectable(fw, device):
 
 
 @rule("gc_cycles.hook-self-closure-nonleaf-collectable")
-def test_hook_closing_over_its_nonleaf_collectable(fw, device):
+def test_hook_closing_over_its_nonleaf_collectable(adapter, fw, device):
     x = fw.randn(3, requires_grad=True, device=device)
 
     def scope():
         b = x * 2
         b.register_hook(lambda g: g if b is not None else None)
-        return watch(b, "non-leaf whose hook closes over it")
+        return watch(adapter, device, b, "non-leaf whose hook closes over it")
 
     with gc_disabled():
         p = scope()
@@ -371,7 +373,7 @@ def test_stashed_ctx_ownership(fw, adapter, device, observe):
             x = fw.randn(2, requires_grad=True, device=device)
             a = x * 1.0
             y = Keep.apply(a)
-            return watch(a, "input saved by the Function"), y
+            return watch(adapter, device, a, "input saved by the Function"), y
 
         pa, y = scope()
         ctx = box.pop()
@@ -422,7 +424,7 @@ def test_stashed_ctx_and_output_released(adapter, fw, device):
         def scope():
             a = x * 1.0
             y = Keep.apply(a)
-            return watch(a, "tensor saved by the Function"), y
+            return watch(adapter, device, a, "tensor saved by the Function"), y
 
         pa, y = scope()
         ctx = box.pop()
@@ -596,12 +598,12 @@ def test_clearing_grad_breaks_create_graph_cycle(adapter, fw, device):
                 adapter.backward(c, fw.ones_like(c), create_graph=True)
                 assert b.grad is not None and b.grad.grad_fn is not None, \
                     "backward(create_graph=True) gave b.grad without a graph"
-                return watch(b.grad, "b.grad (with its graph)"), b
+                return watch(adapter, device, b.grad, "b.grad (with its graph)"), b
 
             pg, b = scope()
             b.grad = None
             assert_freed(pg, by="refcount", context="after b.grad = None")
-            pb = watch(b, "leaf b")
+            pb = watch(adapter, device, b, "leaf b")
             del b
             assert_freed(pb, by="refcount", context="after b.grad = None and del b")
 
@@ -635,7 +637,7 @@ def test_node_metadata_cycle(fw, adapter, device, observe):
             b.grad_fn.metadata["t"] = b
         except (AttributeError, TypeError) as exc:
             raise Unsupported(f"{adapter.name}: node.metadata unusable ({type(exc).__name__})")
-        return watch(b, "output stored in its own grad_fn.metadata")
+        return watch(adapter, device, b, "output stored in its own grad_fn.metadata")
 
     with gc_disabled():
         p = scope()

@@ -16,7 +16,7 @@ import numpy as np
 
 from conformance import liveness
 from conformance.api import Blocked, diverges_if_raises, prerequisite, raises, rule
-from conformance.suites._helpers import TENSOR_ATTRIBUTES, producer, set_attr, tensor_weakref
+from conformance.suites._helpers import TENSOR_ATTRIBUTES, node_hook, producer, set_attr, tensor_weakref
 
 MISSING = object()
 
@@ -232,8 +232,7 @@ def test_grad_is_the_buffer_the_accumulator_received(adapter, fw, device):
     def scale(t):
         t.grad.mul_(10)
 
-    with prerequisite("hooks.node-hooks-builtin", what="a post-hook on x's AccumulateGrad"):
-        adapter.register_node_hook(accumulator, post)
+    node_hook(adapter, accumulator, post, what="a post-hook on x's AccumulateGrad")
     adapter.feature("post_accumulate_grad_hooks", lambda: x.register_post_accumulate_grad_hook)(scale)
     (x * 2).sum().backward()
     np.testing.assert_allclose(adapter.to_numpy(x.grad), [20.0, 20.0, 20.0])
@@ -299,7 +298,8 @@ def test_weakref_to_grad_valid(fw, device):
 
 
 @rule("identity.weakref-released-with-last-owner")
-def test_weakref_dies_after_framework_lets_go(fw, device):
+def test_weakref_dies_after_framework_lets_go(adapter, fw, device):
+    liveness.control_weakref(adapter, device)
     fired = []
     x = fw.ones(2, device=device)
     wx = weak(x, lambda r: fired.append(True))
@@ -315,7 +315,8 @@ def test_weakref_dies_after_framework_lets_go(fw, device):
 
 
 @rule("identity.weakref-released-with-last-owner")
-def test_weakref_dies_when_grad_cleared(fw, device):
+def test_weakref_dies_when_grad_cleared(adapter, fw, device):
+    liveness.control_weakref(adapter, device)
     y = fw.ones(2, device=device)
     x = fw.ones(2, device=device)
     wx = weak(x)
@@ -327,7 +328,8 @@ def test_weakref_dies_when_grad_cleared(fw, device):
 
 
 @rule("identity.weakref-released-with-last-owner")
-def test_weakref_dies_with_graph_that_saved_it(fw, device):
+def test_weakref_dies_with_graph_that_saved_it(adapter, fw, device):
+    liveness.control_weakref(adapter, device)
     x = fw.ones(3, requires_grad=True, device=device)
     t = x * 1
     wt = weak(t)
@@ -856,7 +858,7 @@ def test_unpacked_saved_output_is_owned_by_the_caller_only(adapter, fw, device):
             r = saved(adapter, z.grad_fn, "_saved_result")
             assert saved(adapter, z.grad_fn, "_saved_result") is not r, \
                 "a second unpack of the saved output returned the first one's object"
-            return liveness.tensor_probe(r, "the unpacked saved output", allow_hook=False)
+            return liveness.watch(r, "the unpacked saved output", adapter, device, allow_hook=False)
 
         probe = scope()
         liveness.assert_freed(probe, by="refcount", context="the unpacked tensor dropped, its graph (z) alive")

@@ -239,3 +239,54 @@ def test_each_outcome_exception_is_classified_as_its_outcome():
     assert classify(Blocked("r.x", "y"), "MUST", False)[0] is Outcome.BLOCKED
     assert classify(Diverges("x"), "MUST", False)[0] is Outcome.DIVERGES
     assert not isinstance(TestTimeout("x"), Exception)  # a test's ``except Exception`` cannot swallow it
+
+
+def test_a_prerequisite_whose_behaviour_did_not_happen_is_blocked():
+    # the block raised nothing, but the write it needed did not reach the base
+    with pytest.raises(Blocked) as info:
+        with prerequisite("views.inplace-on-view-rewrites-base", what="b[:2].mul_(2)") as pre:
+            base = [1, 1]
+            pre.check(base == [2, 1], "the write reached the base")
+    assert info.value.rule_id == "views.inplace-on-view-rewrites-base"
+    assert "did not happen: the write reached the base" in str(info.value)
+    with pytest.raises(Blocked, match="the check after the block"):
+        with prerequisite("a.b", check=lambda: False):
+            pass
+    with prerequisite("a.b", check=lambda: True) as pre:   # the behaviour happened: no verdict
+        pre.check(1 + 1 == 2, "arithmetic")
+    assert pre.checked == 2
+
+
+def test_raises_tells_a_missing_method_from_a_refusal():
+    from conformance.api import raises
+
+    class FrameworkObject:          # stands for a framework class: not the test's own class
+        __module__ = "fakefw.core"
+
+    with pytest.raises(Unsupported, match="no 'detach_'"):
+        with raises(Exception, what="detach_()"):
+            FrameworkObject().detach_()
+    with raises(Exception, match="refused"):   # a real refusal is accepted
+        raise RuntimeError("in-place op refused")
+
+    class TestsOwnFunction:         # the test's own class lacking forward: a refusal to judge
+        pass
+
+    with raises(Exception, match="forward"):
+        TestsOwnFunction.forward
+    with pytest.raises(Diverges):
+        with raises(RuntimeError, what="x"):
+            raise ValueError("another class")
+
+
+def test_meaning_regexes_accept_synonyms():
+    import re
+
+    from conformance import meanings
+
+    for message in ["Trying to backward through the graph a second time; specify retain_graph=True",
+                    "cannot call backward twice, pass retain_graph=True",
+                    "the saved tensors have already been freed: use retain_graph"]:
+        assert re.search(meanings.GRAPH_FREED_SAYS_WHAT_TO_DO, message), message
+    assert not re.search(meanings.GRAPH_FREED_SAYS_WHAT_TO_DO, "specify retain_graph=True")
+    assert not re.search(meanings.GRAPH_FREED, "shape mismatch")
