@@ -5,7 +5,9 @@ Both runs are ``{"trace": [[step, record], ...], "error": None | {...}}`` (see
 its records (structure exactly, numeric payloads with the program dtype's tolerances) or
 its error (error vs no error, then the category). A divergence carries a ``suite`` (the
 rule category: the catalogue suite the observation belongs to) and a ``signature`` that
-groups divergences with the same cause for deduplication.
+groups divergences with the same cause for deduplication: ``<suite>|<step kind>|<detail>``,
+where an error divergence names the step's ``family`` (``Backward/Grad`` for both ways of
+running backward: a missing check is one cause whichever of the two meets it).
 """
 from __future__ import annotations
 
@@ -140,6 +142,6 @@ def compare(program, expected: dict, actual: dict) -> Divergence | None:
             else:
                 summary = (f"{step.kind}: the reference raised {e_cat} ({e_err['message'][:100]}), "
                            f"the framework {a_cat} ({a_err['message'][:100]})")
-            return Divergence(index, "error", suite, f"{suite}|{step.kind}|error:{e_cat}/{a_cat}",
+            return Divergence(index, "error", suite, f"{suite}|{step.family}|error:{e_cat}/{a_cat}",
                               summary, e_recs, a_recs, e_err, a_err)
     return None

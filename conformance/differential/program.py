@@ -88,6 +88,11 @@ class Step:
         return type(self).__name__
 
     @property
+    def family(self) -> str:
+        """The steps an error divergence's signature does not tell apart (one engine check)."""
+        return "Backward/Grad" if self.kind in ("Backward", "Grad") else self.kind
+
+    @property
     def variant(self) -> str:
         """What this step asks of the framework: its kind, plus the operation / hook kind /
         attribute it uses, plus ``+no_grad`` / ``+create`` when those are set."""
