@@ -36,7 +36,7 @@ from conformance.differential.compare import Divergence, compare
 from conformance.differential.interpreter import CRASH, MISSING_API, TIMEOUT, probe_features, run_steps
 from conformance.differential.program import Program
 from conformance.differential.render import render_script
-from conformance.differential.strategies import ALL_FEATURES, programs
+from conformance.differential.strategies import ALL_FEATURES, avoid_for, programs
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_VERSION = _results.EXPLORE_SCHEMA  # the findings file (conformance.results)
@@ -336,7 +336,8 @@ class Search:
         return False
 
     def _one_round(self, budget: int, seed: int | None):
-        strategy = programs(self.features, self.max_steps, excluded=frozenset(self.excluded))
+        strategy = programs(self.features, self.max_steps, excluded=frozenset(self.excluded),
+                            avoid=avoid_for(self.known))
         box: dict = {}
 
         def prop(program):
