@@ -323,15 +323,15 @@ class Search:
     unsupported: dict = field(default_factory=dict)
     deadline: float | None = None      # time.monotonic() after which no program starts
 
-    def _note_unsupported(self, info: dict) -> bool:
+    def _note_unsupported(self, missing: dict) -> bool:
         """Record a missing-API outcome; True when it newly switches something off."""
-        entry = self.unsupported.setdefault(info["variant"], {**info, "programs": 0})
+        entry = self.unsupported.setdefault(missing["variant"], {**missing, "programs": 0})
         entry["programs"] += 1
-        if info["exclude"] in self.features:
-            self.features = self.features - {info["exclude"]}
+        if missing["exclude"] in self.features:
+            self.features = self.features - {missing["exclude"]}
             return True
-        if info["exclude"] not in ALL_FEATURES and info["exclude"] not in self.excluded:
-            self.excluded.add(info["exclude"])
+        if missing["exclude"] not in ALL_FEATURES and missing["exclude"] not in self.excluded:
+            self.excluded.add(missing["exclude"])
             return True
         return False
 
@@ -505,9 +505,9 @@ def main(argv=None) -> int:
         "unexpected": sum(1 for f in search.findings if not f.expectation),
         "crashes": getattr(target, "crashes", 0), "duration": round(duration, 1)})
     target.close()
-    for variant, info in sorted(search.unsupported.items()):
-        print(f"[unsupported] {variant}: {info['feature'] or 'no registry feature'} "
-              f"({info['programs']} programs; {info['message'][:100]})")
+    for variant, missing in sorted(search.unsupported.items()):
+        print(f"[unsupported] {variant}: {missing['feature'] or 'no registry feature'} "
+              f"({missing['programs']} programs; {missing['message'][:100]})")
     print(f"{search.examples} programs in {duration:.1f}s: {search.statuses}; "
           f"{len(search.findings)} divergences, {len(search.unsupported)} unsupported step "
           f"variants -> {results}")

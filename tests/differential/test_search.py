@@ -66,7 +66,7 @@ def test_planted_bug_is_found_and_shrunk_to_a_short_script(oracle, tmp_path):
     plant = "conformance.differential.planted:reverse_tensor_hooks"
     target = SubprocessTarget("reference", sys.executable, plant=plant)
     try:
-        search = _search(oracle, target, 150, seed=1, max_steps=12)  # found after 48
+        search = _search(oracle, target, 150, seed=2, max_steps=12)  # found after 73
     finally:
         target.close()
     hooks = [f for f in search.findings if f.divergence.suite == "hooks"]
