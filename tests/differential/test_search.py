@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from conformance.differential import program as P
 from conformance.differential.compare import compare, same_record
 from conformance.differential.runner import InProcessTarget, Search, SubprocessTarget, check, main
-from conformance.differential.strategies import programs
+from conformance.differential.strategies import avoid_for, programs
 
 ROOT = Path(__file__).resolve().parents[2]
 # CI profile: fixed seeds and example counts (a few seconds each on one core).
@@ -257,3 +257,31 @@ def test_a_missing_api_names_its_feature_and_an_attribute_error_on_none_is_behav
         None.tolist  # noqa: B018
     except AttributeError as exc:
         assert not is_missing_api(exc) and categorize(exc)[0] != MISSING_API
+
+
+def test_tinygrad_through_its_adapter_diverges_for_real_causes_and_lacks_apis_unsupported(oracle):
+    """Runs where tinygrad is installed (its venv): what tinygrad lacks is unsupported, its
+    real causes diverge with the signatures docs/differential.md lists."""
+    pytest.importorskip("tinygrad")
+    target = InProcessTarget("tinygrad")
+    assert {"tensor_hooks", "graph_nodes", "grad_modes"}.isdisjoint(target.features)
+    leaf = P.Leaf(0, (2, 3), 0, True)
+    lacking = check(P.Program("float64", (leaf, P.View(1, 0, "t"))), oracle, target)
+    assert lacking.status == "unsupported" and lacking.unsupported["exclude"] == "View.t"
+    freed = check(P.Program("float64", (leaf, P.Unary(1, 0, "exp"), P.Backward(1), P.Backward(1))),
+                  oracle, target)
+    assert freed.divergence.signature == "engine|Backward/Grad|error:freed/none"
+    nonleaf = check(P.Program("float64", (leaf, P.Unary(1, 0, "add1"), P.Backward(1), P.ObserveGrad(1))),
+                    oracle, target)
+    assert nonleaf.divergence.signature == "engine|ObserveGrad|grad:none"
+
+
+@settings(max_examples=40, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+@given(programs(avoid=avoid_for(["engine|Backward/Grad|error:freed/none",
+                                 "engine|Backward/Grad|error:unused/none"])))
+def test_a_known_cause_is_no_longer_generated(prog):
+    # after error:freed/ every backward and grad retains the graph; after error:unused/ grad
+    # asks only for inputs in the root's history (checked on the reference: no unused error)
+    assert all(s.retain for s in prog.steps if isinstance(s, (P.Backward, P.Grad))), str(prog)
+    run = InProcessTarget("reference").run(prog)
+    assert (run["error"] or {}).get("category") not in ("freed", "unused"), (str(prog), run["error"])
