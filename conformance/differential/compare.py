@@ -5,7 +5,9 @@ Both runs are ``{"trace": [[step, record], ...], "error": None | {...}}`` (see
 its records (structure exactly, numeric payloads with the program dtype's tolerances) or
 its error (error vs no error, then the category). A divergence carries a ``suite`` (the
 rule category: the catalogue suite the observation belongs to) and a ``signature`` that
-groups divergences with the same cause for deduplication.
+groups divergences with the same cause for deduplication: ``<suite>|<step kind>|<detail>``,
+where an error divergence names the step's ``family`` (``Backward/Grad`` for both ways of
+running backward: a missing check is one cause whichever of the two meets it).
 """
 from __future__ import annotations
 
@@ -70,6 +72,17 @@ def same_record(expected, actual, dtype: str) -> bool:
     return expected == actual
 
 
+def _grad_appeared(e: list, a: list) -> bool:
+    """The framework has a ``.grad`` where the reference has None, seen by reading it
+    (``grad``, ``kept`` values) or by its identity with an earlier None (``kept``): one cause,
+    one signature (``engine|ObserveGrad|grad:none``), whichever observation met it."""
+    if e[0] != a[0] or e[0] not in ("grad", "kept") or e[-1] is not None:
+        return False
+    if a[-1] is not None:
+        return True
+    return e[0] == "kept" and e[2] is True and a[2] is False
+
+
 def _by_step(trace) -> dict[int, list]:
     out: dict[int, list] = {}
     for step, record in trace:
@@ -92,6 +105,8 @@ def _record_difference(expected: list, actual: list, dtype: str) -> tuple[str, s
             return suite, f"missing:{kind}", f"the framework did not record {e}"
         if e[0] != a[0]:
             return suite, f"order:{e[0]}/{a[0]}", f"expected {e}, the framework recorded {a}"
+        if _grad_appeared(e, a):
+            return "engine", "grad:none", f"expected {e}, got {a} (a .grad where the reference has none)"
         if kind == "kept" and e[2] != a[2]:
             return "identity", "kept:is", f"expected {e}, got {a}"
         if kind in NUMERIC_KINDS:
@@ -102,6 +117,11 @@ def _record_difference(expected: list, actual: list, dtype: str) -> tuple[str, s
             return suite, f"order:{kind}", f"expected {e}, got {a}"
         return suite, f"{kind}:value", f"expected {e}, got {a}"
     raise AssertionError("records do not differ")
+
+
+def _family(step, detail: str) -> str:
+    """The step named in a record divergence's signature (see ``_grad_appeared``)."""
+    return "ObserveGrad" if detail == "grad:none" and step.kind in ("ObserveGrad", "ObserveKept") else step.kind
 
 
 def compare(program, expected: dict, actual: dict) -> Divergence | None:
@@ -119,7 +139,7 @@ def compare(program, expected: dict, actual: dict) -> Divergence | None:
             same_record(e, a, dtype) for e, a in zip(e_recs, a_recs))
         if records_differ and not (e_err or a_err):
             suite, detail, summary = _record_difference(e_recs, a_recs, dtype)
-            return Divergence(index, "record", suite, f"{suite}|{step.kind}|{detail}", summary,
+            return Divergence(index, "record", suite, f"{suite}|{_family(step, detail)}|{detail}", summary,
                               e_recs, a_recs)
         if e_err or a_err:
             e_cat = e_err["category"] if e_err else "none"
@@ -127,7 +147,7 @@ def compare(program, expected: dict, actual: dict) -> Divergence | None:
             if e_cat == a_cat:
                 if records_differ:  # both failed here, after recording different things
                     suite, detail, summary = _record_difference(e_recs, a_recs, dtype)
-                    return Divergence(index, "record", suite, f"{suite}|{step.kind}|{detail}",
+                    return Divergence(index, "record", suite, f"{suite}|{_family(step, detail)}|{detail}",
                                       summary, e_recs, a_recs)
                 return None  # both stopped here with the same kind of error
             suite = step.suite
@@ -140,6 +160,6 @@ def compare(program, expected: dict, actual: dict) -> Divergence | None:
             else:
                 summary = (f"{step.kind}: the reference raised {e_cat} ({e_err['message'][:100]}), "
                            f"the framework {a_cat} ({a_err['message'][:100]})")
-            return Divergence(index, "error", suite, f"{suite}|{step.kind}|error:{e_cat}/{a_cat}",
+            return Divergence(index, "error", suite, f"{suite}|{step.family}|error:{e_cat}/{a_cat}",
                               summary, e_recs, a_recs, e_err, a_err)
     return None

@@ -1,9 +1,11 @@
 """Runs a program's steps on one framework and returns what could be observed.
 
-``run_steps`` executes each step's source (``Step.render("fw")``) in a fresh namespace with
-``fw`` bound to the framework module, moving the records the step appended to ``ev`` into
+``run_steps`` executes each step's source (``Step.render()``) in a fresh namespace with
+``fw`` bound to the adapter's namespace (``adapter.fw``) and ``adapter`` to the adapter, moving the records the step appended to ``ev`` into
 the trace tagged with the step's index. The first exception ends the program; it is kept as
-``{"step", "type", "category", "marker", "message"}``. The garbage collector is disabled
+``{"step", "type", "category", "marker", "message"}``; a missing API (category
+``missing-api``) also carries ``feature`` (the registry feature the adapter or its namespace
+named, if any) and ``name`` (the attribute that was missing, if any). The garbage collector is disabled
 while a program runs, so liveness depends on reference counting and the program's own
 ``gc.collect()`` steps only; objects older than the program are frozen (``gc.freeze``), which
 keeps a collection cheap in a process that imported a large framework.
@@ -13,6 +15,7 @@ Pure standard library: the subprocess worker imports this module under other Pyt
 from __future__ import annotations
 
 import gc
+import re
 import warnings
 import weakref
 
@@ -40,11 +43,32 @@ TIMEOUT = "timeout"
 _code_cache: dict[str, object] = {}
 
 
+def is_missing_api(exc: BaseException) -> bool:
+    """The framework lacks what the step asked for: the adapter said so (``Unsupported``,
+    ``MissingName``), a framework object has no such attribute, or a call takes no such
+    keyword. An ``AttributeError`` on ``None`` (a gradient that is None) is behaviour."""
+    if any(cls.__name__ == "Unsupported" for cls in type(exc).__mro__):
+        return True
+    if isinstance(exc, AttributeError):
+        return getattr(exc, "obj", object()) is not None
+    return isinstance(exc, TypeError) and "unexpected keyword" in str(exc)
+
+
+def missing_feature(exc: BaseException) -> str | None:
+    """The feature an ``Unsupported`` names: ``MissingName.feature``, else the
+    ``"... does not support <feature>: ..."`` of ``Adapter.require``."""
+    feature = getattr(exc, "feature", None)
+    if isinstance(feature, str):
+        return feature
+    match = re.search(r"does not support ([A-Za-z_][A-Za-z0-9_]*)", str(exc))
+    return match.group(1) if match else None
+
+
 def categorize(exc: BaseException) -> tuple[str, str]:
     """(category, marker) of an exception raised by a step."""
     message = str(exc)
     # the adapter says the framework lacks the feature: never a divergence
-    if type(exc).__name__ == "Unsupported" or isinstance(exc, AttributeError) or (isinstance(exc, TypeError) and "unexpected keyword" in message):
+    if is_missing_api(exc):
         return MISSING_API, type(exc).__name__
     lowered = message.lower()
     for category, needles in ERROR_CATEGORIES:
@@ -63,14 +87,15 @@ def _compile(source: str):
     return code
 
 
-def run_steps(fw, steps: list[list[str]], forward_ad: bool = False, on_step=None) -> dict:
-    """Run ``steps`` (lists of source lines) with ``fw`` as the framework; see the module doc.
+def run_steps(adapter, steps: list[list[str]], forward_ad: bool = False, on_step=None) -> dict:
+    """Run ``steps`` (lists of source lines) through ``adapter``; see the module doc.
 
     ``on_step(i)`` is called before step ``i`` runs (the worker reports progress with it,
     so that a crash is attributed to its step).
     """
+    fw = adapter.fw
     ev: list = []
-    env = {"fw": fw, "ev": ev, "keep": [], "gc": gc, "weakref": weakref}
+    env = {"fw": fw, "adapter": adapter, "ev": ev, "keep": [], "gc": gc, "weakref": weakref}
     trace: list = []
     error = None
     was_enabled = gc.isenabled()
@@ -88,6 +113,10 @@ def run_steps(fw, steps: list[list[str]], forward_ad: bool = False, on_step=None
                     category, marker = categorize(exc)
                     error = {"step": index, "type": type(exc).__name__, "category": category,
                              "marker": marker, "message": str(exc)[:300]}
+                    if category == MISSING_API:
+                        error["feature"] = missing_feature(exc)
+                        name = getattr(exc, "name", None)
+                        error["name"] = name if isinstance(name, str) else None
                 finally:
                     trace.extend([index, _plain(record)] for record in ev)
                     ev.clear()
@@ -118,23 +147,38 @@ def _plain(value):
         return repr(value)
 
 
-def probe_features(fw, unsupported=()) -> list[str]:
-    """The program-language features ``fw`` offers (see ``strategies.ALL_FEATURES``)."""
-    features = {"inplace"}
+# language feature -> the registry feature an adapter declares missing for it (the others are
+# the registry's own names; autograd_grad, weakref and inplace are the language's)
+_DECLARED = {"autograd_grad": (), "weakref": (), "inplace": ()}
+
+
+def probe_features(adapter) -> list[str]:
+    """The program-language features (``strategies.ALL_FEATURES``) ``adapter`` offers: not
+    declared missing in ``adapter.unsupported`` (registry names) and passing a one-line try."""
+    fw = adapter.fw
+    declared = set(getattr(adapter, "unsupported", {}) or {})
     t = fw.tensor([1.0, 2.0], requires_grad=True)
     y = t * 2
     checks = {
-        "post_hook": lambda: t.register_post_accumulate_grad_hook(lambda p: None).remove(),
-        "node_hook": lambda: y.grad_fn.register_hook(lambda gi, go: None).remove(),
-        "prehook": lambda: y.grad_fn.register_prehook(lambda go: None).remove(),
-        "retain_grad": lambda: (t * 1).retain_grad(),
-        "function": lambda: fw.autograd.Function,
+        "tensor_hooks": lambda: t.register_hook(lambda g: None).remove(),
+        "post_accumulate_grad_hooks":
+            lambda: t.register_post_accumulate_grad_hook(lambda p: None).remove(),
+        "graph_nodes": lambda: y.grad_fn.__class__,
+        "node_hooks": lambda: (adapter.register_node_hook(y.grad_fn, lambda gi, go: None).remove(),
+                               adapter.register_node_prehook(y.grad_fn, lambda go: None).remove()),
+        "retain_grad": lambda: adapter.retain_grad(t * 1),
+        "custom_function": lambda: fw.autograd.Function,
         "autograd_grad": lambda: fw.autograd.grad,
         "forward_ad": lambda: (fw.autograd.forward_ad.make_dual, fw.autograd.forward_ad.enter_dual_level),
         "weakref": lambda: weakref.ref(t),
+        "grad_modes": lambda: fw.no_grad,
+        "is_leaf": lambda: t.is_leaf,
+        "create_graph_backward": lambda: None,   # declared, or found missing while searching
+        "inplace": lambda: None,
     }
+    features = set()
     for name, check in checks.items():
-        if name in unsupported:
+        if declared & set(_DECLARED.get(name, (name,))):
             continue
         try:
             check()

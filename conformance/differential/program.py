@@ -1,10 +1,18 @@
 """The program language: a program is a dtype plus a list of steps; each step is a dataclass.
 
-One source of truth: a step's ``render(fw)`` is the Python it means, with ``fw`` the name of
-the framework module (``torch``, ``oneflow``, ``reference``). The interpreter executes
-exactly ``render("fw")`` with ``fw`` bound to the framework, and a standalone script is the
-same lines with the framework's real name, so a shrunk program and its script cannot drift
-apart.
+One source of truth: a step's ``render()`` is the Python it means, written against the
+documented surface only (docs/fw-surface.md): ``fw`` is the adapter's torch-shaped namespace
+(``adapter.fw``, which an adapter can translate), ``adapter`` the adapter itself, whose
+methods carry what frameworks spell differently on their own objects (``adapter.backward``,
+``adapter.inplace``, ``adapter.retain_grad``, ``adapter.saved_tensors``, node hooks). The
+interpreter executes exactly these lines with ``fw`` and ``adapter`` bound, and a standalone
+script is the adapter's preamble, two lines that load the adapter, then the same lines, so a
+shrunk program and its script cannot drift apart, for a built-in adapter or a third-party one.
+
+``variant`` names what a step asks of the framework (``View.t``, ``Hook.node``): a framework
+that lacks it gets UNSUPPORTED for that variant and the search stops generating it;
+``FEATURES`` maps variants to the feature registry's names (conformance/features.toml) so an
+adapter's declared ``unsupported`` features switch them off before the search starts.
 
 Names the rendered code uses: ``t<n>`` tensors, ``h<n>`` hook handles, ``u<n>`` tangents,
 ``g<n>`` kept gradients, ``w<n>`` weakrefs, ``F<n>`` custom Function classes, ``ev`` the list
@@ -20,7 +28,7 @@ Records (``ev`` entries), first field the kind:
   ['agrad', 't<n>', values]          the result of autograd.grad
   ['kept', g, same, values|None]     a .grad read earlier: still `is` t.grad?, its values now
   ['is', what, bool]                 an identity check (t.grad is t.grad, ...)
-  ['meta', 't<n>', requires_grad, is_leaf, grad_fn is None]
+  ['meta', 't<n>', attr, value]      requires_grad / is_leaf / (grad_fn is None)
   ['alive', w, bool]                 weakref w still resolves
   ['tangent', 't<n>', values|None]   unpack_dual(t).tangent
   ['ctx', f, [shape]]                shapes of a stashed ctx's saved_tensors
@@ -72,12 +80,32 @@ class Step:
     suite: ClassVar[str] = "engine"
     imports: ClassVar[tuple[str, ...]] = ()
 
-    def render(self, fw: str) -> list[str]:
+    def render(self, fw: str = "fw") -> list[str]:
         raise NotImplementedError
 
     @property
     def kind(self) -> str:
         return type(self).__name__
+
+    @property
+    def family(self) -> str:
+        """The steps an error divergence's signature does not tell apart (one engine check)."""
+        return "Backward/Grad" if self.kind in ("Backward", "Grad") else self.kind
+
+    @property
+    def variant(self) -> str:
+        """What this step asks of the framework: its kind, plus the operation / hook kind /
+        attribute it uses, plus ``+no_grad`` / ``+create`` when those are set."""
+        parts = [self.kind]
+        for name in ("op", "hook", "attr", "dtype"):
+            if hasattr(self, name):
+                parts.append(str(getattr(self, name)))
+        name = ".".join(parts)
+        if getattr(self, "no_grad", False):
+            name += "+no_grad"
+        if getattr(self, "create", False):
+            name += "+create"
+        return name
 
     def to_json(self) -> dict:
         return {"step": self.kind, **dataclasses.asdict(self)}
@@ -92,10 +120,10 @@ class Leaf(Step):
     requires_grad: bool
     dtype: str = "float64"
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         rg = ", requires_grad=True" if self.requires_grad else ""
         values = leaf_values(self.shape, self.seed)
-        return [f"t{self.out} = {fw}.tensor({values!r}, dtype={fw}.{self.dtype}{rg})"]
+        return [f"t{self.out} = fw.tensor({values!r}, dtype=fw.{self.dtype}{rg})"]
 
 
 UNARY = {
@@ -109,7 +137,7 @@ VIEW = {"t": "{x}.t()", "flat": "{x}.reshape(-1)", "unsqueeze": "{x}.unsqueeze(0
 
 
 def _maybe_no_grad(fw: str, line: str, no_grad: bool) -> str:
-    return f"with {fw}.no_grad(): {line}" if no_grad else line
+    return f"with fw.no_grad(): {line}" if no_grad else line
 
 
 @dataclass(frozen=True)
@@ -119,7 +147,7 @@ class Unary(Step):
     op: str
     no_grad: bool = False
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         expr = UNARY[self.op].format(x=f"t{self.src}")
         return [_maybe_no_grad(fw, f"t{self.out} = {expr}", self.no_grad)]
 
@@ -131,7 +159,7 @@ class Binary(Step):
     b: int
     op: str
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         return [f"t{self.out} = " + BINARY[self.op].format(a=f"t{self.a}", b=f"t{self.b}")]
 
 
@@ -141,7 +169,7 @@ class Reduce(Step):
     src: int
     op: str
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         return [f"t{self.out} = " + REDUCE[self.op].format(x=f"t{self.src}")]
 
 
@@ -151,8 +179,8 @@ class Matmul(Step):
     a: int
     b: int
 
-    def render(self, fw):
-        return [f"t{self.out} = {fw}.matmul(t{self.a}, t{self.b})"]
+    def render(self, fw="fw"):
+        return [f"t{self.out} = t{self.a} @ t{self.b}"]
 
 
 @dataclass(frozen=True)
@@ -161,11 +189,13 @@ class View(Step):
     src: int
     op: str
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         return [f"t{self.out} = " + VIEW[self.op].format(x=f"t{self.src}")]
 
 
-INPLACE = {"mul_": "t{d}.mul_(2)", "add_": "t{d}.add_(1)", "add_t": "t{d}.add_(t{s})", "zero_": "t{d}.zero_()"}
+# in-place changes go through adapter.inplace (frameworks spell them differently)
+INPLACE = {"mul_": "adapter.inplace(t{d}, 'mul_', 2)", "add_": "adapter.inplace(t{d}, 'add_', 1)",
+           "add_t": "adapter.inplace(t{d}, 'add_', t{s})", "zero_": "adapter.inplace(t{d}, 'zero_')"}
 
 
 @dataclass(frozen=True)
@@ -175,7 +205,7 @@ class Inplace(Step):
     src: int = -1
     no_grad: bool = False
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         return [_maybe_no_grad(fw, INPLACE[self.op].format(d=self.dst, s=self.src), self.no_grad)]
 
 
@@ -191,7 +221,7 @@ class Hook(Step):
     hook: str
     scale: bool = False
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         h, t = self.hid, f"t{self.slot}"
         if self.hook == "tensor":
             body = f"ev.append(['hook', {h}, {_shape_expr('g')}])"
@@ -204,10 +234,10 @@ class Hook(Step):
         if self.hook == "node":
             # grad_inputs: only their number. torch leaves the ones autograd.grad does not
             # need None (its input mask); the reference computes them all.
-            return [f"h{h} = {t}.grad_fn.register_hook(lambda gi, go: ev.append(['node', {h}, "
-                    f"len(gi), {_shapes_expr('go')}]))"]
+            return [f"h{h} = adapter.register_node_hook({t}.grad_fn, lambda gi, go: ev.append("
+                    f"['node', {h}, len(gi), {_shapes_expr('go')}]))"]
         if self.hook == "prehook":
-            return [f"h{h} = {t}.grad_fn.register_prehook("
+            return [f"h{h} = adapter.register_node_prehook({t}.grad_fn, "
                     f"lambda go: ev.append(['prehook', {h}, {_shapes_expr('go')}]))"]
         raise ValueError(self.hook)
 
@@ -217,7 +247,7 @@ class RemoveHook(Step):
     suite: ClassVar[str] = "hooks"
     hid: int
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         return [f"h{self.hid}.remove()"]
 
 
@@ -226,8 +256,8 @@ class RetainGrad(Step):
     suite: ClassVar[str] = "hooks"
     slot: int
 
-    def render(self, fw):
-        return [f"t{self.slot}.retain_grad()"]
+    def render(self, fw="fw"):
+        return [f"adapter.retain_grad(t{self.slot})"]
 
 
 # -- custom Function ----------------------------------------------------------------------
@@ -241,16 +271,16 @@ class FunctionApply(Step):
     save: str  # "input" | "output"
     stash: bool = False
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         stash = " keep.append(ctx);" if self.stash else ""
         if self.save == "input":
             fwd = f"ctx.save_for_backward(x);{stash} return x * x"
-            bwd = "return g * 2 * ctx.saved_tensors[0]"
+            bwd = "return g * 2 * adapter.saved_tensors(ctx)[0]"
         else:
             fwd = f"y = x.exp(); ctx.save_for_backward(y);{stash} return y"
-            bwd = "return g * ctx.saved_tensors[0]"
+            bwd = "return g * adapter.saved_tensors(ctx)[0]"
         return [
-            f"class F{self.fid}({fw}.autograd.Function):",
+            f"class F{self.fid}(fw.autograd.Function):",
             "    @staticmethod",
             f"    def forward(ctx, x): {fwd}",
             "    @staticmethod",
@@ -266,8 +296,8 @@ class ObserveCtx(Step):
     k: int
     fid: int
 
-    def render(self, fw):
-        return [f"ev.append(['ctx', {self.fid}, [list(s.shape) for s in keep[{self.k}].saved_tensors]])"]
+    def render(self, fw="fw"):
+        return [f"ev.append(['ctx', {self.fid}, [list(s.shape) for s in adapter.saved_tensors(keep[{self.k}])]])"]
 
 
 # -- running backward ---------------------------------------------------------------------
@@ -281,8 +311,8 @@ class Backward(Step):
     retain: bool = False
     create: bool = False
 
-    def render(self, fw):
-        return [f"t{self.slot}.sum().backward({_flags(self.retain, self.create)[2:]})"]
+    def render(self, fw="fw"):
+        return [f"adapter.backward(t{self.slot}.sum(){_flags(self.retain, self.create)})"]
 
 
 @dataclass(frozen=True)
@@ -295,9 +325,9 @@ class Grad(Step):
     retain: bool = False
     create: bool = False
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         return [
-            f"t{self.out}, = {fw}.autograd.grad(t{self.root}.sum(), t{self.inp}"
+            f"t{self.out}, = fw.autograd.grad(t{self.root}.sum(), t{self.inp}"
             f"{_flags(self.retain, self.create)})",
             f"ev.append(['agrad', 't{self.out}', t{self.out}.tolist()])",
         ]
@@ -308,18 +338,23 @@ class Grad(Step):
 class ObserveGrad(Step):
     slot: int
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         t = f"t{self.slot}"
         return [f"ev.append(['grad', '{t}', {_values_expr(t + '.grad')}])"]
+
+
+META = {"requires_grad": "{t}.requires_grad", "is_leaf": "{t}.is_leaf",
+        "grad_fn": "{t}.grad_fn is None"}
 
 
 @dataclass(frozen=True)
 class ObserveMeta(Step):
     slot: int
+    attr: str = "requires_grad"  # a key of META
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         t = f"t{self.slot}"
-        return [f"ev.append(['meta', '{t}', {t}.requires_grad, {t}.is_leaf, {t}.grad_fn is None])"]
+        return [f"ev.append(['meta', '{t}', '{self.attr}', {META[self.attr].format(t=t)}])"]
 
 
 @dataclass(frozen=True)
@@ -328,7 +363,7 @@ class Identity(Step):
     slot: int
     attr: str  # "grad" | "grad_fn"
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         e = f"t{self.slot}.{self.attr}"
         return [f"ev.append(['is', '{e}', {e} is {e}])"]
 
@@ -339,7 +374,7 @@ class KeepGrad(Step):
     kid: int
     slot: int
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         return [f"g{self.kid} = t{self.slot}.grad"]
 
 
@@ -349,7 +384,7 @@ class ObserveKept(Step):
     kid: int
     slot: int
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         g = f"g{self.kid}"
         return [f"ev.append(['kept', {self.kid}, t{self.slot}.grad is {g}, {_values_expr(g)}])"]
 
@@ -358,7 +393,7 @@ class ObserveKept(Step):
 class SetGradNone(Step):
     slot: int
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         return [f"t{self.slot}.grad = None"]
 
 
@@ -370,7 +405,7 @@ class Weakref(Step):
     wid: int
     slot: int
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         return [f"w{self.wid} = weakref.ref(t{self.slot})"]
 
 
@@ -379,7 +414,7 @@ class ObserveAlive(Step):
     suite: ClassVar[str] = "gc_cycles"
     wid: int
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         return [f"ev.append(['alive', {self.wid}, w{self.wid}() is not None])"]
 
 
@@ -388,7 +423,7 @@ class Delete(Step):
     suite: ClassVar[str] = "gc_cycles"
     slot: int
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         return [f"del t{self.slot}"]
 
 
@@ -397,7 +432,7 @@ class Collect(Step):
     suite: ClassVar[str] = "gc_cycles"
     imports: ClassVar[tuple[str, ...]] = ("gc",)
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         return ["gc.collect()"]
 
 
@@ -406,16 +441,16 @@ class Collect(Step):
 class EnterLevel(Step):
     suite: ClassVar[str] = "forward_levels"
 
-    def render(self, fw):
-        return [f"{fw}.{FWAD}.enter_dual_level()"]
+    def render(self, fw="fw"):
+        return [f"fw.{FWAD}.enter_dual_level()"]
 
 
 @dataclass(frozen=True)
 class ExitLevel(Step):
     suite: ClassVar[str] = "forward_levels"
 
-    def render(self, fw):
-        return [f"{fw}.{FWAD}.exit_dual_level()"]
+    def render(self, fw="fw"):
+        return [f"fw.{FWAD}.exit_dual_level()"]
 
 
 @dataclass(frozen=True)
@@ -425,9 +460,9 @@ class MakeDual(Step):
     src: int
     tid: int
 
-    def render(self, fw):
-        return [f"u{self.tid} = {fw}.full_like(t{self.src}, 0.5)",
-                f"t{self.out} = {fw}.{FWAD}.make_dual(t{self.src}, u{self.tid})"]
+    def render(self, fw="fw"):
+        return [f"u{self.tid} = fw.full_like(t{self.src}, 0.5)",
+                f"t{self.out} = fw.{FWAD}.make_dual(t{self.src}, u{self.tid})"]
 
 
 @dataclass(frozen=True)
@@ -435,9 +470,9 @@ class UnpackDual(Step):
     suite: ClassVar[str] = "forward_levels"
     slot: int
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         return [f"ev.append(['tangent', 't{self.slot}', "
-                f"{_values_expr(f'{fw}.{FWAD}.unpack_dual(t{self.slot}).tangent')}])"]
+                f"{_values_expr(f'fw.{FWAD}.unpack_dual(t{self.slot}).tangent')}])"]
 
 
 @dataclass(frozen=True)
@@ -446,9 +481,9 @@ class TangentIdentity(Step):
     slot: int
     tid: int
 
-    def render(self, fw):
+    def render(self, fw="fw"):
         return [f"ev.append(['is', 'tangent of t{self.slot} is u{self.tid}', "
-                f"{fw}.{FWAD}.unpack_dual(t{self.slot}).tangent is u{self.tid}])"]
+                f"fw.{FWAD}.unpack_dual(t{self.slot}).tangent is u{self.tid}])"]
 
 
 STEP_TYPES = {cls.__name__: cls for cls in Step.__subclasses__()}
@@ -459,8 +494,8 @@ class Program:
     dtype: str
     steps: tuple
 
-    def render(self, fw: str) -> list[list[str]]:
-        """Each step's lines, with ``fw`` as the framework's module name."""
+    def render(self, fw: str = "fw") -> list[list[str]]:
+        """Each step's lines (``fw``: the adapter's namespace, ``adapter``: the adapter)."""
         return [step.render(fw) for step in self.steps]
 
     def imports(self) -> list[str]:
@@ -487,4 +522,4 @@ class Program:
         return cls(data["dtype"], tuple(steps))
 
     def __str__(self) -> str:
-        return "\n".join(line for lines in self.render("fw") for line in lines)
+        return "\n".join(line for lines in self.render() for line in lines)

@@ -1,20 +1,32 @@
-"""A divergence as a standalone script for the diverging framework (plain code, no project
-imports).
+"""A divergence as a standalone script for the diverging framework, through its adapter.
+
+The script starts with the adapter's preamble (``Adapter.preamble()``: what makes the
+framework importable, as user code would write it), loads the adapter by the spec the search
+used (a built-in name, an entry point or ``package.module:Class``) and binds ``fw =
+adapter.fw``; the program's lines follow, written against the documented surface only
+(docs/fw-surface.md), so the same script runs for torch, tinygrad or a third-party adapter.
 
 Contract: the script runs the program up to the step where the runs part and then checks
-what the reference observed there. Run on the reference engine (module name ``reference``)
-it exits cleanly; run on the diverging framework it fails: an ``AssertionError`` that shows
-what the framework observed, or the framework's own exception where it raised and the
-reference did not.
+what the reference observed there. Run with the reference adapter it exits cleanly; run with
+the diverging framework's it fails: an ``AssertionError`` that shows what the framework
+observed, or the framework's own exception where it raised and the reference did not.
 """
 from __future__ import annotations
 
 from conformance.differential.compare import TOLERANCES, Divergence, same_record
 from conformance.differential.program import NUMERIC_KINDS, Program
 
-from adapters.base import builtin_adapter_classes  # noqa: E402
 
-MODULES = {name: cls.module or name for name, cls in builtin_adapter_classes().items()}
+def prologue(adapter, imports: list[str]) -> list[str]:
+    """The lines before the program: the adapter's preamble, the standard-library imports the
+    steps use, and the adapter loaded by its spec with ``fw`` bound to its namespace."""
+    lines = [line for line in adapter.preamble().splitlines()
+             if line.strip() and line.strip() != "import"]   # a preamble of a nameless module
+    if imports:
+        lines.append("import " + ", ".join(imports))
+    lines.append("from adapters.base import load_adapter")
+    lines.append(f"adapter = load_adapter({adapter.spec!r}); fw = adapter.fw")
+    return lines
 
 
 def _shape(value):
@@ -44,10 +56,11 @@ def _first_difference(divergence: Divergence, dtype: str):
     return None
 
 
-def render_script(program: Program, divergence: Divergence, reference_run: dict, fw: str,
+def render_script(program: Program, divergence: Divergence, reference_run: dict, adapter,
                   header: list[str] | None = None) -> str:
-    """The standalone script reproducing ``divergence`` on framework module ``fw``."""
-    module = MODULES.get(fw, fw)
+    """The standalone script reproducing ``divergence`` through ``adapter`` (an Adapter
+    whose ``spec`` says how the search loaded it)."""
+    module = adapter.name
     stop = divergence.step
     steps = program.steps[:stop + 1]
     lines = [f"# {' '.join(line.split())}" for line in (header or [])]
@@ -55,13 +68,13 @@ def render_script(program: Program, divergence: Divergence, reference_run: dict,
     first = _first_difference(divergence, program.dtype)
     if first is not None and first[0] in NUMERIC_KINDS and first[-1] is not None:
         imports.append("numpy")
-    lines.append("import " + ", ".join(imports + [module]))
+    lines.extend(prologue(adapter, imports))
     if "weakref" in imports:
         lines.append("gc.disable()" if "gc" in imports else "import gc; gc.disable()")
     lines.append("ev, keep = [], []")
     for step in steps[:-1]:
-        lines.extend(step.render(module))
-    last = steps[-1].render(module)
+        lines.extend(step.render())
+    last = steps[-1].render()
     # records of the reference before the diverging step
     before = sum(1 for step, _ in reference_run["trace"] if step < stop)
     if divergence.kind == "error" and divergence.expected_error is not None:

@@ -36,21 +36,31 @@ from conformance.differential.compare import Divergence, compare
 from conformance.differential.interpreter import CRASH, MISSING_API, TIMEOUT, probe_features, run_steps
 from conformance.differential.program import Program
 from conformance.differential.render import render_script
-from conformance.differential.strategies import ALL_FEATURES, programs
+from conformance.differential.strategies import ALL_FEATURES, avoid_for, programs
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_VERSION = _results.EXPLORE_SCHEMA  # the findings file (conformance.results)
 
 # Divergences torch shows on purpose, mapped to the rule whose expectation explains them:
 # (adapter, signature prefix) -> rule id (its reason comes from adapters/expectations/).
+# tinygrad's: the causes its expectations file names (root_cause), each confirmed by hand with
+# plain tinygrad (docs/differential.md, "Found against tinygrad").
 EXPECTED_DIVERGENCES: dict[str, list[tuple[str, str]]] = {
     "torch": [],
+    "tinygrad": [
+        ("engine|Backward/Grad|error:freed/none", "engine.second-backward-error"),
+        ("engine|Backward/Grad|error:unused/none", "engine.grad-unused-inputs"),
+        ("engine|Backward/Grad|error:version/none", "engine.version-counter-error"),
+        ("engine|Inplace|error:leaf-inplace/none", "engine.leaf-inplace-error"),
+        ("gc_cycles|ObserveAlive|alive:value", "gc_cycles.saved-tensors-freed-with-graph"),
+    ],
 }
 
 
 # -- targets ---------------------------------------------------------------------------
 class InProcessTarget:
-    """A framework imported into this process (the reference, torch)."""
+    """A framework imported into this process (the reference, torch, tinygrad, any adapter
+    given as package.module:Class)."""
 
     def __init__(self, adapter_name: str, features=None) -> None:
         from adapters.base import load_adapter
@@ -58,13 +68,11 @@ class InProcessTarget:
         self.adapter = load_adapter(adapter_name)
         self.name = adapter_name
         self.fw = self.adapter.fw
-        self.module = getattr(self.fw, "__name__", adapter_name)
         self.version = self.adapter.framework_version()
-        self.features = frozenset(features if features is not None else
-                                  probe_features(self.fw, self.adapter.unsupported))
+        self.features = frozenset(features if features is not None else probe_features(self.adapter))
 
     def run(self, program: Program) -> dict:
-        return run_steps(self.fw, program.render("fw"), program.uses_forward_ad())
+        return run_steps(self.adapter, program.render(), program.uses_forward_ad())
 
     def close(self) -> None:
         pass
@@ -79,9 +87,10 @@ class SubprocessTarget:
         self.python = python
         self.plant = plant
         self.timeout = timeout
-        from adapters.base import framework_module
+        from adapters.base import load_adapter
 
-        self.module = framework_module(adapter_name)
+        # for the scripts (its preamble); the framework is imported in the worker only
+        self.adapter = load_adapter(adapter_name)
         self.proc = None
         self.crashes = 0
         ready = self._start()
@@ -133,7 +142,7 @@ class SubprocessTarget:
     def run(self, program: Program) -> dict:
         if self.proc is None:
             self._start()
-        request = {"steps": program.render("fw"), "forward_ad": program.uses_forward_ad()}
+        request = {"steps": program.render(), "forward_ad": program.uses_forward_ad()}
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         step = 0
@@ -176,16 +185,39 @@ class Outcome:
     divergence: Divergence | None = None
     reference_run: dict | None = None
     target_run: dict | None = None
+    unsupported: dict | None = None   # status "unsupported": see unsupported_of
+
+
+def unsupported_of(program: Program, error: dict) -> dict:
+    """What a missing-API error says the framework lacks: ``{"variant", "feature", "exclude",
+    "message"}``. ``feature``: the registry feature named by the adapter (``Unsupported``,
+    ``MissingName``) or owning the missing attribute (conformance/features.toml), if any;
+    ``exclude``: that feature where the program language has it (every step needing it stops),
+    else the step's variant (only that operation stops)."""
+    step = program.steps[error["step"]]
+    feature = error.get("feature")
+    if feature is None and error.get("name"):
+        from conformance import features as registry
+
+        for entry in registry.registry().values():
+            if error["name"] in entry.names:
+                feature = entry.name
+                break
+    exclude = feature if feature in ALL_FEATURES else step.variant
+    return {"variant": step.variant, "feature": feature, "exclude": exclude,
+            "message": error.get("message", "")[:200]}
 
 
 def check(program: Program, oracle, target) -> Outcome:
     expected = oracle.run(program)
     actual = target.run(program)
     err = actual.get("error")
-    if err and err["category"] == MISSING_API and not (
-            expected.get("error") and expected["error"]["step"] == err["step"]):
-        return Outcome("unsupported", None, expected, actual)
     divergence = compare(program, expected, actual)
+    if err and err["category"] == MISSING_API and (divergence is None or divergence.step >= err["step"]):
+        # the framework lacks what this step asks for: UNSUPPORTED, never a divergence, even
+        # where the reference raised at that step (what the framework would do is unknown);
+        # a divergence at an earlier step is still one
+        return Outcome("unsupported", None, expected, actual, unsupported_of(program, err))
     return Outcome("diverges" if divergence else "same", divergence, expected, actual)
 
 
@@ -225,12 +257,14 @@ def expectation_for(adapter: str, divergence: Divergence) -> dict | None:
     for prefix, rule in EXPECTED_DIVERGENCES.get(adapter, ()):
         if divergence.signature.startswith(prefix):
             path = ROOT / "adapters" / "expectations" / f"{adapter}.toml"
-            reason = None
+            reason = cause = None
             if path.exists():
                 entry = tomllib.loads(path.read_text()).get(rule)
+                if isinstance(entry, list) and entry:   # the root-cause form: [[rule]] tables
+                    entry = entry[0]
                 if isinstance(entry, dict):
-                    reason = entry.get("reason")
-            return {"rule": rule, "reason": reason}
+                    reason, cause = entry.get("reason"), entry.get("root_cause")
+            return {"rule": rule, "reason": reason, "root_cause": cause}
     return None
 
 
@@ -248,7 +282,7 @@ def make_finding(program: Program, outcome: Outcome, target, examples_before: in
         f"category: {div.suite}; signature: {div.signature}",
         f"{div.summary[:200]}",
     ]
-    script = render_script(program, div, outcome.reference_run, target.module, header)
+    script = render_script(program, div, outcome.reference_run, target.adapter, header)
     return Finding(program, outcome, script, expectation_for(target.name, div), examples_before)
 
 
@@ -265,8 +299,17 @@ class Finding:
         return self.outcome.divergence
 
 
+class _Stop(Exception):
+    """The round ends without a divergence: a newly unsupported variant, or time is up."""
+
+
 @dataclass
 class Search:
+    """Rounds of hypothesis searches. A divergence with a new signature ends a round (it is
+    shrunk and reported); so does a step the framework lacks that was not known to be
+    missing: it is recorded in ``unsupported`` (variant -> what was missing, how often) and
+    the next round's strategy no longer generates it (``features`` / ``excluded``)."""
+
     oracle: object
     target: object
     features: frozenset
@@ -276,17 +319,41 @@ class Search:
     examples: int = 0
     statuses: dict = field(default_factory=dict)
     on_finding: object = None
+    excluded: set = field(default_factory=set)
+    unsupported: dict = field(default_factory=dict)
+    deadline: float | None = None      # time.monotonic() after which no program starts
+
+    def _note_unsupported(self, missing: dict) -> bool:
+        """Record a missing-API outcome; True when it newly switches something off."""
+        entry = self.unsupported.setdefault(missing["variant"], {**missing, "programs": 0})
+        entry["programs"] += 1
+        if missing["exclude"] in self.features:
+            self.features = self.features - {missing["exclude"]}
+            return True
+        if missing["exclude"] not in ALL_FEATURES and missing["exclude"] not in self.excluded:
+            self.excluded.add(missing["exclude"])
+            return True
+        return False
 
     def _one_round(self, budget: int, seed: int | None):
-        strategy = programs(self.features, self.max_steps)
+        strategy = programs(self.features, self.max_steps, excluded=frozenset(self.excluded),
+                            avoid=avoid_for(self.known))
         box: dict = {}
 
         def prop(program):
+            if "stop" in box:  # hypothesis replays and shrinks the stopping example: cut it short
+                raise _Stop()
             if "signature" not in box:
+                if self.deadline is not None and time.monotonic() > self.deadline:
+                    box["stop"] = "time"
+                    raise _Stop()
                 self.examples += 1
             outcome = check(program, self.oracle, self.target)
             if "signature" not in box:
                 self.statuses[outcome.status] = self.statuses.get(outcome.status, 0) + 1
+                if outcome.unsupported is not None and self._note_unsupported(outcome.unsupported):
+                    box["stop"] = "unsupported"
+                    raise _Stop()
             div = outcome.divergence
             if div is None or div.signature in self.known:
                 return
@@ -305,24 +372,39 @@ class Search:
             test()
         except (_Found, Flaky):
             pass
+        except _Stop:
+            pass
         except Exception as exc:  # hypothesis wraps some failures
-            if "last" not in box:
+            if "last" not in box and "stop" not in box:
                 raise
-            print(f"[differential] hypothesis ended with {type(exc).__name__}: {exc}", file=sys.stderr)
+            if "last" in box:
+                print(f"[differential] hypothesis ended with {type(exc).__name__}: {exc}", file=sys.stderr)
+        if "last" not in box:
+            return None, box.get("stop")
         return box.get("last"), box.get("signature")
 
-    def run(self, examples: int, seed: int | None = 0, max_rounds: int = 50) -> list[Finding]:
+    def run(self, examples: int, seed: int | None = 0, max_rounds: int = 50,
+            seconds: float | None = None) -> list[Finding]:
+        """Search until ``examples`` programs ran, ``max_rounds`` divergences were found, or
+        ``seconds`` passed (the divergence being shrunk is finished first)."""
         start = self.examples
-        rounds = 0
-        while self.examples - start < examples and rounds < max_rounds:
+        if seconds is not None:
+            self.deadline = time.monotonic() + seconds
+        rounds = found = 0
+        while self.examples - start < examples and found < max_rounds and rounds < max_rounds + 200:
             budget = examples - (self.examples - start)
             before = self.examples
             program, signature = self._one_round(budget, None if seed is None else seed + rounds)
             rounds += 1
             if program is None:
+                if signature == "time":
+                    break
+                if signature == "unsupported":
+                    continue
                 if self.examples == before:
                     break
                 continue
+            found += 1
             self.known.add(signature)
             program, outcome = shrink_greedy(program, self.oracle, self.target, signature)
             if outcome.divergence is None or outcome.divergence.signature != signature:
@@ -362,8 +444,10 @@ def main(argv=None) -> int:
                              "(torch, oneflow, reference), an entry point of the group "
                              "autograd_conformance.adapters, or package.module:ClassName "
                              "(default: reference)")
-    parser.add_argument("--examples", type=cli.positive_int, default=200,
-                        help="example budget (programs run)")
+    parser.add_argument("--examples", type=cli.positive_int, default=None,
+                        help="example budget (programs run; default 200, or no limit with --seconds)")
+    parser.add_argument("--seconds", type=cli.positive_int, default=None,
+                        help="time budget: no program starts after this many seconds")
     parser.add_argument("--seed", type=int, default=None, help="fixed seed (default: random)")
     parser.add_argument("--max-steps", type=cli.positive_int, default=16)
     parser.add_argument("--python", default=None, help="run the framework in a worker under this Python")
@@ -381,6 +465,7 @@ def main(argv=None) -> int:
         if problem:
             return parser.fail(problem)
     results = Path(args.results or _results.explore_path(ROOT / "reports" / "results", args.adapter))
+    examples = args.examples or (10 ** 9 if args.seconds else 200)
 
     try:
         oracle = InProcessTarget("reference")
@@ -393,7 +478,8 @@ def main(argv=None) -> int:
         _results.append_findings(results, {
             "type": "run", "schema": SCHEMA_VERSION, "adapter": target.name, "adapter_spec": args.adapter,
             "framework_version": target.version, "reference_version": oracle.version,
-            "features": sorted(features), "examples": args.examples, "seed": args.seed,
+            "features": sorted(features), "examples": args.examples, "seconds": args.seconds,
+            "seed": args.seed,
             "max_steps": args.max_steps, "python": platform.python_version(),
             "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "argv": sys.argv if argv is None else argv})
@@ -410,14 +496,19 @@ def main(argv=None) -> int:
         print(record["script"])
 
     search = Search(oracle, target, features, args.max_steps, on_finding=on_finding)
-    search.run(args.examples, args.seed, max_rounds=args.max_findings)
+    search.run(examples, args.seed, max_rounds=args.max_findings, seconds=args.seconds)
     duration = time.monotonic() - started
     _results.append_findings(results, {
         "type": "end", "examples": search.examples, "statuses": search.statuses,
+        "unsupported": search.unsupported,
         "divergences": len(search.findings),
         "unexpected": sum(1 for f in search.findings if not f.expectation),
         "crashes": getattr(target, "crashes", 0), "duration": round(duration, 1)})
     target.close()
+    for variant, missing in sorted(search.unsupported.items()):
+        print(f"[unsupported] {variant}: {missing['feature'] or 'no registry feature'} "
+              f"({missing['programs']} programs; {missing['message'][:100]})")
     print(f"{search.examples} programs in {duration:.1f}s: {search.statuses}; "
-          f"{len(search.findings)} divergences -> {results}")
+          f"{len(search.findings)} divergences, {len(search.unsupported)} unsupported step "
+          f"variants -> {results}")
     return 1 if any(not f.expectation for f in search.findings) else 0

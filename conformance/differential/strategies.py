@@ -13,7 +13,10 @@ differs"): no in-place op on a view or on a tensor that has views (torch rewrite
 history with CopySlices), no weakref to a node, no hook that closes over its own tensor.
 Everything else, errors included, is compared.
 
-Features (``ALL_FEATURES``) switch rule families off for frameworks that lack them.
+Features (``ALL_FEATURES``, the feature registry's names where one exists) switch rule
+families off for frameworks that lack them; ``excluded`` variants (``Step.variant``: a step
+kind with its operation, ``View.t``, ``Unary.sin+no_grad``) switch single operations off once
+the framework turned out to lack them (the search learns these while it runs).
 """
 from __future__ import annotations
 
@@ -23,10 +26,56 @@ import hypothesis.strategies as st
 
 from conformance.differential import program as P
 
+# registry names (conformance/features.toml) and three of the language's own: autograd.grad,
+# weak references to tensors, in-place changes through adapter.inplace
 ALL_FEATURES = frozenset({
-    "forward_ad", "post_hook", "node_hook", "prehook", "weakref", "function", "retain_grad",
-    "autograd_grad", "inplace",
+    "forward_ad", "tensor_hooks", "post_accumulate_grad_hooks", "node_hooks", "graph_nodes",
+    "weakref", "custom_function", "retain_grad", "autograd_grad", "inplace", "grad_modes",
+    "create_graph_backward", "is_leaf",
 })
+
+# variant (or its prefix up to a dot) -> the features it needs; flags: see variant_needs
+VARIANT_FEATURES = {
+    "Hook.tensor": {"tensor_hooks"}, "Hook.post": {"post_accumulate_grad_hooks"},
+    "Hook.node": {"node_hooks", "graph_nodes"}, "Hook.prehook": {"node_hooks", "graph_nodes"},
+    "RetainGrad": {"retain_grad"}, "FunctionApply": {"custom_function"},
+    "ObserveCtx": {"custom_function"}, "Grad": {"autograd_grad"}, "Inplace": {"inplace"},
+    "Weakref": {"weakref"}, "ObserveMeta.is_leaf": {"is_leaf"},
+    "ObserveMeta.grad_fn": {"graph_nodes"}, "Identity.grad_fn": {"graph_nodes"},
+    "EnterLevel": {"forward_ad"}, "MakeDual": {"forward_ad"}, "UnpackDual": {"forward_ad"},
+    "TangentIdentity": {"forward_ad"}, "ExitLevel": {"forward_ad"},
+}
+
+
+# A divergence found once is reported once; a framework that shows it in every tenth program
+# would keep hiding rarer causes behind it. Once a signature with one of these parts is known,
+# the search stops generating the construct that shows it (signature part -> construct).
+AVOID = {
+    "error:leaf-inplace/": "leaf-inplace",   # no in-place change of a leaf requiring grad
+    "error:freed/": "freed",                 # every backward / grad retains the graph
+    "error:unused/": "unused",               # grad only for inputs the output depends on
+    "error:version/": "version",             # no in-place change of a non-leaf requiring grad
+    "grad:none": "nonleaf-grad",             # .grad read on leaves only
+}
+
+
+def avoid_for(signatures) -> frozenset:
+    """The constructs to stop generating once ``signatures`` are known (see AVOID)."""
+    return frozenset(tag for sig in signatures for part, tag in AVOID.items() if part in sig)
+
+
+def variant_needs(variant: str) -> set[str]:
+    """The features (ALL_FEATURES names) a step variant needs."""
+    base, *flags = variant.split("+")
+    needs = set()
+    parts = base.split(".")
+    for i in range(len(parts), 0, -1):
+        needs |= VARIANT_FEATURES.get(".".join(parts[:i]), set())
+    if "no_grad" in flags:
+        needs.add("grad_modes")
+    if "create" in flags and base.startswith("Backward"):
+        needs.add("create_graph_backward")
+    return needs
 SHAPES = ((3,), (2, 3), (1, 3), (3, 2))
 
 
@@ -64,6 +113,18 @@ class Model:
     duals: list = field(default_factory=list)      # (slot, tid)
     level_open: bool = False
     level_used: bool = False
+    excluded: frozenset = frozenset()              # variants the framework lacks
+    avoid: frozenset = frozenset()                 # constructs of known divergences (AVOID)
+
+    def allowed(self, variant: str) -> bool:
+        return variant not in self.excluded and variant_needs(variant) <= self.features
+
+    def ops(self, kind: str, ops) -> list:
+        return [op for op in ops if self.allowed(f"{kind}.{op}")]
+
+    def flag(self, draw, variant: str, flag: str, chance) -> bool:
+        """Draw a flag (``chance``: a strategy of bools) only where the framework offers it."""
+        return self.allowed(f"{variant}+{flag}") and draw(chance)
 
     def new(self, kind: str) -> int:
         n = self.counters[kind]
@@ -114,8 +175,8 @@ def _with_self(m, n):
 
 def r_unary(draw, m):
     src = _pick(draw, m.slots)
-    op = draw(st.sampled_from(sorted(P.UNARY)))
-    no_grad = draw(st.integers(0, 5)) == 0
+    op = draw(st.sampled_from(m.ops("Unary", sorted(P.UNARY))))
+    no_grad = m.flag(draw, f"Unary.{op}", "no_grad", st.integers(0, 5).map(lambda i: i == 0))
     res = _result(m, m.slots[src].shape, [src], no_grad or op == "detach")
     if op == "detach":  # shares the array: a gradient's aliasing carries over (see r_grad)
         res = replace(res, aliased=m.slots[src].aliased)
@@ -126,7 +187,7 @@ def r_binary(draw, m):
     a = _pick(draw, m.slots)
     partners = m.where(lambda s: _broadcast(s.shape, m.slots[a].shape) is not None)
     b = _pick(draw, partners)
-    op = draw(st.sampled_from(sorted(P.BINARY)))
+    op = draw(st.sampled_from(m.ops("Binary", sorted(P.BINARY))))
     shape = _broadcast(m.slots[a].shape, m.slots[b].shape)
     return P.Binary(_with_self(m, m.add(_result(m, shape, [a, b]))), a, b, op)
 
@@ -134,7 +195,7 @@ def r_binary(draw, m):
 def r_reduce(draw, m):
     src = _pick(draw, m.slots)
     shape = m.slots[src].shape
-    ops = ["sum", "mean"] + (["sum0"] if shape else [])
+    ops = m.ops("Reduce", ["sum", "mean"] + (["sum0"] if shape else []))
     op = draw(st.sampled_from(ops))
     out_shape = shape[1:] if op == "sum0" else ()
     return P.Reduce(_with_self(m, m.add(_result(m, out_shape, [src]))), src, op)
@@ -157,11 +218,15 @@ def r_matmul(draw, m):
     return P.Matmul(_with_self(m, m.add(_result(m, shape, [a, b]))), a, b)
 
 
+def _view_ops(m, shape):
+    return m.ops("View", ["flat", "unsqueeze"] + (["index"] if shape else [])
+                 + (["t"] if len(shape) == 2 else []))
+
+
 def r_view(draw, m):
-    src = _pick(draw, m.slots)
+    src = _pick(draw, m.where(lambda s: bool(_view_ops(m, s.shape))))
     shape = m.slots[src].shape
-    ops = ["flat", "unsqueeze"] + (["index"] if shape else []) + (["t"] if len(shape) == 2 else [])
-    op = draw(st.sampled_from(ops))
+    op = draw(st.sampled_from(_view_ops(m, shape)))
     new_shape = {"flat": (max(1, Slot_numel(shape)),), "unsqueeze": (1,) + shape,
                  "index": shape[1:], "t": shape[::-1]}[op]
     res = replace(_result(m, new_shape, [src]), view=True, aliased=m.slots[src].aliased)
@@ -177,16 +242,37 @@ def Slot_numel(shape) -> int:  # noqa: N802
 
 
 def _inplace_targets(m):
-    return m.where(lambda s: not s.view and not s.had_view and not s.aliased)
+    leaf_rg_ok = "leaf-inplace" not in m.avoid or m.allowed("Inplace.mul_+no_grad")
+    return m.where(lambda s: not s.view and not s.had_view and not s.aliased
+                   and bool(_inplace_ops(m, s.shape)[1])
+                   and (leaf_rg_ok or not (s.rg and s.leaf))
+                   and ("version" not in m.avoid or not (s.rg and not s.leaf)))
+
+
+def _inplace_ops(m, shape):
+    srcs = m.where(lambda s: _broadcast(s.shape, shape) == shape)
+    return srcs, m.ops("Inplace", ["mul_", "add_", "zero_"] + (["add_t"] if srcs else []))
 
 
 def r_inplace(draw, m):
-    dst = _pick(draw, _inplace_targets(m))
+    targets = _inplace_targets(m)
+    if not m.allowed("Inplace.mul_+no_grad"):
+        # without grad modes a leaf that requires grad is changed as it is: torch refuses it,
+        # which ends the program; a quarter of the time is enough to hold a framework to it
+        others = [n for n in targets if not (m.slots[n].rg and m.slots[n].leaf)]
+        if others and draw(st.integers(0, 3)) > 0:
+            targets = others
+    dst = _pick(draw, targets)
     d = m.slots[dst]
-    no_grad = (d.rg and d.leaf) or draw(st.integers(0, 5)) == 0
-    srcs = m.where(lambda s: _broadcast(s.shape, d.shape) == d.shape)
-    ops = ["mul_", "add_", "zero_"] + (["add_t"] if srcs else [])
+    srcs, ops = _inplace_ops(m, d.shape)
     op = draw(st.sampled_from(ops))
+    # a leaf that requires grad is changed under no_grad where the framework has grad modes
+    # (torch refuses it otherwise: the program would end there); without grad modes the
+    # change is made as it is, and the reference's refusal is what the framework is held to
+    if m.allowed(f"Inplace.{op}+no_grad"):
+        no_grad = (d.rg and d.leaf) or draw(st.integers(0, 5)) == 0
+    else:
+        no_grad = False
     src = _pick(draw, srcs) if op == "add_t" else -1
     if not no_grad:
         inputs = [dst] + ([src] if src >= 0 else [])
@@ -198,15 +284,21 @@ def r_inplace(draw, m):
     return P.Inplace(dst, op, src, no_grad)
 
 
-def r_hook(draw, m):
-    kinds = ["tensor"]
-    if "post_hook" in m.features and m.where(lambda s: s.rg and s.leaf):
+def _hook_kinds(m):
+    kinds = ["tensor"] if m.allowed("Hook.tensor") else []
+    if m.allowed("Hook.post") and m.where(lambda s: s.rg and s.leaf):
         kinds.append("post")
     nonleaf = m.where(lambda s: s.rg and not s.leaf)
-    if nonleaf and "node_hook" in m.features:
+    if nonleaf and m.allowed("Hook.node"):
         kinds.append("node")
-    if nonleaf and "prehook" in m.features:
+    if nonleaf and m.allowed("Hook.prehook"):
         kinds.append("prehook")
+    return kinds
+
+
+def r_hook(draw, m):
+    kinds = _hook_kinds(m)
+    nonleaf = m.where(lambda s: s.rg and not s.leaf)
     kind = draw(st.sampled_from(kinds))
     pool = {"tensor": m.where(lambda s: s.rg), "post": m.where(lambda s: s.rg and s.leaf)}.get(kind, nonleaf)
     slot = _pick(draw, pool)
@@ -246,8 +338,8 @@ def r_observe_ctx(draw, m):
 
 def r_backward(draw, m):
     slot = _pick(draw, m.where(lambda s: s.rg))
-    retain = draw(st.booleans())
-    create = draw(st.integers(0, 4)) == 0
+    retain = "freed" in m.avoid or draw(st.booleans())
+    create = m.flag(draw, "Backward", "create", st.integers(0, 4).map(lambda i: i == 0))
     return P.Backward(slot, retain, create)
 
 
@@ -255,10 +347,19 @@ def _grad_pairs(m):
     return sorted((r, i) for r, s in m.slots.items() if s.rg for i in s.deps if i in m.slots)
 
 
+def _unused_pairs(m):
+    """(root, input) where the input requires grad but is not in the root's history: the
+    engine refuses (an unused input) unless told allow_unused."""
+    return sorted((r, i) for r, s in m.slots.items() if s.rg
+                  for i, t in m.slots.items() if t.rg and i not in s.deps)
+
+
 def r_grad(draw, m):
-    root, inp = draw(st.sampled_from(_grad_pairs(m)))
-    retain = draw(st.booleans())
-    create = draw(st.integers(0, 3)) == 0
+    unused = _unused_pairs(m) if "unused" not in m.avoid else []
+    pairs = unused if unused and draw(st.integers(0, 7)) == 0 else _grad_pairs(m)
+    root, inp = draw(st.sampled_from(pairs))
+    retain = "freed" in m.avoid or draw(st.booleans())
+    create = m.flag(draw, "Grad", "create", st.integers(0, 3).map(lambda i: i == 0))
     shape = m.slots[inp].shape
     # aliased: no in-place op and no make_dual on a result of autograd.grad. The gradient of
     # a broadcast (x.sum()) is a stride-0 expanded tensor in torch (make_dual refuses it:
@@ -270,20 +371,25 @@ def r_grad(draw, m):
     return P.Grad(m.add(res), root, inp, retain, create)
 
 
+def _grad_readable(m):
+    leaves = m.where(lambda s: s.leaf) if "nonleaf-grad" in m.avoid else []
+    return leaves or sorted(m.slots)
+
+
 def r_observe_grad(draw, m):
-    return P.ObserveGrad(_pick(draw, m.slots))
+    return P.ObserveGrad(_pick(draw, _grad_readable(m)))
 
 
 def r_meta(draw, m):
-    return P.ObserveMeta(_pick(draw, m.slots))
+    return P.ObserveMeta(_pick(draw, m.slots), draw(st.sampled_from(m.ops("ObserveMeta", sorted(P.META)))))
 
 
 def r_identity(draw, m):
-    return P.Identity(_pick(draw, m.slots), draw(st.sampled_from(["grad", "grad_fn"])))
+    return P.Identity(_pick(draw, m.slots), draw(st.sampled_from(m.ops("Identity", ["grad", "grad_fn"]))))
 
 
 def r_keep_grad(draw, m):
-    slot = _pick(draw, m.slots)
+    slot = _pick(draw, _grad_readable(m))
     kid = m.new("k")
     m.kept.append((kid, slot))
     return P.KeepGrad(kid, slot)
@@ -358,48 +464,52 @@ def r_tangent_identity(draw, m):
 
 # (rule, weight, precondition). Ordered simplest first: hypothesis shrinks towards the front.
 RULES = (
-    (r_leaf, 2, lambda m: True),
-    (r_unary, 4, lambda m: bool(m.slots)),
-    (r_binary, 3, lambda m: bool(m.slots)),
-    (r_reduce, 2, lambda m: bool(m.slots)),
-    (r_backward, 6, lambda m: bool(m.where(lambda s: s.rg))),
-    (r_hook, 8, lambda m: bool(m.where(lambda s: s.rg))),
-    (r_observe_grad, 4, lambda m: bool(m.slots)),
-    (r_remove_hook, 2, lambda m: bool(m.hooks)),
-    (r_retain_grad, 2, lambda m: "retain_grad" in m.features and bool(m.where(lambda s: s.rg))),
-    (r_matmul, 2, lambda m: bool(_matmul_pairs(m))),
-    (r_view, 2, lambda m: bool(m.slots)),
-    (r_inplace, 3, lambda m: "inplace" in m.features and bool(_inplace_targets(m))),
-    (r_grad, 3, lambda m: "autograd_grad" in m.features and bool(_grad_pairs(m))),
-    (r_function, 2, lambda m: "function" in m.features and bool(m.slots)),
-    (r_observe_ctx, 2, lambda m: bool(m.stashed)),
-    (r_meta, 1, lambda m: bool(m.slots)),
-    (r_identity, 1, lambda m: bool(m.slots)),
-    (r_keep_grad, 1, lambda m: bool(m.slots)),
-    (r_observe_kept, 2, lambda m: bool(m.kept)),
-    (r_set_grad_none, 1, lambda m: bool(m.where(lambda s: s.leaf))),
-    (r_weakref, 1, lambda m: "weakref" in m.features and bool(m.slots)),
-    (r_observe_alive, 3, lambda m: bool(m.weakrefs)),
+    (r_leaf, 2, lambda m: m.allowed(f"Leaf.{m.dtype}")),
+    (r_unary, 4, lambda m: bool(m.slots) and bool(m.ops("Unary", P.UNARY))),
+    (r_binary, 3, lambda m: bool(m.slots) and bool(m.ops("Binary", P.BINARY))),
+    (r_reduce, 2, lambda m: bool(m.slots) and bool(m.ops("Reduce", ["sum", "mean"]))),
+    (r_backward, 6, lambda m: m.allowed("Backward") and bool(m.where(lambda s: s.rg))),
+    (r_hook, 8, lambda m: bool(m.where(lambda s: s.rg)) and bool(_hook_kinds(m))),
+    (r_observe_grad, 4, lambda m: m.allowed("ObserveGrad") and bool(m.slots)),
+    (r_remove_hook, 2, lambda m: m.allowed("RemoveHook") and bool(m.hooks)),
+    (r_retain_grad, 2, lambda m: m.allowed("RetainGrad") and bool(m.where(lambda s: s.rg))),
+    (r_matmul, 2, lambda m: m.allowed("Matmul") and bool(_matmul_pairs(m))),
+    (r_view, 2, lambda m: bool(m.where(lambda s: bool(_view_ops(m, s.shape))))),
+    (r_inplace, 3, lambda m: bool(_inplace_targets(m))),
+    (r_grad, 3, lambda m: m.allowed("Grad") and bool(_grad_pairs(m))),
+    (r_function, 2, lambda m: m.allowed("FunctionApply") and bool(m.slots)),
+    (r_observe_ctx, 2, lambda m: m.allowed("ObserveCtx") and bool(m.stashed)),
+    (r_meta, 1, lambda m: bool(m.slots) and bool(m.ops("ObserveMeta", P.META))),
+    (r_identity, 1, lambda m: bool(m.slots) and bool(m.ops("Identity", ["grad", "grad_fn"]))),
+    (r_keep_grad, 1, lambda m: m.allowed("KeepGrad") and bool(m.slots)),
+    (r_observe_kept, 2, lambda m: m.allowed("ObserveKept") and bool(m.kept)),
+    (r_set_grad_none, 1, lambda m: m.allowed("SetGradNone") and bool(m.where(lambda s: s.leaf))),
+    (r_weakref, 1, lambda m: m.allowed("Weakref") and bool(m.slots)),
+    (r_observe_alive, 3, lambda m: m.allowed("ObserveAlive") and bool(m.weakrefs)),
     (r_delete, 1, lambda m: bool(m.slots)),
     (r_collect, 2, lambda m: bool(m.weakrefs)),
-    (r_enter, 1, lambda m: "forward_ad" in m.features and not m.level_open and bool(m.slots)),
+    (r_enter, 1, lambda m: m.allowed("EnterLevel") and not m.level_open and bool(m.slots)),
     (r_exit, 1, lambda m: m.level_open),
-    (r_make_dual, 3, lambda m: m.level_open and bool(_dual_sources(m))),
-    (r_unpack_dual, 2, lambda m: m.level_used and bool(m.slots)),
-    (r_tangent_identity, 1, lambda m: bool(m.duals)),
+    (r_make_dual, 3, lambda m: m.level_open and m.allowed("MakeDual") and bool(_dual_sources(m))),
+    (r_unpack_dual, 2, lambda m: m.level_used and m.allowed("UnpackDual") and bool(m.slots)),
+    (r_tangent_identity, 1, lambda m: m.allowed("TangentIdentity") and bool(m.duals)),
 )
 
 
 @st.composite
-def programs(draw, features=ALL_FEATURES, max_steps: int = 16, dtypes=("float64", "float32")):
-    """A valid program of 2..max_steps steps using only ``features``."""
+def programs(draw, features=ALL_FEATURES, max_steps: int = 16, dtypes=("float64", "float32"),
+             excluded=frozenset(), avoid=frozenset()):
+    """A valid program of 2..max_steps steps using only ``features``, no ``excluded``
+    variant and none of the ``avoid`` constructs (AVOID)."""
     features = frozenset(features)
-    dtype = draw(st.sampled_from(dtypes))
-    model = Model(dtype, features)
+    dtype = draw(st.sampled_from([d for d in dtypes if f"Leaf.{d}" not in excluded] or dtypes))
+    model = Model(dtype, features, excluded=frozenset(excluded), avoid=frozenset(avoid))
     n = draw(st.integers(2, max_steps))
     steps = []
     for _ in range(n):
         enabled = [rule for rule, weight, pre in RULES if pre(model) for _ in range(weight)]
+        if not enabled:  # the framework lacks everything that could come next
+            break
         rule = draw(st.sampled_from(enabled))
         steps.append(rule(draw, model))
     return P.Program(dtype, tuple(steps))

@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     from conformance.differential.interpreter import probe_features, run_steps
 
     adapter = load_adapter(args.adapter)
-    fw = adapter.fw
+    adapter.fw  # noqa: B018 - import the framework before the plant and the probe
     if args.plant and ":" not in args.plant:  # a mutant id of conformance/mutants
         from conformance.mutants import activate
 
@@ -45,12 +45,12 @@ def main(argv=None) -> int:
         module, _, func = args.plant.partition(":")
         getattr(importlib.import_module(module), func)()
     send({"type": "ready", "version": adapter.framework_version(),
-          "features": probe_features(fw, adapter.unsupported)})
+          "features": probe_features(adapter)})
     for line in sys.stdin:
         if not line.strip():
             continue
         request = json.loads(line)
-        result = run_steps(fw, request["steps"], request.get("forward_ad", False),
+        result = run_steps(adapter, request["steps"], request.get("forward_ad", False),
                            on_step=lambda i: send({"type": "step", "i": i}))
         send({"type": "result", **result})
     return 0
