@@ -25,22 +25,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from conformance.outcome_exceptions import Unsupported  # re-exported: adapters import it from here
+from conformance.outcome_exceptions import MissingName, Unsupported  # re-exported: adapters import them from here
 
 ENTRY_POINT_GROUP = "autograd_conformance.adapters"
-
-
-class MissingName(Unsupported, AttributeError):
-    """A name the framework's namespace lacks (see :meth:`Adapter.namespace`).
-
-    Both ``Unsupported`` (the harness reports the test UNSUPPORTED, naming ``feature``) and
-    ``AttributeError`` (so ``hasattr`` and ``getattr(obj, name, default)`` still answer).
-    """
-
-    def __init__(self, framework: str, path: str, feature: str) -> None:
-        super().__init__(f"{framework} does not support {feature}: it has no {path}")
-        self.framework, self.path, self.feature = framework, path, feature
-        self.name = path.rsplit(".", 1)[-1]
 
 
 class Namespace:

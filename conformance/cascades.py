@@ -21,15 +21,12 @@ __all__ = ["problems"]
 def problems(path: Path) -> list[str]:
     """Root causes in expectations file ``path`` that break the one-home-rule convention, one
     line each (``slug: what is wrong``)."""
-    from conformance.expectations import ExpectationsError, _entries, _parse
-    from conformance.tomlfile import read_toml
+    from conformance.expectations import file_entries
 
     diverging: dict[str, list] = defaultdict(list)
-    for rule_id, value in _entries(read_toml(path, ExpectationsError)):
-        for table in value if isinstance(value, list) else [value]:
-            exp = _parse(path, rule_id, table)
-            if exp.root_cause and exp.outcome is Outcome.DIVERGES:
-                diverging[exp.root_cause].append(exp)
+    for exp in file_entries(path):
+        if exp.root_cause and exp.outcome is Outcome.DIVERGES:
+            diverging[exp.root_cause].append(exp)
     out = []
     for slug, entries in diverging.items():
         rules = {e.rule for e in entries}

@@ -41,7 +41,7 @@ import difflib
 import fnmatch
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from conformance.outcomes import EXPECTABLE, HELD, Outcome
 from conformance.results import naming
@@ -148,6 +148,17 @@ def _at(path: Path, rule_id: str, key: str | None = None) -> str:
     """`` (line N)``, appended to a message about ``rule_id``'s entry (or its ``key``)."""
     line = _line_of(path, rule_id, key)
     return f" (line {line})" if line else ""
+
+
+def file_entries(path: Path) -> Iterator[Expectation]:
+    """Every entry of expectations file ``path``, parsed, in file order (ExpectationsError
+    for a malformed one): for tools that read a file's root causes (witnesses, cascades)
+    without judging a run."""
+    data = read_toml(path, ExpectationsError)
+    _written_for(path, data)  # the file's own key, not an entry
+    for rule_id, value in _entries(data):
+        for table in value if isinstance(value, list) else [value]:
+            yield _parse(path, rule_id, table)
 
 
 def _parse(path: Path, rule_id: str, table: Any) -> Expectation:

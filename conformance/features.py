@@ -19,7 +19,6 @@ body and in the suite helpers it calls (followed transitively), plus any explici
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import difflib
 import re
@@ -27,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
+from conformance import cli
 from conformance.tomlfile import FileError, read_toml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,15 +138,15 @@ def _touched(index, test) -> tuple[set[str], set[str]]:
         if mod is None or name not in mod.definitions:
             continue
         node = mod.definitions[name].node
-        surface |= suite_index._surface(node)
+        surface |= suite_index.surface_of(node)
         attributes |= suite_index.attributes_of(node, mod)
-        todo.extend(suite_index._uses(node, mod) if hasattr(node, "decorator_list")
+        todo.extend(suite_index.uses_of(node, mod) if hasattr(node, "decorator_list")
                     and hasattr(node, "args") else _uses_of_statement(node, mod))
     return surface, attributes
 
 
 def _uses_of_statement(node, mod) -> set[tuple[str, str]]:
-    """(module, name) pairs a class or assignment reads (``_uses`` wants a function)."""
+    """(module, name) pairs a class or assignment reads (``uses_of`` wants a function)."""
     import ast
 
     found = set()
@@ -224,8 +224,7 @@ def render_doc(text: str) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.features", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.Parser("python -m conformance.features", __doc__)
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--write", action="store_true", help="rewrite docs/writing-rules.md's list")
     group.add_argument("--check", action="store_true", help="exit 1 if that list is stale")

@@ -12,7 +12,7 @@ module defines an exception class meaning an outcome.
 """
 from __future__ import annotations
 
-__all__ = ["Unsupported", "Blocked", "Diverges", "TestTimeout"]
+__all__ = ["Unsupported", "MissingName", "Blocked", "Diverges", "TestTimeout"]
 
 
 class Unsupported(Exception):
@@ -44,3 +44,16 @@ class TestTimeout(BaseException):
     """
 
     __test__ = False  # not a test class, despite the name
+
+
+class MissingName(Unsupported, AttributeError):
+    """A name the framework's namespace lacks (see :meth:`Adapter.namespace`).
+
+    Both ``Unsupported`` (the harness reports the test UNSUPPORTED, naming ``feature``) and
+    ``AttributeError`` (so ``hasattr`` and ``getattr(obj, name, default)`` still answer).
+    """
+
+    def __init__(self, framework: str, path: str, feature: str) -> None:
+        super().__init__(f"{framework} does not support {feature}: it has no {path}")
+        self.framework, self.path, self.feature = framework, path, feature
+        self.name = path.rsplit(".", 1)[-1]

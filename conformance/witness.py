@@ -20,7 +20,6 @@ errs (with ``--expect-clean``: when any witness does not exit 0); 4 on bad input
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import dataclasses
 import os
@@ -29,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
+from conformance import cli
 from conformance.outcomes import Outcome
 
 #: The most lines a witness may have (its text, blank lines and comments excluded).
@@ -60,23 +60,20 @@ class Result:
 
 def causes(path: Path) -> list[Cause]:
     """The root causes of expectations file ``path`` with their witnesses, in file order."""
-    from conformance.expectations import ExpectationsError, _entries, _parse
-    from conformance.tomlfile import read_toml
+    from conformance.expectations import ExpectationsError, file_entries
 
     found: dict[str, Cause] = {}
-    for rule_id, value in _entries(read_toml(path, ExpectationsError)):
-        for table in value if isinstance(value, list) else [value]:
-            exp = _parse(path, rule_id, table)
-            slug = exp.root_cause or f"rule:{rule_id}"
-            cause = found.setdefault(slug, Cause(slug, "unsupported", []))
-            cause.rules.append(rule_id)
-            if exp.outcome is not Outcome.UNSUPPORTED:
-                cause.kind = "breaks"
-            if exp.witness:
-                if cause.witness and cause.witness != exp.witness:
-                    raise ExpectationsError(f"{path}: [{rule_id}]: root cause {slug!r} has two "
-                                            "different witnesses; one root cause, one witness")
-                cause.witness = exp.witness
+    for exp in file_entries(path):
+        slug = exp.root_cause or f"rule:{exp.rule}"
+        cause = found.setdefault(slug, Cause(slug, "unsupported", []))
+        cause.rules.append(exp.rule)
+        if exp.outcome is not Outcome.UNSUPPORTED:
+            cause.kind = "breaks"
+        if exp.witness:
+            if cause.witness and cause.witness != exp.witness:
+                raise ExpectationsError(f"{path}: [{exp.rule}]: root cause {slug!r} has two "
+                                        "different witnesses; one root cause, one witness")
+            cause.witness = exp.witness
     return list(found.values())
 
 
@@ -129,7 +126,7 @@ def run(adapter, witness: str, timeout: float = 120) -> Result:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.witness", description=__doc__.split("\n")[0])
+    parser = cli.Parser("python -m conformance.witness", __doc__.split("\n")[0])
     parser.add_argument("--adapter", required=True, help="the adapter whose framework runs the witnesses")
     parser.add_argument("--file", type=Path, help="an expectations file (default: the adapter's own)")
     parser.add_argument("--expect-clean", action="store_true",

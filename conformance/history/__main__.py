@@ -10,17 +10,15 @@ recorded releases, with both outputs.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from conformance import history
+from conformance import cli, history
 from conformance.evidence import EvidenceError
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.history",
-                                     description=__doc__.splitlines()[0])
+    parser = cli.Parser("python -m conformance.history", __doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="run the snippets under one release")
     rec.add_argument("adapter")

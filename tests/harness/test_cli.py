@@ -30,6 +30,9 @@ TOOLS = {
     "conformance.fw_surface": "conformance.fw_surface:main",
     "conformance.options": "conformance.options:main",
     "conformance.expectations_draft": "conformance.expectations_draft:main",
+    "conformance.features": "conformance.features:main",
+    "conformance.witness": "conformance.witness:main",
+    "conformance.history": "conformance.history.__main__:main",
 }
 
 
@@ -160,7 +163,8 @@ def test_every_tool_is_listed_in_the_docs_and_here():
     docs = (ROOT / "docs" / "running.md").read_text()
     for tool in TOOLS:
         assert f"| `python -m {tool}` |" in docs, tool
-    internal = {"conformance.differential.worker", "conformance.torchtests.worker"}
+    internal = {"conformance.differential.worker", "conformance.torchtests.worker",
+                "conformance.evidence.runner"}
     found = set()
     for path in (ROOT / "conformance").rglob("*.py"):
         if "def main(" in path.read_text(encoding="utf-8"):
