@@ -179,7 +179,8 @@ class Adapter:
         try:
             return target() if attr is None else getattr(target, attr)
         except AttributeError as exc:
-            if not _missing_attribute(exc, _own_files(type(self))):
+            absent = attr is not None and not _has_attr_statically(target, attr)
+            if not absent and not _missing_attribute(exc, _own_files(type(self))):
                 raise
             raise Unsupported(f"{self.name} does not support {feature}: {exc}") from exc
 
@@ -301,7 +302,10 @@ def _missing_attribute(exc: AttributeError, own: tuple[str, ...]) -> bool:
         tb = tb.tb_next
     if tb is not None:
         filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
-        if not any(filename == f or filename.startswith(f + os.sep) for f in own):
+        # a framework class's __getattr__ fallback raising for a name it does not have (Paddle's
+        # Layer) is the attribute missing, not framework code failing
+        fallback = tb.tb_frame.f_code.co_name == "__getattr__"
+        if not fallback and not any(filename == f or filename.startswith(f + os.sep) for f in own):
             return False
     name, obj = getattr(exc, "name", None), getattr(exc, "obj", None)
     if name and obj is not None:

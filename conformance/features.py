@@ -53,6 +53,15 @@ def needs(*features: str):
     return pytest.mark.needs(*features)
 
 
+def judged_without(*features: str):
+    """Mark a test as judging its rule even where ``features`` are missing: it touches them,
+    but guards that use itself (an UNSUPPORTED or BLOCKED half it catches), so the derived
+    need is dropped and the rest of the test still runs. Marker ``judged_without``."""
+    import pytest
+
+    return pytest.mark.judged_without(*features)
+
+
 _REGISTRIES: dict[Path, dict[str, Feature]] = {}
 
 
@@ -180,9 +189,10 @@ def features_by_test(index=None) -> dict[tuple[str, str], tuple[str, ...]]:
 _BY_DIR: dict[Path, dict[tuple[str, str], tuple[str, ...]]] = {}
 
 
-def needed_by_item(suites_dir: Path, path: Path, name: str, markers=()) -> set[str]:
+def needed_by_item(suites_dir: Path, path: Path, name: str, markers=(), without=()) -> set[str]:
     """The features the suite test ``name`` of module ``path`` needs (derived once per suites
-    directory), with the features of its ``needs`` markers (``markers``: their args)."""
+    directory), with the features of its ``needs`` markers (``markers``: their args), less
+    those of its ``judged_without`` markers (``without``: their args)."""
     from conformance import suite_index
 
     suites_dir = Path(suites_dir).resolve()
@@ -192,6 +202,8 @@ def needed_by_item(suites_dir: Path, path: Path, name: str, markers=()) -> set[s
     found = set(_BY_DIR[suites_dir].get((suite, name), ()))
     for args in markers:
         found.update(args)
+    for args in without:
+        found.difference_update(args)
     return found
 
 

@@ -179,6 +179,8 @@ def _load_in_process(spec: str, device: str):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "rule(id): the conformance rule this test checks")
+    config.addinivalue_line("markers", "judged_without(*features): features the test touches but "
+                                       "guards itself (their absence does not make it UNSUPPORTED)")
     config.addinivalue_line("markers", "needs(*features): registry features the test needs "
                             "beyond what it touches (conformance/features.py)")
     spec = config.getoption("adapter")
@@ -311,7 +313,8 @@ def pytest_runtest_setup(item):
         return
     missing = features.missing_for(h.adapter, features.needed_by_item(
         h.suites_dir, Path(item.path), getattr(item, "originalname", item.name),
-        [m.args for m in item.iter_markers("needs")]))
+        [m.args for m in item.iter_markers("needs")],
+        [m.args for m in item.iter_markers("judged_without")]))
     if missing is not None:
         raise Unsupported(features.unsupported_message(h.adapter, missing))
 

@@ -149,7 +149,8 @@ def is_harness_decorator(dec: ast.AST) -> bool:
     @pytest.fixture."""
     target = dec.func if isinstance(dec, ast.Call) else dec
     text = ast.unparse(target)
-    return (text in ("rule", "api.rule", "needs", "features.needs")
+    return (text in ("rule", "api.rule", "needs", "features.needs", "judged_without",
+                     "features.judged_without")
             or text.startswith(("pytest.mark.", "pytest.fixture")))
 
 

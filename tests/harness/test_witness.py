@@ -21,9 +21,6 @@ KNOWN_WITHOUT_HOME = {
         "no-version-check": "engine.version-counter-error-detail repeats the home rule's observation "
                             "(no error at all, so no detail); its test should take "
                             "engine.version-counter-error as a prerequisite (not yet)",
-        "graph-holds-no-tensor-objects": "not re-judged yet (issue 27): the four lifetime tests may "
-                                         "check torch's mechanism (the graph holding Tensor objects) "
-                                         "rather than their rules' statements",
     },
     "paddle": {
         "saved-tensors-access": "gc_cycles.stashed-ctx-after-backward-raises repeats the home rule's "
