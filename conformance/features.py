@@ -19,7 +19,6 @@ body and in the suite helpers it calls (followed transitively), plus any explici
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import difflib
 import re
@@ -224,8 +223,9 @@ def render_doc(text: str) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.features", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    from conformance import cli
+
+    parser = cli.Parser("python -m conformance.features", __doc__)
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--write", action="store_true", help="rewrite docs/writing-rules.md's list")
     group.add_argument("--check", action="store_true", help="exit 1 if that list is stale")
@@ -234,12 +234,11 @@ def main(argv=None) -> int:
         current = DOC.read_text(encoding="utf-8")
         text = render_doc(current)
     except FileError as exc:
-        print(exc, file=sys.stderr)
-        return 4
+        return parser.fail(str(exc))
     if args.write:
-        tmp = DOC.with_suffix(".md.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(DOC)
+        from conformance.outputs import write_text
+
+        write_text(DOC, text)
         return 0
     if args.check:
         if current != text:

@@ -30,6 +30,7 @@ TOOLS = {
     "conformance.fw_surface": "conformance.fw_surface:main",
     "conformance.options": "conformance.options:main",
     "conformance.expectations_draft": "conformance.expectations_draft:main",
+    "conformance.features": "conformance.features:main",
 }
 
 
