@@ -137,15 +137,15 @@ def _touched(index, test) -> tuple[set[str], set[str]]:
         if mod is None or name not in mod.definitions:
             continue
         node = mod.definitions[name].node
-        surface |= suite_index._surface(node)
+        surface |= suite_index.surface_of(node)
         attributes |= suite_index.attributes_of(node, mod)
-        todo.extend(suite_index._uses(node, mod) if hasattr(node, "decorator_list")
+        todo.extend(suite_index.uses_of(node, mod) if hasattr(node, "decorator_list")
                     and hasattr(node, "args") else _uses_of_statement(node, mod))
     return surface, attributes
 
 
 def _uses_of_statement(node, mod) -> set[tuple[str, str]]:
-    """(module, name) pairs a class or assignment reads (``_uses`` wants a function)."""
+    """(module, name) pairs a class or assignment reads (``uses_of`` wants a function)."""
     import ast
 
     found = set()

@@ -68,7 +68,7 @@ def _own_names(mod: suite_index.ModuleSource) -> set[str]:
     for node in ast.walk(mod.tree):
         if not isinstance(node, ast.ClassDef):
             continue
-        if any(suite_index._chain(b) and suite_index._chain(b)[0] in ("fw", "base") or
+        if any(suite_index.attribute_chain(b) and suite_index.attribute_chain(b)[0] in ("fw", "base") or
                not isinstance(b, ast.Name) for b in node.bases):
             continue
         for sub in ast.walk(node):

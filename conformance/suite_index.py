@@ -236,7 +236,7 @@ class SuiteIndex:
         found: dict[str, dict[str, set[str]]] = {root: defaultdict(set) for root in SURFACE_ROOTS}
         for relpath, mod in self.modules.items():
             suite = Path(relpath).stem[len("test_"):]
-            for name in _surface(mod.tree):
+            for name in surface_of(mod.tree):
                 found[name.split(".")[0]][name].add(suite)
         return found
 
@@ -257,7 +257,7 @@ def _tests_of(mod: ModuleSource, relpath: str) -> list[SuiteTest]:
             name=node.name, rule=rule_of(node), suite=suite, file=relpath, line=node.lineno,
             module=mod.name, params=tuple(a.arg for a in node.args.args if a.arg != "self"),
             parametrize=parametrize, ids=_ids(node),
-            uses=frozenset(_uses(node, mod)), surface=frozenset(_surface(node)),
+            uses=frozenset(uses_of(node, mod)), surface=frozenset(surface_of(node)),
             attributes=frozenset(attributes_of(node, mod)), needs=needs_of(node)))
     return out
 
@@ -282,13 +282,13 @@ def attributes_of(root: ast.AST, mod: ModuleSource) -> set[str]:
     for node in ast.walk(root):  # local aliases of a namespace chain
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
                 and isinstance(node.targets[0], ast.Name)):
-            chain = _chain(node.value)
+            chain = attribute_chain(node.value)
             if chain and chain[0] in namespaces:
                 namespaces.add(node.targets[0].id)
     found = set()
     for node in ast.walk(root):
         if isinstance(node, ast.Attribute):
-            chain = _chain(node)
+            chain = attribute_chain(node)
             if chain is None or chain[0] not in namespaces:
                 found.add(node.attr)
     return found
@@ -343,7 +343,7 @@ def _id(value: Any) -> str:
     return str(value) if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
 
 
-def _uses(node: ast.AST, mod: ModuleSource) -> set[tuple[str, str]]:
+def uses_of(node: ast.AST, mod: ModuleSource) -> set[tuple[str, str]]:
     """(module, name) pairs a test reads: its own module's definitions, names it imports and
     attributes of imported modules (``liveness.weak`` -> ("conformance.liveness", "weak"))."""
     found = set()
@@ -363,7 +363,7 @@ def _uses(node: ast.AST, mod: ModuleSource) -> set[tuple[str, str]]:
     return found
 
 
-def _chain(node: ast.AST) -> list[str] | None:
+def attribute_chain(node: ast.AST) -> list[str] | None:
     """``fw.autograd.grad`` -> ["fw", "autograd", "grad"]; None if not rooted at a name."""
     parts = []
     while isinstance(node, ast.Attribute):
@@ -374,14 +374,14 @@ def _chain(node: ast.AST) -> list[str] | None:
     return None
 
 
-def _surface(root: ast.AST) -> set[str]:
+def surface_of(root: ast.AST) -> set[str]:
     """The longest ``fw.*`` / ``adapter.*`` attribute chains under ``root``."""
     inner = {id(n.value) for n in ast.walk(root)
              if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute)}
     found = set()
     for node in ast.walk(root):
         if isinstance(node, ast.Attribute) and id(node) not in inner:
-            chain = _chain(node)
+            chain = attribute_chain(node)
             if chain and chain[0] in SURFACE_ROOTS:
                 found.add(".".join(chain))
     return found
