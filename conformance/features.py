@@ -245,12 +245,11 @@ def main(argv=None) -> int:
         current = DOC.read_text(encoding="utf-8")
         text = render_doc(current)
     except FileError as exc:
-        print(exc, file=sys.stderr)
-        return 4
+        return parser.fail(str(exc))
     if args.write:
-        tmp = DOC.with_suffix(".md.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(DOC)
+        from conformance.outputs import write_text
+
+        write_text(DOC, text)
         return 0
     if args.check:
         if current != text:

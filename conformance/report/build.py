@@ -213,9 +213,26 @@ def _column(text: str) -> tuple[str, tuple[str, str | None]]:
     return label, (framework, version or None)
 
 
+def _labels(results_dir: Path, extra: dict) -> list[str]:
+    """The labels :func:`discover_columns` can give, without reading any results file (so
+    that ``--exclude`` of a file that cannot be read is checked, and then leaves it unread)."""
+    found = [p.stem for p in sorted(Path(results_dir).glob("*.jsonl"))
+             if not _findings.is_explore(p)]
+    return list(dict.fromkeys([*DEFAULT_COLUMNS, *found, *extra]))
+
+
+def _results_dir(text: str) -> Path:
+    """``--results-dir``: not empty (``--results-dir=`` from an unset CI variable read the
+    current directory and wrote an all-"missing" page); a missing one is refused later."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path (an unset variable?); give the "
+                                         "directory of the --results files")
+    return Path(text)
+
+
 def main(argv=None) -> int:
     parser = cli.Parser("python -m conformance.report", __doc__)
-    parser.add_argument("--results-dir", type=Path, default=ROOT / "reports" / "results")
+    parser.add_argument("--results-dir", type=_results_dir, default=ROOT / "reports" / "results")
     parser.add_argument("--out", type=cli.output_dir, default=ROOT / "reports",
                         help="directory to write results.json, junit/ and index.html into")
     parser.add_argument("--column", action="append", type=_column, default=[],
@@ -227,9 +244,9 @@ def main(argv=None) -> int:
                         help="leave the column LABEL out (repeat)")
     args = parser.parse_args(argv)
     try:
-        known = discover_columns(args.results_dir, dict(args.column))
+        known = _labels(args.results_dir, dict(args.column))
         unknown = [label for label in args.exclude if label not in known]
-        if unknown:
+        if unknown and args.results_dir.is_dir():
             parser.error(f"--exclude {unknown[0]}: no such column (the columns: "
                          f"{', '.join(known)})")
         columns = discover_columns(args.results_dir, dict(args.column), args.exclude)

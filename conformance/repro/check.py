@@ -139,8 +139,7 @@ def main(argv=None) -> int:
                               args.python, args.include_timeouts,
                               args.out / path.stem if args.out else None)
         except (OSError, ResultsSchemaError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 4
+            return parser.fail(str(exc))
         except derive.ReproError as exc:
             print(f"FAILED {path.name}: no scripts: {exc}")
             failed += 1

@@ -34,15 +34,22 @@ class Repro:
                  framework_version: str | None = None, suite_revision: str | None = None,
                  timeout: float = 0, leak_check: list[int] | None = None) -> None:
         self.rule, self.level = rule, level
-        self.adapter = load_adapter(adapter_spec)
-        self.fw = self.adapter.fw
-        self.adapter.check_device(device)
-        self.device = device
         self.timeout = float(timeout or 0)
+        self.leak_check = None
+        # the adapter is loaded under the run's timeout too: one that hangs at import must
+        # not hang the script (and repro.check, which runs it)
+        disarm = self._arm()
+        try:
+            self.adapter = load_adapter(adapter_spec)
+            self.fw = self.adapter.fw
+            self.adapter.check_device(device)
+            have = self.adapter.framework_version()
+        finally:
+            disarm()
+        self.device = device
         self.leak_check = tuple(leak_check) if leak_check else None
         self.results: list[tuple[str, str]] = []
         self._observed: list[Any] = []
-        have = self.adapter.framework_version()
         if framework_version and have != framework_version:
             print(f"note: the run used {self.adapter.name} {framework_version}; this is {have}")
 

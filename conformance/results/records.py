@@ -50,8 +50,9 @@ def _check(value: Any, types: tuple, required: bool) -> bool:
 
 
 def _describe(types: tuple) -> str:
-    return " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types if t is not float or
-                       int not in types) or "any value"
+    # int or float is "a number" (a duration of 0.2 is fine; "an integer" misled)
+    return " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types if t is not int or
+                       float not in types) or "any value"
 
 
 class _Record:

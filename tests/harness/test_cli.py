@@ -174,3 +174,20 @@ def test_every_tool_is_listed_in_the_docs_and_here():
              "conformance.differential" if t == "conformance.differential.runner" else t
              for t in found}
     assert found - internal == set(TOOLS)
+
+
+def test_report_empty_results_dir(outputs, capsys):
+    """``--results-dir=`` (an unset CI variable) read the current directory and wrote an
+    all-"missing" page, exit 0."""
+    code = call("conformance.report", "--results-dir=", "--out", str(outputs))
+    one_line(capsys.readouterr().err, code, "--results-dir: an empty path")
+    assert (outputs / "index.html").read_text() == "previous page\n"
+
+
+def test_repro_check_bad_results_line_names_the_tool(tmp_path, capsys):
+    """A results line with a field of the wrong type is the tool's one line (it was
+    ``error: ...``, unlike every other tool's)."""
+    bad = tmp_path / "run.jsonl"
+    bad.write_text('{"type": "run", "schema": 1, "adapter": 7}\n')
+    code = call("conformance.repro.check", str(bad))
+    one_line(capsys.readouterr().err, code, "python -m conformance.repro.check: ", "run.jsonl:1")

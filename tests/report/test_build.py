@@ -26,7 +26,10 @@ def results_dir(tmp_path):
 
 
 def main(capsys, *args):
-    code = report.main([str(a) for a in args])
+    try:
+        code = report.main([str(a) for a in args])
+    except SystemExit as exc:  # the argument parser's one-line errors (conformance.cli)
+        code = exc.code
     return code, capsys.readouterr()
 
 
@@ -100,4 +103,4 @@ def test_a_corrupt_results_file_under_its_own_name_is_refused_not_dropped(result
 def test_out_naming_a_file_is_one_line(results_dir, tmp_path, capsys):
     (tmp_path / "taken").write_text("x")
     err = one_line_error(*main(capsys, "--results-dir", results_dir, "--out", tmp_path / "taken"))
-    assert "taken: is a file" in err and (tmp_path / "taken").read_text() == "x"
+    assert "taken' is a file; give a directory" in err and (tmp_path / "taken").read_text() == "x"

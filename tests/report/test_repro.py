@@ -311,3 +311,19 @@ def test_rendering_a_report_runs_nothing_a_results_header_names(tmp_path):
     # the built-in registry still gives its facts, by name or by its module:Class
     assert derive.framework_of("torch")[0] == "torch"
     assert derive.framework_of("adapters.torch_adapter:TorchAdapter") == derive.framework_of("torch")
+
+
+def test_a_script_whose_adapter_hangs_at_import_stops_at_the_runs_timeout(tmp_path, monkeypatch):
+    """The script loaded its adapter before arming the run's timeout: an adapter module that
+    hangs at import hung ``repro.check`` for the runner's half hour per batch."""
+    import time
+
+    from conformance.outcome_exceptions import TestTimeout
+    from conformance.repro.runtime import Repro
+
+    (tmp_path / "hangs_at_import.py").write_text("import time\ntime.sleep(60)\nclass A: pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    started = time.monotonic()
+    with pytest.raises(TestTimeout):
+        Repro("engine.some-rule", "MUST", adapter_spec="hangs_at_import:A", timeout=0.5)
+    assert time.monotonic() - started < 30

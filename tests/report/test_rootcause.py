@@ -2,18 +2,20 @@
 that joins one message across tests must not join every missing attribute into one cause."""
 from __future__ import annotations
 
-from conformance.report import rootcause, schema
+from conformance.report import rootcause
+from conformance.results import RunHeader, TestRecord, combined
 from tests.report.test_unit import CATALOGUE
 
-ENTRIES = schema.catalogue_entries(CATALOGUE)
+ENTRIES = combined.catalogue_entries(CATALOGUE)
 A, B, C, D = ("identity.grad-stable-id", "identity.grad-same-object", "hooks.chain-in-registration-order",
               "engine.second-backward-error")
 
 
 def run_of(*tests):
-    return {"tests": [{"nodeid": f"s.py::{name}", "rule": rule, "actual": actual, "outcome": actual,
-                       "message": message, "blocked_by": None, "expectation": None}
-                      for rule, name, actual, message in tests]}
+    return combined.Column(
+        label="x", framework="x", status="complete", detail="", header=RunHeader(), end=None,
+        tests=[TestRecord(nodeid=f"s.py::{name}", rule=rule, actual=actual, outcome=actual,
+                          message=message) for rule, name, actual, message in tests])
 
 
 def test_missing_attributes_of_different_names_are_different_causes():
