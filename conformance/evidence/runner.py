@@ -21,6 +21,7 @@ def run_snippet(prelude: str, snippet: str) -> str:
     """What ``snippet`` prints after ``prelude``; an escaping exception ends it as attempt() would."""
     namespace = {"__name__": "__evidence__"}
     buffer = io.StringIO()
+    _close_forward_levels()  # whatever ran before in this process (a test, a tool)
     with contextlib.redirect_stdout(buffer):
         try:
             exec(compile(prelude, "<prelude>", "exec"), namespace)
@@ -31,12 +32,26 @@ def run_snippet(prelude: str, snippet: str) -> str:
     # The namespace is not cleared: a snippet's weakref callbacks and finalizers may still need
     # its names; the cyclic collector frees it (functions refer to it as their globals).
     gc.enable()  # a snippet that checks refcount-only freeing disables gc
-    # a snippet that ends inside a forward-AD level (an uncaught error, a thread that never
-    # exits) would make the next snippet's level a nested one: levels are process-wide
-    forward_ad = sys.modules.get("torch.autograd.forward_ad")
-    while forward_ad is not None and getattr(forward_ad, "_current_level", -1) >= 0:
-        forward_ad.exit_dual_level()
+    _close_forward_levels()
     return buffer.getvalue().strip()
+
+
+def _close_forward_levels() -> None:
+    """Exit every forward-AD level left open: a snippet that ends inside one (an uncaught
+    error, a thread that never exits) would make the next snippet's level a nested one, since
+    levels are process-wide. Besides the levels Python counts, a level entered where that count
+    does not see it (through ``torch._C`` directly, by code that ran earlier in the process)
+    stays open in C++; nesting is refused, so the one that can be open has id 0."""
+    forward_ad = sys.modules.get("torch.autograd.forward_ad")
+    if forward_ad is None:
+        return
+    while getattr(forward_ad, "_current_level", -1) >= 0:
+        forward_ad.exit_dual_level()
+    engine = getattr(sys.modules.get("torch"), "_C", None)
+    try:
+        engine._exit_dual_level(level=0)
+    except Exception:  # noqa: BLE001 - none open (the usual case), or a release without it
+        pass
 
 
 def _append(fh, record: dict) -> None:

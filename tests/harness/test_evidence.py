@@ -65,3 +65,11 @@ def test_check_on_another_release_reports_its_differences(monkeypatch, capsys, t
     assert "DIFFERS engine.x" in out and "1 snippets run, 1 differ" in out
     assert cli.main(["--record", "engine"]) == 4  # another release's output never overwrites 2.13's
     assert "python -m conformance.history record" in capsys.readouterr().err
+
+
+def test_a_forward_level_left_open_below_pythons_count_does_not_nest_the_next_snippet(torch_213):
+    # code that ran earlier in the process entered a level through torch._C (Python's count says
+    # none is open): the next forward-level snippet must still run at level 0, not fail nested
+    torch_213._C._enter_dual_level()
+    entry = next(e for r, e in EVIDENCE.items() if r.startswith("forward_levels."))
+    assert ev.normalise(ev.run_snippet(entry.snippet)) == ev.normalise(entry.output)
