@@ -50,7 +50,6 @@ KNOWN_WITHOUT_HOME = {
         "no-node-hooks": WAITS_FOR_ONEFLOW,
         "hook-return-not-validated": WAITS_FOR_ONEFLOW,
         "node-names-snake-case": WAITS_FOR_ONEFLOW,
-        "no-setup-context": WAITS_FOR_ONEFLOW,
         "legacy-instance-call-accepted": WAITS_FOR_ONEFLOW,
         "apply-tensors-only": WAITS_FOR_ONEFLOW,
         "inplace-on-view-not-recorded-in-base": WAITS_FOR_ONEFLOW,
