@@ -94,5 +94,6 @@ def test_two_workers_share_one_database_for_a_bounded_time(tmp_path):
     assert search["divergences"], said
     for found in search["divergences"]:
         assert found["worker"] in {w["worker"] for w in search["workers"]}
-        assert "register_hook" in found["script"] and found["script_lines"] <= 16, found["script"]
+        # 16 lines of program, plus the two that load the adapter (preamble, load_adapter)
+        assert "register_hook" in found["script"] and found["script_lines"] <= 18, found["script"]
         assert f"[NEW] {found['category']}: {found['signature']}" in done.stdout
