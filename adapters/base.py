@@ -180,7 +180,8 @@ class Adapter:
             return target() if attr is None else getattr(target, attr)
         except AttributeError as exc:
             absent = attr is not None and not _has_attr_statically(target, attr)
-            if not absent and not _missing_attribute(exc, _own_files(type(self))):
+            if not absent and not _missing_attribute(exc, _own_files(type(self)),
+                                                     _framework_dirs(self.module)):
                 raise
             raise Unsupported(f"{self.name} does not support {feature}: {exc}") from exc
 
@@ -290,12 +291,26 @@ def _own_files(cls: type) -> tuple[str, ...]:
     return tuple(files)
 
 
-def _missing_attribute(exc: AttributeError, own: tuple[str, ...]) -> bool:
-    """Whether ``exc`` says an attribute is missing on a framework object, rather than that
-    framework code failed: it was raised in harness or adapter code (the getter's own
-    attribute read, not a frame of the framework), and where Python names the object and the
-    attribute (3.10+), the attribute is really absent from that object."""
+def _framework_dirs(module: str) -> tuple[str, ...]:
+    """The directory of the framework's imported package (its code), () when unknown."""
     import os
+    import sys
+
+    found = getattr(sys.modules.get(module or ""), "__file__", None)
+    return (os.path.dirname(os.path.abspath(found)),) if found else ()
+
+
+def _missing_attribute(exc: AttributeError, own: tuple[str, ...],
+                       framework: tuple[str, ...] = ()) -> bool:
+    """Whether ``exc`` says an attribute is missing on a framework object, rather than that
+    framework code failed: it was not raised inside the framework's own code (the getter's
+    attribute read in a test, the adapter or a reproduction script made from a test; where the
+    framework's package is unknown, only harness and adapter code count), and where Python
+    names the object and the attribute (3.10+), the attribute is really absent from it."""
+    import os
+
+    def under(filename: str, dirs) -> bool:
+        return any(filename == d or filename.startswith(d + os.sep) for d in dirs)
 
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
@@ -305,7 +320,8 @@ def _missing_attribute(exc: AttributeError, own: tuple[str, ...]) -> bool:
         # a framework class's __getattr__ fallback raising for a name it does not have (Paddle's
         # Layer) is the attribute missing, not framework code failing
         fallback = tb.tb_frame.f_code.co_name == "__getattr__"
-        if not fallback and not any(filename == f or filename.startswith(f + os.sep) for f in own):
+        inside = under(filename, framework) if framework else not under(filename, own)
+        if inside and not fallback:
             return False
     name, obj = getattr(exc, "name", None), getattr(exc, "obj", None)
     if name and obj is not None:
