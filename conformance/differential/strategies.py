@@ -278,6 +278,12 @@ def r_inplace(draw, m):
         inputs = [dst] + ([src] if src >= 0 else [])
         res = _result(m, d.shape, inputs)
         if res.rg:
+            if d.rg and not d.leaf:
+                # the tensor in dst now has a new grad_fn: results computed before the change
+                # reached its old node, not this one, so grad(earlier, dst) is an unused input
+                for n, other in list(m.slots.items()):
+                    if n != dst and dst in other.deps:
+                        m.slots[n] = replace(other, deps=other.deps - {dst})
             m.slots[dst] = replace(d, rg=True, leaf=False, deps=res.deps | {dst})
         if res.tan:
             m.slots[dst] = replace(m.slots[dst], tan=True)
