@@ -36,8 +36,7 @@ class Parser(argparse.ArgumentParser):
 
     def fail(self, message: str) -> int:
         """Print ``message`` as this tool's one-line usage error; return 4 for ``main``."""
-        print(f"{self.prog}: {one_line(message)}", file=sys.stderr)
-        return USAGE_ERROR
+        return usage_error(self.prog, message)
 
 
 def usage_error(prog: str, message: object) -> int:
@@ -47,24 +46,22 @@ def usage_error(prog: str, message: object) -> int:
 
 
 # -- value types: each raises ArgumentTypeError, which the parser turns into one line --------
-def positive_int(text: str) -> int:
+def _whole_number(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+        value = minimum - 1
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= {minimum}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _whole_number(text, 1)
 
 
 def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
-    return value
+    return _whole_number(text, 0)
 
 
 def positive_float(text: str) -> float:
