@@ -156,6 +156,23 @@ class Adapter:
         Never fabricate a value in ``renames``: translate, or leave the name missing."""
         return Namespace(self.name, module, renames or {}, path, missing_feature)
 
+    @staticmethod
+    def functions_from_methods(module: Any, tensor_type: type) -> dict[str, Any]:
+        """Renames for :meth:`namespace`: the suites call ``fw.sum(t)``, never ``t.sum()``
+        (conformance/spelling.py, ``THROUGH_FW``); for each such name that ``module`` lacks but
+        ``tensor_type`` has as a method, ``fw.<name>(t, *args)`` calls ``t.<name>(*args)``. A name
+        both lack stays missing (UNSUPPORTED where a test needs it), never imitated."""
+        from conformance.spelling import THROUGH_FW
+
+        def as_function(name: str):
+            def function(tensor, *args, **kwargs):
+                return getattr(tensor, name)(*args, **kwargs)
+            function.__name__ = function.__qualname__ = name
+            return function
+
+        return {name: as_function(name) for name in sorted(THROUGH_FW)
+                if not hasattr(module, name) and callable(getattr(tensor_type, name, None))}
+
     # -- translation ---------------------------------------------------------------
     def to_numpy(self, tensor: Any):
         """A numpy copy of ``tensor``'s values (detached, on the host)."""
@@ -220,6 +237,11 @@ class Adapter:
     def retain_grad(self, tensor):
         """Keep ``.grad`` of a non-leaf after backward (``tensor.retain_grad()``)."""
         tensor.retain_grad()
+
+    def clear_grad(self, tensor):
+        """Drop ``tensor``'s accumulated gradient, so that ``.grad`` reads None again
+        (``tensor.grad = None``)."""
+        tensor.grad = None
 
     def version(self, tensor):
         """The tensor's version counter, bumped by every in-place change (``tensor._version``)."""

@@ -81,7 +81,7 @@ class OneFlowAdapter(Adapter):
         _preload_cuda_libraries()
         import oneflow
 
-        return oneflow
+        return self.namespace(oneflow, self.functions_from_methods(oneflow, oneflow.Tensor))
 
     def subclass_instance(self, cls, tensor):
         """No ``as_subclass``, but ``class T(oneflow.Tensor)`` constructs from a tensor."""

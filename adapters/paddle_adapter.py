@@ -59,7 +59,8 @@ class PaddleAdapter(Adapter):
         # torch keeps saved_tensors_hooks in autograd.graph; Paddle has it in paddle.autograd
         graph = _Namespace(types.SimpleNamespace(), saved_tensors_hooks=paddle.autograd.saved_tensors_hooks)
         autograd = _Namespace(paddle.autograd, function=_Namespace(types.SimpleNamespace()), graph=graph)
-        return _Namespace(paddle, autograd=autograd, __name__="paddle")
+        return _Namespace(paddle, autograd=autograd, __name__="paddle",
+                          **self.functions_from_methods(paddle, paddle.Tensor))
 
     def framework_version(self) -> str:
         import paddle

@@ -152,6 +152,7 @@ class TinygradAdapter(Adapter):
             "float32": dtypes.float32, "float64": dtypes.float64, "int64": dtypes.int64,
             "bool": dtypes.bool,
             "autograd": autograd,
+            **self.functions_from_methods(tinygrad, Tensor),
         }
         return self.namespace(tinygrad, names)
 

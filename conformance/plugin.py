@@ -183,6 +183,8 @@ def pytest_configure(config):
                                        "guards itself (their absence does not make it UNSUPPORTED)")
     config.addinivalue_line("markers", "needs(*features): registry features the test needs "
                             "beyond what it touches (conformance/features.py)")
+    config.addinivalue_line("markers", "subject(*names): methods or fields of the framework's objects "
+                            "the test's rule is about, called as themselves (conformance/spelling.py)")
     spec = config.getoption("adapter")
     device = config.getoption("device")
     suites_dir = options.ini_path(config, "conformance_suites")

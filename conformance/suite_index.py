@@ -145,12 +145,12 @@ def _defined_names(node: ast.AST) -> list[str]:
 
 
 def is_harness_decorator(dec: ast.AST) -> bool:
-    """Decorators that belong to the harness: @rule(...), @needs(...), @pytest.mark.*,
-    @pytest.fixture."""
+    """Decorators that belong to the harness: @rule(...), @needs(...), @subject(...),
+    @pytest.mark.*, @pytest.fixture."""
     target = dec.func if isinstance(dec, ast.Call) else dec
     text = ast.unparse(target)
     return (text in ("rule", "api.rule", "needs", "features.needs", "judged_without",
-                     "features.judged_without")
+                     "features.judged_without", "subject", "spelling.subject")
             or text.startswith(("pytest.mark.", "pytest.fixture")))
 
 

@@ -122,6 +122,7 @@ abs = _tensor_function("abs", _pointwise.abs)  # noqa: A001
 neg = _tensor_function("neg", _pointwise.neg)
 sign = _tensor_function("sign", _pointwise.sign)
 clone = _tensor_function("clone", _pointwise.clone)
+detach = _tensor_function("detach", Tensor.detach)
 add = _tensor_function("add", _pointwise.add)
 sub = _tensor_function("sub", _pointwise.sub)
 mul = _tensor_function("mul", _pointwise.mul)

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 import pytest
 
+from conformance.spelling import subject
 from conformance.api import (Diverges, Unsupported, diverges_if_raises, in_fresh_interpreter, prerequisite,
                             raises, rule)
 from conformance.suites._helpers import TENSOR_WEAKREF, producer, set_attr
@@ -65,7 +66,7 @@ def test_plain_graph_freed_by_refcount(adapter, fw, device):
 
         def scope():
             a = x * 2            # saved by sin (sin saves its input)
-            z = a.sin().exp()
+            z = fw.exp(fw.sin(a))
             return watch(adapter, device, a, "intermediate a (saved by sin)"), z
 
         pa, z = scope()
@@ -82,7 +83,7 @@ def test_plain_graph_nodes_freed_by_refcount_metadata_sentinel(fw, adapter, devi
         x = fw.randn(3, requires_grad=True, device=device)
 
         def scope():
-            z = (x * x).exp()
+            z = fw.exp(x * x)
             interior = producer(adapter, z.grad_fn)
             return metadata_probe(adapter, interior, "interior MulBackward node"), z
 
@@ -103,7 +104,7 @@ def test_deep_graph_freed_by_refcount(adapter, fw, device):
             probe = watch(adapter, device, first, "first intermediate of a 10,000-node chain")
             y = first
             for _ in range(depth):
-                y = y.sin()          # each sin saves its input: the chain holds every link
+                y = fw.sin(y)          # each sin saves its input: the chain holds every link
             return probe, y
 
         probe, y = scope()
@@ -122,7 +123,7 @@ def test_leaf_and_grad_do_not_retain_graph(fw, adapter, device):
 
         def scope():
             a = x * 3
-            loss = a.sin().sum()
+            loss = fw.sum(fw.sin(a))
             return watch(adapter, device, a, "intermediate a"), loss
 
         pa, loss = scope()
@@ -146,7 +147,7 @@ def test_backward_releases_saved_tensors(adapter, fw, device):
 
         pa, b = scope()
         assert_alive(pa, "before backward (the graph saved it)")
-        b.sum().backward()
+        adapter.backward(fw.sum(b))
         assert b.grad_fn is not None
         assert_freed(pa, by="refcount", context="after b.sum().backward() with b still alive")
 
@@ -160,7 +161,7 @@ def test_saved_tensor_accessor_after_backward_raises(fw, adapter, device):
     adapter.require("saved_tensor_attributes")
     if not hasattr(node, "_saved_self"):
         raise Unsupported(f"{adapter.name}: grad_fn has no _saved_self")
-    b.sum().backward()
+    adapter.backward(fw.sum(b))
     with raises(Exception, what="b.grad_fn._saved_self after backward"):
         node._saved_self
 
@@ -179,7 +180,7 @@ def test_retained_graph_keeps_saved_until_graph_dies(fw, adapter, device):
         pa, b = scope()
         adapter.backward(b, retain_graph=True)
         assert_alive(pa, "after backward(retain_graph=True): the retained graph needs it")
-        b.backward()
+        adapter.backward(b)
         np.testing.assert_allclose(adapter.to_numpy(x.grad), [12.0])
         del b
         assert_freed(pa, by="refcount", context="after the second backward and del b")
@@ -194,8 +195,8 @@ def test_saved_inputs_and_output_freed_with_graph(adapter, fw, device):
             a = x * 2
             c = x + 1
             d = a * c            # saves a (self) and c (other)
-            e = d.exp()          # saves its result e
-            f = e.sum()
+            e = fw.exp(d)          # saves its result e
+            f = fw.sum(e)
             return (watch(adapter, device, a, "saved self a of a * c"), watch(adapter, device, c, "saved other c of a * c"),
                     watch(adapter, device, e, "saved output e of exp")), f
 
@@ -211,7 +212,7 @@ def _save_out_fn(adapter, fw):
     class SaveOut(fw.autograd.Function):
         @staticmethod
         def forward(ctx, x):
-            y = x.exp()
+            y = fw.exp(x)
             ctx.save_for_backward(y)
             return y
 
@@ -237,11 +238,12 @@ def test_save_for_backward_output_freed_by_refcount(fw, adapter, device):
         assert_freed(py, by="refcount", context="after the user dropped y")
         # and the pattern works: gradient of exp
         y = SaveOut.apply(x)
-        y.sum().backward()
+        adapter.backward(fw.sum(y))
         np.testing.assert_allclose(adapter.to_numpy(x.grad), np.exp(adapter.to_numpy(x)), rtol=1e-5)
 
 
 @rule("gc_cycles.save-for-backward-output-cycle-free")
+@subject("view")
 def test_saved_dirty_view_freed_by_refcount(fw, adapter, device):
     class Dirty(fw.autograd.Function):
         @staticmethod
@@ -256,7 +258,7 @@ def test_saved_dirty_view_freed_by_refcount(fw, adapter, device):
 
     with gc_disabled():
         def scope():
-            v = fw.tensor([1.0, 2.0], requires_grad=True, device=device).clone().view(2)
+            v = fw.clone(fw.tensor([1.0, 2.0], requires_grad=True, device=device)).view(2)
             out = Dirty.apply(v)
             assert out is v, "a returned input marked dirty is not the same object"
             return watch(adapter, device, v, "mutated view saved and marked dirty")
@@ -274,7 +276,7 @@ def test_ctx_attribute_cycle_collected(fw, adapter, device, with_backward):
         class MyFn(fw.autograd.Function):
             @staticmethod
             def forward(ctx, x):
-                x = x.clone()
+                x = fw.clone(x)
                 ctx.meta = meta
                 ctx.save_for_backward(x)
                 return x
@@ -289,7 +291,7 @@ def test_ctx_attribute_cycle_collected(fw, adapter, device, with_backward):
             out = MyFn.apply(a)
         meta["out"] = out          # out -> node/ctx -> ctx.meta -> out
         if with_backward:
-            out.sum().backward()
+            adapter.backward(fw.sum(out))
         return watch(adapter, device, out, "output stored in ctx.meta")
 
     with gc_disabled():
@@ -329,7 +331,7 @@ def test_hook_returning_its_own_leaf(fw, adapter, device):
     def scope():
         x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
         x.register_hook(lambda g: x)
-        (x * 10).sum().backward()
+        adapter.backward(fw.sum(x * 10))
         return x
 
     x = scope()
@@ -440,7 +442,7 @@ def test_stashed_ctx_after_backward_raises(adapter, fw, device):
     Keep = _stashing_fn(adapter, fw, box, "backward")
     p = fw.zeros(1, requires_grad=True, device=device)
     loss = Keep.apply(p * 1.0)
-    loss.backward()
+    adapter.backward(loss)
     del loss
     ctx = box.pop()
     with raises(Exception, what="saved_tensors of a ctx stashed during a non-retaining backward"):
@@ -464,6 +466,7 @@ def test_stashed_ctx_after_retained_backward(adapter, fw, device, observe):
 
 
 @rule("gc_cycles.dict-cycle-collected-unless-grad-holds-it")
+@subject("grad=")
 def test_dict_cycle_kept_by_grad_then_collected(fw, device):
     class Tracker:
         pass
@@ -516,7 +519,7 @@ def test_finalizer_collect_in_legacy_function(fw, adapter, device):
             y.register_hook(lambda g, owner=owner: g)
             del owner
             if i % 2:
-                y.backward()
+                adapter.backward(y)
                 np.testing.assert_allclose(adapter.to_numpy(x.grad), [2.0])
             del y                           # teardown of the graph finalizes the instance
     collect()
@@ -547,9 +550,9 @@ def test_finalizer_collect_in_ctx_teardown(fw, adapter, device):
     for i in range(10):
         x = fw.randn(3, requires_grad=True, device=device)
         with diverges_if_raises(AttributeError, what='an attribute set on ctx in forward'):
-            y = Fn.apply(x * 1.0).exp()
+            y = fw.exp(Fn.apply(x * 1.0))
         if i % 2:
-            y.sum().backward()
+            adapter.backward(fw.sum(y))
             np.testing.assert_allclose(adapter.to_numpy(x.grad),
                                        2 * np.exp(2 * adapter.to_numpy(x)), rtol=1e-5)
         del y
@@ -601,7 +604,7 @@ def test_clearing_grad_breaks_create_graph_cycle(adapter, fw, device):
                 return watch(adapter, device, b.grad, "b.grad (with its graph)"), b
 
             pg, b = scope()
-            b.grad = None
+            adapter.clear_grad(b)
             assert_freed(pg, by="refcount", context="after b.grad = None")
             pb = watch(adapter, device, b, "leaf b")
             del b
@@ -609,6 +612,7 @@ def test_clearing_grad_breaks_create_graph_cycle(adapter, fw, device):
 
 
 @rule("gc_cycles.garbage-cycle-does-not-free-live-graph")
+@subject("view")
 def test_garbage_cycle_does_not_free_live_graph(fw, adapter, device):
     def scope():
         inp = fw.randn(10, requires_grad=True, device=device)
@@ -621,7 +625,7 @@ def test_garbage_cycle_does_not_free_live_graph(fw, adapter, device):
     inp, out = scope()
     collect()
     g = fw.randn(10, device=device)
-    out.backward(g)
+    adapter.backward(out, g)
     np.testing.assert_allclose(adapter.to_numpy(inp.grad), adapter.to_numpy(g),
                                err_msg="wrong gradient after gc.collect() reclaimed a cycle")
 

@@ -11,6 +11,7 @@ import numpy as np
 from numpy.testing import assert_allclose
 
 from conformance import liveness
+from conformance.spelling import subject
 from conformance.api import Blocked, Unsupported, diverges_if_raises, prerequisite, rule
 from conformance.features import judged_without
 from conformance.suites._helpers import (BACKWARD_INPUTS, HOOK_REMOVE, expect_error, hook_handle, node_hook,
@@ -77,7 +78,7 @@ def test_none_keeps_gradient_and_tensor_replaces_it(fw, adapter, device):
     y.register_hook(lambda g: seen.append(adapter.to_numpy(g).tolist()))  # returns None
     y.register_hook(lambda g: g * 10)
     y.register_hook(lambda g: seen.append(adapter.to_numpy(g).tolist()))  # returns None
-    y.sum().backward()
+    adapter.backward(fw.sum(y))
     assert seen == [[1.0] * 3, [10.0] * 3], (
         f"hooks saw {seen}; expected the first to see 1s (None keeps) and the last 10s (tensor replaces)")
     assert_allclose(adapter.to_numpy(x.grad), np.full(3, 10.0),
@@ -99,7 +100,7 @@ def test_hooks_chain_in_registration_order(fw, adapter, device):
     y.register_hook(make("h1", 2.0))
     y.register_hook(make("h2", 3.0))
     y.register_hook(make("h3", 5.0))
-    y.sum().backward()
+    adapter.backward(fw.sum(y))
     assert log == [("h1", 1.0), ("h2", 2.0), ("h3", 6.0)], (
         f"observed {log}; expected h1, h2, h3 in registration order, each seeing the previous result")
     assert_allclose(adapter.to_numpy(x.grad), np.full(2, 30.0))
@@ -144,13 +145,13 @@ def test_tensor_hook_removed_by_another_hook_is_gone_afterwards(fw, adapter, dev
 
     y.register_hook(remover)
     handles["victim"] = hook_handle(y, lambda g: ran.append("victim"))
-    adapter.backward(y.sum(), retain_graph=True)
+    adapter.backward(fw.sum(y), retain_graph=True)
     if refused:
         raise Blocked(HOOK_REMOVE, f"remove() called inside a running hook: {refused[0]}")
     assert_allclose(adapter.to_numpy(x.grad), np.full(3, 2.0),
                     err_msg="removing a hook mid-backward disturbed the gradient")
     ran.clear()
-    y.sum().backward()
+    adapter.backward(fw.sum(y))
     assert ran == ["remover"], f"hooks that ran in the next pass: {ran}; the removed hook still fires"
 
 
@@ -173,13 +174,13 @@ def test_node_prehook_removed_by_another_prehook_is_gone_afterwards(fw, adapter,
 
     node_prehook(adapter, node, pre1)
     handles["victim"] = node_prehook(adapter, node, lambda go: cnt.__setitem__(0, cnt[0] + 1))
-    adapter.backward(b.sum(), retain_graph=True)
+    adapter.backward(fw.sum(b), retain_graph=True)
     if refused:
         raise Blocked(HOOK_REMOVE, f"remove() of a node pre-hook inside another pre-hook: {refused[0]}")
     assert_allclose(adapter.to_numpy(a.grad), np.full(3, 2.0),
                     err_msg="removing a node pre-hook mid-backward disturbed the gradient")
     first = cnt[0]
-    b.sum().backward()
+    adapter.backward(fw.sum(b))
     assert cnt[0] == first, "a node pre-hook removed during an earlier backward ran again in a later one"
 
 
@@ -202,7 +203,7 @@ def test_hook_removed_mid_backward_in_the_same_pass(adapter, fw, device, observe
     node = b.grad_fn
     node_prehook(adapter, node, lambda go: remove("node"))
     handles["node"] = node_prehook(adapter, node, lambda go: ran.__setitem__("node", ran["node"] + 1))
-    b.sum().backward()
+    adapter.backward(fw.sum(b))
     if refused:
         # a hook whose remove() failed was never removed: what it did says nothing about the rule
         raise Blocked(HOOK_REMOVE, f"remove() inside a running hook failed: {refused[0]}")
@@ -213,27 +214,28 @@ def test_hook_removed_mid_backward_in_the_same_pass(adapter, fw, device, observe
 # -- leaf hooks ----------------------------------------------------------------------------
 
 @rule("hooks.leaf-hook-fires-once-per-backward")
-def test_two_leaf_hooks_fire_once_each_in_order(fw, device):
+def test_two_leaf_hooks_fire_once_each_in_order(adapter, fw, device):
     x = fw.ones(2, requires_grad=True, device=device)
     log = []
     x.register_hook(lambda g: log.append(1))
     x.register_hook(lambda g: log.append(2))
-    (x * 2).sum().backward()
+    adapter.backward(fw.sum(x * 2))
     assert log == [1, 2], f"leaf hooks ran as {log}; expected [1, 2] (each once, in registration order)"
 
 
 @rule("hooks.leaf-hook-fires-once-per-backward")
-def test_leaf_hook_fires_once_when_leaf_used_several_times(fw, device):
+def test_leaf_hook_fires_once_when_leaf_used_several_times(adapter, fw, device):
     x = fw.ones(2, requires_grad=True, device=device)
     calls = [0]
     x.register_hook(lambda g: calls.__setitem__(0, calls[0] + 1))
-    (x * 2 + x * 3 + x.exp()).sum().backward()
+    adapter.backward(fw.sum(x * 2 + x * 3 + fw.exp(x)))
     assert calls[0] == 1, f"leaf used 3 times: hook called {calls[0]} times, expected once"
 
 
 @rule("hooks.leaf-hook-before-accumulation")
+@subject("grad=")
 def test_leaf_hook_sees_summed_incoming_gradient_before_accumulation(fw, adapter, device):
-    leaf_hooks_fire_once(fw, device)
+    leaf_hooks_fire_once(adapter, fw, device)
     x = fw.ones(2, requires_grad=True, device=device)
     x.grad = fw.full((2,), 100.0, device=device)
     seen = []
@@ -243,7 +245,7 @@ def test_leaf_hook_sees_summed_incoming_gradient_before_accumulation(fw, adapter
         return g * 2
 
     x.register_hook(hook)
-    (x * 2 + x * 3).sum().backward()
+    adapter.backward(fw.sum(x * 2 + x * 3))
     assert seen == [[5.0, 5.0]], (
         f"leaf hook saw {seen}; expected one call with the summed incoming gradient [5, 5] "
         "(not per use [2]/[3], not the accumulated 105)")
@@ -266,7 +268,7 @@ def test_tensor_hooks_run_before_node_prehooks(adapter, fw, device):
         return tuple(g * 2 for g in gs)
 
     a = fw.tensor(1.0, requires_grad=True, device=device)
-    b = a.clone()
+    b = fw.clone(a)
     node = _node(b)
     node_prehook(adapter, node, prehook)
     b.register_hook(tensor_hook)
@@ -275,11 +277,11 @@ def test_tensor_hooks_run_before_node_prehooks(adapter, fw, device):
     a.register_hook(tensor_hook)
     node_prehook(adapter, acc, prehook, what="AccumulateGrad.register_prehook")
     a.register_hook(tensor_hook)
-    b.sum().backward()
+    adapter.backward(fw.sum(b))
     assert log == ["t", "n", "n", "t", "t", "n"], (
         f"hook order {log}; expected b's tensor hook, b.grad_fn's two pre-hooks, a's two tensor "
         "hooks, then the AccumulateGrad pre-hook")
-    assert a.grad.item() == 3.0 * 2 * 2 * 3 * 3 * 2, f"a.grad is {a.grad.item()}, expected 216"
+    assert adapter.to_numpy(a.grad).item() == 3.0 * 2 * 2 * 3 * 3 * 2, f"a.grad is {adapter.to_numpy(a.grad).item()}, expected 216"
 
 
 @rule("hooks.retain-grad-sees-all-tensor-hooks")
@@ -288,21 +290,21 @@ def test_retain_grad_sees_hooks_registered_before_and_after(adapter, fw, device)
         return g * 2
 
     a = fw.tensor(1.0, requires_grad=True, device=device)
-    b = a.clone()
+    b = fw.clone(a)
     b.register_hook(double)
     adapter.retain_grad(b)
     b.register_hook(double)
-    b.clone().backward()
-    assert b.grad.item() == 4.0, (
-        f"b.grad is {b.grad.item()} with hooks before and after retain_grad(); expected 4 (both applied)")
+    adapter.backward(fw.clone(b))
+    assert adapter.to_numpy(b.grad).item() == 4.0, (
+        f"b.grad is {adapter.to_numpy(b.grad).item()} with hooks before and after retain_grad(); expected 4 (both applied)")
 
     a = fw.tensor(1.0, requires_grad=True, device=device)
-    b = a.clone()
+    b = fw.clone(a)
     adapter.retain_grad(b)
     b.register_hook(double)
-    b.clone().backward()
-    assert b.grad.item() == 2.0, (
-        f"b.grad is {b.grad.item()} with a hook registered after retain_grad(); expected 2")
+    adapter.backward(fw.clone(b))
+    assert adapter.to_numpy(b.grad).item() == 2.0, (
+        f"b.grad is {adapter.to_numpy(b.grad).item()} with a hook registered after retain_grad(); expected 2")
 
 
 @rule("hooks.inputs-nonleaf-grad-excludes-node-prehooks")
@@ -318,17 +320,17 @@ def test_backward_inputs_nonleaf_grad_after_tensor_hooks_only(adapter, fw, devic
         return tuple(g * 2 for g in gs)
 
     a = fw.tensor(1.0, requires_grad=True, device=device)
-    b = a.clone()
+    b = fw.clone(a)
     node_prehook(adapter, _node(b), prehook)
     b.register_hook(tensor_hook)
     a.register_hook(tensor_hook)
     with prerequisite(BACKWARD_INPUTS, what="backward(inputs=...)") as pre:
-        adapter.backward(b.sum(), inputs=(b,))
+        adapter.backward(fw.sum(b), inputs=(b,))
         pre.check(b.grad is not None and a.grad is None,
                   "backward(inputs=(b,)) accumulated into b only, not into the leaf a beyond it")
     assert log == ["t", "n"], f"hooks that ran: {log}; expected b's tensor hook then b.grad_fn's pre-hook"
-    assert b.grad is not None and b.grad.item() == 3.0, (
-        f"b.grad is {None if b.grad is None else b.grad.item()}; expected 3 (tensor hook applied, "
+    assert b.grad is not None and adapter.to_numpy(b.grad).item() == 3.0, (
+        f"b.grad is {None if b.grad is None else adapter.to_numpy(b.grad).item()}; expected 3 (tensor hook applied, "
         "node pre-hook not)")
     assert a.grad is None, "a is beyond inputs=(b,) but received a gradient"
 
@@ -360,7 +362,7 @@ def _check_node_hooks(fw, adapter, device, make_output, kind):
         adapter.register_node_prehook(node, pre("p2", None))
         adapter.register_node_hook(node, post("q2", 1.0))
         adapter.register_node_prehook(node, pre("p3", 3.0))
-    b.sum().backward()
+    adapter.backward(fw.sum(b))
     expected = [("p1", 1.0), ("p2", 2.0), ("p3", 2.0), ("q1", 12.0, 6.0), ("q2", 120.0, 6.0)]
     assert log == expected, (
         f"{kind} node hooks ran as {log}; expected {expected} (pre-hooks in order, None keeps, "
@@ -397,10 +399,10 @@ def test_hook_on_sibling_element_never_fires(fw, adapter, device):
     fired = []
     parts[0].register_hook(lambda g: fired.append(adapter.to_numpy(g).tolist()))
     for i in range(1, 5):
-        parts[i].backward()
+        adapter.backward(parts[i])
     assert fired == [], f"hook on x[0] fired with {fired} during backward of the other elements"
     assert_allclose(adapter.to_numpy(x.grad), [0.0, 1.0, 1.0, 1.0, 1.0])
-    parts[0].backward()
+    adapter.backward(parts[0])
     assert fired == [1.0], f"hook on x[0] saw {fired} during its own backward; expected [1.0]"
 
 
@@ -415,14 +417,14 @@ def test_hooks_off_path_or_beyond_inputs_never_fire(adapter, fw, device):
     x.register_hook(lambda g: fired.append("x"))
     other.register_hook(lambda g: fired.append("other"))
     with prerequisite(BACKWARD_INPUTS, what="backward(inputs=...)") as pre:
-        adapter.backward(mid.sum(), inputs=(other,), retain_graph=True)
+        adapter.backward(fw.sum(mid), inputs=(other,), retain_graph=True)
         pre.check(other.grad is not None and x.grad is None,
                   "backward(inputs=(other,)) accumulated into other only, not into the leaf x")
     assert fired == ["other"], (
         f"hooks fired: {fired}; only 'other' is on the path to inputs=(other,) "
         "('branch' is a sibling, 'x' lies beyond the requested input)")
     fired.clear()
-    fw.autograd.grad(mid.sum(), (other,))
+    fw.autograd.grad(fw.sum(mid), (other,))
     assert fired == ["other"], f"autograd.grad(mid, (other,)) fired hooks {fired}; expected ['other']"
 
 
@@ -491,7 +493,7 @@ def test_autograd_grad_runs_input_tensor_hooks_but_not_node_hooks(adapter, fw, d
 @rule("hooks.hook-bound-to-version")
 def test_hooks_before_and_after_inplace_see_their_own_version(fw, adapter, device):
     a = fw.tensor([1.0], requires_grad=True, device=device)
-    b = a.clone()
+    b = fw.clone(a)
     seen = []
 
     def hook(tag):
@@ -503,7 +505,7 @@ def test_hooks_before_and_after_inplace_see_their_own_version(fw, adapter, devic
     b.register_hook(hook("before"))
     adapter.inplace(b, "mul_", 2)
     b.register_hook(hook("after"))
-    b.sum().backward()
+    adapter.backward(fw.sum(b))
     assert seen == [("after", 1.0), ("before", 4.0)], (
         f"observed {seen}; expected the hook registered after mul_ to see the new version's gradient "
         "(1) first, then the earlier hook the old version's gradient (2 * 2 * 1 = 4)")
@@ -512,11 +514,11 @@ def test_hooks_before_and_after_inplace_see_their_own_version(fw, adapter, devic
 
 @rule("hooks.retain-grad-latest-version")
 def test_retained_grad_is_for_latest_version(fw, adapter, device):
-    a = fw.tensor([1.0], requires_grad=True, device=device).clone()
+    a = fw.clone(fw.tensor([1.0], requires_grad=True, device=device))
     adapter.retain_grad(a)
     adapter.inplace(a, "mul_", 2)
     adapter.inplace(a, "mul_", 2)
-    a.sum().backward()
+    adapter.backward(fw.sum(a))
     assert a.grad is not None, "retained non-leaf has no .grad after in-place ops"
     assert_allclose(adapter.to_numpy(a.grad), [1.0],
                     err_msg="a.grad should be d(sum)/d(latest a) = 1, not the gradient of an older version")
@@ -524,35 +526,35 @@ def test_retained_grad_is_for_latest_version(fw, adapter, device):
 
 # -- validation ----------------------------------------------------------------------------
 
-def _backward_with_hook(fw, device, hook):
+def _backward_with_hook(adapter, fw, device, hook):
     x = fw.randn(3, requires_grad=True, device=device)
     y = x * 2
     y.register_hook(hook)
-    return lambda: y.sum().backward()
+    return lambda: adapter.backward(fw.sum(y))
 
 
 @rule("hooks.return-type-validated")
-def test_hook_returning_non_tensor_raises_type_error(fw, device):
-    expect_error(_backward_with_hook(fw, device, lambda g: 1), TypeError, r"hook returned 'int'",
+def test_hook_returning_non_tensor_raises_type_error(adapter, fw, device):
+    expect_error(_backward_with_hook(adapter, fw, device, lambda g: 1), TypeError, r"hook returned 'int'",
                   "backward with a hook returning 1")
 
 
 @rule("hooks.return-metadata-validated")
-def test_hook_returning_other_shape_raises_naming_hook(fw, device):
+def test_hook_returning_other_shape_raises_naming_hook(adapter, fw, device):
     def hook_named(g):
         return fw.ones(2, 2, device=device)
 
-    expect_error(_backward_with_hook(fw, device, hook_named), RuntimeError,
+    expect_error(_backward_with_hook(adapter, fw, device, hook_named), RuntimeError,
                   r"hook 'hook_named' has changed the size of value",
                   "backward with a hook returning a (2, 2) tensor for a (3,) gradient")
 
 
 @rule("hooks.return-metadata-validated")
-def test_hook_returning_other_dtype_raises(fw, device):
+def test_hook_returning_other_dtype_raises(adapter, fw, device):
     def widen(g):
         return fw.ones(3, dtype=fw.float64, device=device)
 
-    expect_error(_backward_with_hook(fw, device, widen), RuntimeError,
+    expect_error(_backward_with_hook(adapter, fw, device, widen), RuntimeError,
                   r"hook 'widen' has changed the type of value",
                   "backward with a hook returning float64 for a float32 gradient")
 
@@ -567,7 +569,7 @@ def test_post_accumulate_hooks_see_grad_and_run_in_order(fw, adapter, device):
     def first(p):
         log.append(("first", p is t, None if p.grad is None else adapter.to_numpy(p.grad).tolist()))
         with fw.no_grad():
-            p.sub_(p.grad)
+            adapter.inplace(p, "sub_", p.grad)
 
     def second(p):
         log.append(("second", p is t, adapter.to_numpy(p).tolist()))
@@ -577,7 +579,7 @@ def test_post_accumulate_hooks_see_grad_and_run_in_order(fw, adapter, device):
     register = adapter.feature("post_accumulate_grad_hooks", lambda: t.register_post_accumulate_grad_hook)
     register(first)
     register(second)
-    (t * 2).sum().backward()
+    adapter.backward(fw.sum(t * 2))
     expected = [("first", True, [2.0, 2.0, 2.0]), ("second", True, [-1.0, 0.0, 1.0])]
     assert log == expected, (
         f"observed {log}; expected the hooks in order, receiving the leaf itself, with .grad already set")
@@ -588,7 +590,7 @@ def test_post_accumulate_hooks_see_grad_and_run_in_order(fw, adapter, device):
 def test_post_accumulate_hook_returning_value_raises(fw, adapter, device):
     u = fw.randn(2, 3, requires_grad=True, device=device)
     adapter.feature("post_accumulate_grad_hooks", lambda: u.register_post_accumulate_grad_hook)(lambda p: p.grad)
-    expect_error(lambda: u.sum().backward(), RuntimeError,
+    expect_error(lambda: adapter.backward(fw.sum(u)), RuntimeError,
                   r"post accumulate grad hooks should return None",
                   "backward with a post-accumulate hook returning p.grad")
 
@@ -596,15 +598,15 @@ def test_post_accumulate_hook_returning_value_raises(fw, adapter, device):
 # -- lifetimes -----------------------------------------------------------------------------
 
 @rule("hooks.leaf-hooks-persist-across-graphs")
-def test_leaf_hook_fires_in_every_new_graph(fw, device):
-    leaf_hooks_fire_once(fw, device)
+def test_leaf_hook_fires_in_every_new_graph(adapter, fw, device):
+    leaf_hooks_fire_once(adapter, fw, device)
     x = fw.randn(2, requires_grad=True, device=device)
     cnt = [0]
     x.register_hook(lambda g: cnt.__setitem__(0, cnt[0] + 1))
-    (x * 2).sum().backward()
+    adapter.backward(fw.sum(x * 2))
     gc.collect()
-    (x * 3).sum().backward()
-    (x.exp() * 5).sum().backward()
+    adapter.backward(fw.sum(x * 3))
+    adapter.backward(fw.sum(fw.exp(x) * 5))
     assert cnt[0] == 3, f"leaf hook fired {cnt[0]} times over three separate graphs, expected 3"
 
 
@@ -618,8 +620,8 @@ def test_referenced_accumulator_is_reused_by_new_graphs(adapter, fw, device):
     del y
     z = x * 5
     assert _accumulator(adapter, z) is acc, "a new graph on x got a different AccumulateGrad node while the old one is alive"
-    z.sum().backward()
-    (x * 7).sum().backward()
+    adapter.backward(fw.sum(z))
+    adapter.backward(fw.sum(x * 7))
     assert cnt[0] == 2, f"hook on the kept AccumulateGrad node fired {cnt[0]} times over two graphs, expected 2"
 
 
@@ -643,20 +645,20 @@ def test_unreferenced_accumulator_and_its_hooks_are_dropped(adapter, fw, device)
     gc.collect()
     assert marker_ref() is None, (
         "the leaf keeps its AccumulateGrad node (and its metadata) alive after every graph using it is gone")
-    (x * 5).sum().backward()
+    adapter.backward(fw.sum(x * 5))
     assert cnt[0] == 0, f"a hook on a dropped AccumulateGrad node fired {cnt[0]} time(s) in a later graph"
 
 
 @rule("hooks.retain-graph-hooks-fire-each-backward")
 def test_tensor_hooks_fire_on_every_retained_backward(adapter, fw, device):
-    leaf_hooks_fire_once(fw, device)
+    leaf_hooks_fire_once(adapter, fw, device)
     x = fw.ones(2, requires_grad=True, device=device)
     y = x * 2
     log = []
     y.register_hook(lambda g: log.append("tensor"))
     x.register_hook(lambda g: log.append("leaf"))
     for _ in range(3):
-        adapter.backward(y.sum(), retain_graph=True)
+        adapter.backward(fw.sum(y), retain_graph=True)
     assert log == ["tensor", "leaf"] * 3, (
         f"over three retained passes the tensor hooks ran as {log}; expected ['tensor', 'leaf'] three times")
 
@@ -671,7 +673,7 @@ def test_node_hooks_fire_on_every_retained_backward(adapter, fw, device):
     node_prehook(adapter, node, lambda go: log.append("pre"))
     node_hook(adapter, node, lambda gi, go: log.append("post"))
     for _ in range(3):
-        adapter.backward(y.sum(), retain_graph=True)
+        adapter.backward(fw.sum(y), retain_graph=True)
     one = ["tensor", "pre", "post"]
     assert log == one * 3, f"over three retained passes the hooks ran as {log}; expected {one} three times"
 
@@ -693,12 +695,12 @@ def test_multi_grad_hook_all_fires_once_with_the_group(adapter, fw, device):
     seen = []
     handle = register((a, b), lambda grads: seen.append(
         [None if g is None else adapter.to_numpy(g).tolist() for g in grads]))
-    (a * 2 + b * 3).sum().backward()
+    adapter.backward(fw.sum(a * 2 + b * 3))
     assert seen == [[[2.0, 2.0], [3.0, 3.0]]], f"one backward reaching a and b: hook calls {seen}"
-    (a * 2).sum().backward()
+    adapter.backward(fw.sum(a * 2))
     assert seen[1:] == [[[2.0, 2.0], None]], f"a backward reaching only a: hook calls {seen[1:]}"
     handle.remove()
-    (a * 2 + b * 3).sum().backward()
+    adapter.backward(fw.sum(a * 2 + b * 3))
     assert len(seen) == 2, "the hook ran after handle.remove()"
 
 
@@ -709,10 +711,10 @@ def test_multi_grad_hook_any_fires_once_with_the_first(adapter, fw, device):
     b = fw.ones(2, requires_grad=True, device=device)
     seen = []
     register((a, b), lambda g: seen.append(adapter.to_numpy(g).tolist()), mode="any")
-    (a * 2 + b * 3).sum().backward()
+    adapter.backward(fw.sum(a * 2 + b * 3))
     assert len(seen) == 1 and seen[0] in ([2.0, 2.0], [3.0, 3.0]), \
         f"one backward reaching a and b: hook calls {seen}"
-    (a * 2).sum().backward()
+    adapter.backward(fw.sum(a * 2))
     assert seen[1:] == [[2.0, 2.0]], f"a second backward reaching only a: hook calls {seen[1:]}"
 
 
@@ -751,27 +753,27 @@ def _two_output_module(adapter, fw):
     return m
 
 
-def _values(grads):
-    return [None if g is None else g.tolist() for g in grads]
+def _values(adapter, grads):
+    return [None if g is None else adapter.to_numpy(g).tolist() for g in grads]
 
 
 @rule("hooks.module-full-backward-hook-order")
 def test_module_full_backward_hooks_order_and_contents(adapter, fw, device):
     m = _two_output_module(adapter, fw)
     seen = []
-    m.register_full_backward_hook(lambda mod, gi, go: seen.append(("hook", mod is m, _values(gi), _values(go))))
-    m.register_full_backward_pre_hook(lambda mod, go: seen.append(("pre", mod is m, _values(go))))
+    m.register_full_backward_hook(lambda mod, gi, go: seen.append(("hook", mod is m, _values(adapter, gi), _values(adapter, go))))
+    m.register_full_backward_pre_hook(lambda mod, go: seen.append(("pre", mod is m, _values(adapter, go))))
     m.register_full_backward_pre_hook(lambda mod, go: seen.append(("pre-first",)), prepend=True)
     m.register_full_backward_hook(lambda mod, gi, go: seen.append(("hook-first",)), prepend=True)
     a = fw.ones(2, requires_grad=True, device=device)
     b = fw.ones(2, requires_grad=True, device=device)
     oa, ob = m(a, 7, b)
-    (oa.sum() + ob.sum()).backward()
+    adapter.backward(fw.sum(oa) + fw.sum(ob))
     assert [s[0] for s in seen] == ["pre-first", "pre", "hook-first", "hook"], f"order: {[s[0] for s in seen]}"
     assert seen[1] == ("pre", True, [[1.0, 1.0], [1.0, 1.0]]), f"pre-hook saw {seen[1]}"
     assert seen[3] == ("hook", True, [[2.0, 2.0], None, [3.0, 3.0]], [[1.0, 1.0], [1.0, 1.0]]), \
         f"hook saw {seen[3]} (grad_input has one entry per input, None for the number)"
-    assert a.grad.tolist() == [2.0, 2.0] and b.grad.tolist() == [3.0, 3.0]
+    assert adapter.to_numpy(a.grad).tolist() == [2.0, 2.0] and adapter.to_numpy(b.grad).tolist() == [3.0, 3.0]
 
 
 @rule("hooks.module-full-backward-hook-order")
@@ -782,13 +784,13 @@ def test_module_full_backward_hooks_replace_gradients(adapter, fw, device):
     a = fw.ones(2, requires_grad=True, device=device)
     b = fw.ones(2, requires_grad=True, device=device)
     oa, ob = m(a, 7, b)
-    (oa.sum() + ob.sum()).backward()
-    assert a.grad.tolist() == [20.0, 20.0], f"a.grad = {a.grad.tolist()} (pre-hook scaled grad_output[0] by 10)"
-    assert b.grad.tolist() == [300.0, 300.0], f"b.grad = {b.grad.tolist()} (hook scaled grad_input[2] by 100)"
+    adapter.backward(fw.sum(oa) + fw.sum(ob))
+    assert adapter.to_numpy(a.grad).tolist() == [20.0, 20.0], f"a.grad = {adapter.to_numpy(a.grad).tolist()} (pre-hook scaled grad_output[0] by 10)"
+    assert adapter.to_numpy(b.grad).tolist() == [300.0, 300.0], f"b.grad = {adapter.to_numpy(b.grad).tolist()} (hook scaled grad_input[2] by 100)"
     m2 = _two_output_module(adapter, fw)
     m2.register_full_backward_hook(lambda mod, gi, go: (gi[0],))
     oa, ob = m2(fw.ones(2, requires_grad=True, device=device), 7, fw.ones(2, requires_grad=True, device=device))
-    expect_error(lambda: (oa.sum() + ob.sum()).backward(), RuntimeError, "invalid number of grad_input",
+    expect_error(lambda: adapter.backward(fw.sum(oa) + fw.sum(ob)), RuntimeError, "invalid number of grad_input",
                  what="a hook returning 1 of 3 grad_input")
 
 
@@ -801,11 +803,11 @@ def test_module_full_backward_hooks_are_those_of_the_call(adapter, fw, device):
     oa, ob = m(a, 7, a)
     handle.remove()
     m.register_full_backward_hook(lambda mod, gi, go: ran.append("registered after the call"))
-    (oa.sum() + ob.sum()).backward()
+    adapter.backward(fw.sum(oa) + fw.sum(ob))
     assert ran == ["registered before the call"], f"hooks that ran for the graph built before: {ran}"
     ran.clear()
     oa, ob = m(a, 7, a)
-    (oa.sum() + ob.sum()).backward()
+    adapter.backward(fw.sum(oa) + fw.sum(ob))
     assert ran == ["registered after the call"], f"hooks that ran for a call after remove(): {ran}"
 
 
@@ -839,12 +841,12 @@ def test_multi_grad_hook_outlives_its_dropped_handle(adapter, fw, device):
     del hook, handle
     gc.collect()
     liveness.assert_alive(probe, "after its handle was dropped (the tensors' hooks still need it)")
-    (a * 2).sum().backward()
+    adapter.backward(fw.sum(a * 2))
     assert seen == [1], f"the hook did not fire after its handle was dropped: {seen}"
     handle = register((a,), lambda grads: seen.append("second"))
     handle.remove()
     handle.remove()                         # removing twice is harmless
-    (a * 2).sum().backward()
+    adapter.backward(fw.sum(a * 2))
     assert seen == [1, 1], f"a removed multi-grad hook fired: {seen}"
 
 
@@ -870,15 +872,16 @@ def test_hooks_registered_on_a_node_while_it_runs(adapter, fw, device):
 
     node_prehook(adapter, node, pre)
     node_hook(adapter, node, post)
-    y.sum().backward(retain_graph=True)
+    adapter.backward(fw.sum(y), retain_graph=True)
     assert ran == ["pre", "post", "post added by pre"], \
         f"first pass: {ran} (a post-hook added by a pre-hook runs in the same pass, the others from the next)"
     ran.clear()
-    y.sum().backward()
+    adapter.backward(fw.sum(y))
     assert ran == ["pre", "pre added by pre", "post", "post added by pre", "post added by post"], f"second pass: {ran}"
 
 
 @rule("hooks.tensor-hooks-kept-by-node")
+@subject("unbind")
 def test_non_leaf_hooks_are_kept_per_output_by_the_node(adapter, fw, device):
     x = fw.ones(2, requires_grad=True, device=device)
     a, b = x.unbind()
@@ -889,6 +892,6 @@ def test_non_leaf_hooks_are_kept_per_output_by_the_node(adapter, fw, device):
     probe = liveness.weak(a, "a (an output of unbind with a hook)")
     del a, b
     liveness.assert_freed(probe, by="gc", context="while its hook is registered (the node, not the tensor, keeps it)")
-    s.backward()
+    adapter.backward(s)
     assert sorted(seen) == [("a", 2.0), ("b", 3.0)], \
         f"hooks of two outputs of one node, after the tensors were freed: {sorted(seen)}"

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from conformance import liveness
+from conformance.spelling import subject
 from conformance.api import Diverges, Unsupported, diverges_if_raises, prerequisite, raises, rule
 from conformance.meanings import GRAPH_FREED_SAYS_WHAT_TO_DO
 from conformance.suites._helpers import TENSOR_WEAKREF, key_words
@@ -125,7 +126,7 @@ def test_instantiation_warns_deprecation(fw, adapter, device):
         f"Id() emitted no DeprecationWarning (warnings: {cats})"
     assert isinstance(f, Id), f"Id() returned {type(f).__name__}"
     x = fw.ones(2, requires_grad=True, device=device)
-    Id.apply(x).sum().backward()
+    adapter.backward(fw.sum(Id.apply(x)))
     np.testing.assert_allclose(adapter.to_numpy(x.grad), [1.0, 1.0])
 
 
@@ -167,7 +168,7 @@ def test_apply_with_plain_methods(fw, adapter, device):
     with diverges_if_raises(AttributeError, what='self.k = 2 on the ctx in a plain-method forward'):
         y = Mul2.apply(x)
     np.testing.assert_allclose(adapter.to_numpy(y), [2.0, 2.0, 2.0])
-    y.sum().backward()
+    adapter.backward(fw.sum(y))
     np.testing.assert_allclose(adapter.to_numpy(x.grad), [2.0, 2.0, 2.0],
                                err_msg="ctx attribute set in a plain-method forward not seen in backward")
 
@@ -185,17 +186,17 @@ def test_missing_forward_raises(fw, device):
 
 
 @rule("legacy_function.missing-backward-raises-at-backward")
-def test_missing_backward_raises_at_backward(fw, device):
+def test_missing_backward_raises_at_backward(adapter, fw, device):
     class BadBw(fw.autograd.Function):
         @staticmethod
         def forward(ctx, x):
-            return x.clone()
+            return fw.clone(x)
 
     inp = fw.ones(1, requires_grad=True, device=device)
     out = BadBw.apply(inp)          # building the graph must work
     assert out.requires_grad, "output of a Function without backward does not require grad"
     with raises(Exception, match=r"(?i)backward", what="backward through a Function without backward"):
-        out.sum().backward()
+        adapter.backward(fw.sum(out))
 
 
 @rule("legacy_function.saved-tensors-after-free-message")
@@ -216,7 +217,7 @@ def test_saved_tensors_after_free_message(adapter, fw, device):
 
     a = fw.randn(5, requires_grad=True, device=device)
     y = MyFn.apply(a)
-    y.sum().backward()
+    adapter.backward(fw.sum(y))
     ctx = box.pop()
     # That reading them raises at all is engine.backward-frees-saved-tensors: without an error
     # there is no message to judge (BLOCKED by that rule, not a second DIVERGES).
@@ -251,7 +252,7 @@ def test_save_none_roundtrip(fw, adapter, device):
 
     a = fw.ones(3, requires_grad=True, device=device)
     with diverges_if_raises(RuntimeError, what='ctx.save_for_backward(x, None)'):
-        MyFn.apply(a).sum().backward()
+        adapter.backward(fw.sum(MyFn.apply(a)))
     (saved,) = seen
     assert len(saved) == 2, f"saved_tensors has {len(saved)} entries, expected 2"
     assert saved[1] is None, f"saved None came back as {saved[1]!r}"
@@ -264,22 +265,22 @@ def test_second_backward_without_retain_graph(fw, adapter, device):
     x = fw.tensor([3.0], requires_grad=True, device=device)
     y = Sq.apply(x)
     adapter.backward(y, retain_graph=True)
-    y.backward()
+    adapter.backward(y)
     np.testing.assert_allclose(adapter.to_numpy(x.grad), [12.0],
                                err_msg="gradients of two retained backwards did not accumulate")
     with raises(Exception, what="third backward (graph freed)"):
-        y.backward()
+        adapter.backward(y)
 
 
 @rule("legacy_function.saved-tensors-version-check")
 def test_saved_tensors_version_check(adapter, fw, device):
     Sq = square_fn(adapter, fw)
     a = fw.ones(3, requires_grad=True, device=device)
-    b = a.clone()
+    b = fw.clone(a)
     y = Sq.apply(b)
     adapter.inplace(b, "add_", 1)
     with raises(Exception, what="backward after the saved input was modified in place"):
-        y.sum().backward()
+        adapter.backward(fw.sum(y))
 
 
 @rule("legacy_function.mark-dirty-returns-same-object")
@@ -288,7 +289,7 @@ def test_mark_dirty_returns_same_object(fw, adapter, device):
         @staticmethod
         def forward(ctx, a, b):
             mark_dirty(adapter, ctx, a)
-            return a.add_(b), b + 2
+            return adapter.inplace(a, "add_", b), b + 2
 
         @staticmethod
         def backward(ctx, ga, gb):
@@ -302,11 +303,12 @@ def test_mark_dirty_returns_same_object(fw, adapter, device):
     assert q.requires_grad, "the dirty input does not require grad after the Function"
     assert q.grad_fn is not None, "the dirty input has no grad_fn after the Function"
     assert version(adapter, x) > v0, f"version counter not bumped ({v0} -> {version(adapter, x)})"
-    q.sum().backward()
+    adapter.backward(fw.sum(q))
     np.testing.assert_allclose(adapter.to_numpy(y.grad), np.ones((2, 2)))
 
 
 @rule("legacy_function.mark-dirty-leaf-raises")
+@subject("view")
 def test_mark_dirty_leaf_raises(fw, adapter, device):
     class Dirty(fw.autograd.Function):
         @staticmethod
@@ -329,13 +331,14 @@ def test_mark_dirty_leaf_raises(fw, adapter, device):
 
 
 @rule("legacy_function.mark-dirty-not-returned-raises")
+@subject("view")
 def test_mark_dirty_not_returned_raises(fw, adapter, device):
     class NotReturned(fw.autograd.Function):
         @staticmethod
         def forward(ctx, a, b):
-            a.add_(b)
+            adapter.inplace(a, "add_", b)
             mark_dirty(adapter, ctx, a)
-            return a.clone(), a + b
+            return fw.clone(a), a + b
 
         @staticmethod
         def backward(ctx, ga, gab):
@@ -345,15 +348,16 @@ def test_mark_dirty_not_returned_raises(fw, adapter, device):
     b = fw.ones(2, requires_grad=True, device=device)
     with raises(Exception,
                 what="mark_dirty on an input that is not returned"):
-        NotReturned.apply(a.clone().view(2), b)
+        NotReturned.apply(fw.clone(a).view(2), b)
 
 
 @rule("legacy_function.mark-dirty-non-input-reported")
+@subject("view")
 def test_mark_dirty_view_of_intermediate_raises(fw, adapter, device):
     class ViewOfIntermediate(fw.autograd.Function):
         @staticmethod
         def forward(ctx, inp):
-            out = inp.clone().view(2)
+            out = fw.clone(inp).view(2)
             mark_dirty(adapter, ctx, out)
             return out
 
@@ -364,7 +368,7 @@ def test_mark_dirty_view_of_intermediate_raises(fw, adapter, device):
     a = fw.ones(2, requires_grad=True, device=device)
     with raises(Exception, match=r"(?i)not an input",
                 what="mark_dirty on a view of an intermediate"):
-        ViewOfIntermediate.apply(a.clone())
+        ViewOfIntermediate.apply(fw.clone(a))
 
 
 @pytest.mark.parametrize("materialize", [True, False], ids=["default-zeros", "none"])
@@ -377,7 +381,7 @@ def test_materialize_grads(fw, adapter, device, materialize):
         def forward(ctx, x):
             if not materialize:
                 ctx.set_materialize_grads(False)
-            return x.clone(), x.clone()
+            return fw.clone(x), fw.clone(x)
 
         @staticmethod
         def backward(ctx, g1, g2):
@@ -386,7 +390,7 @@ def test_materialize_grads(fw, adapter, device, materialize):
 
     x = fw.ones(2, requires_grad=True, device=device)
     with diverges_if_raises(AttributeError, what='ctx.set_materialize_grads'):
-        Two.apply(x)[0].sum().backward()
+        adapter.backward(fw.sum(Two.apply(x)[0]))
     (g2,) = seen
     if materialize:
         assert g2 is not None, "unused output's grad is None although grads are materialised by default"
@@ -403,7 +407,7 @@ def test_materialized_zero_grad_is_a_well_formed_tensor(fw, adapter, device):
     class Two(fw.autograd.Function):
         @staticmethod
         def forward(ctx, x):
-            return x.clone(), x.clone()
+            return fw.clone(x), fw.clone(x)
 
         @staticmethod
         def backward(ctx, g1, g2):
@@ -411,7 +415,7 @@ def test_materialized_zero_grad_is_a_well_formed_tensor(fw, adapter, device):
             return g1
 
     x = fw.ones(2, requires_grad=True, device=device, dtype=fw.float64)
-    Two.apply(x)[0].sum().backward()
+    adapter.backward(fw.sum(Two.apply(x)[0]))
     (g2,) = seen
     assert isinstance(g2, fw.Tensor), f"the materialised gradient is a {type(g2).__name__}"
     with diverges_if_raises(Exception, what="reading the materialised zero gradient (dtype, shape, repr)"):
@@ -458,7 +462,7 @@ def test_once_differentiable_double_backward_raises(fw, adapter, device):
     assert g.requires_grad, "with a differentiable grad_output, the result should carry an error node"
     with raises(Exception,
                 what="double backward through once_differentiable"):
-        g.backward()
+        adapter.backward(g)
 
 
 @rule("legacy_function.once-differentiable-error-node-keeps-no-history")
@@ -473,10 +477,11 @@ def test_once_differentiable_result_does_not_keep_grad_output_history(fw, adapte
     del w, go
     liveness.assert_freed(probe, by="gc", context="(only the once_differentiable result g is kept)")
     with raises(Exception, what="double backward through once_differentiable"):
-        g.sum().backward()
+        adapter.backward(fw.sum(g))
 
 
 @rule("legacy_function.input-returned-as-is-keeps-class")
+@subject("requires_grad_")
 def test_input_returned_as_is_keeps_its_subclass(fw, adapter, device):
     class Tagged(fw.Tensor):
         pass
@@ -495,7 +500,7 @@ def test_input_returned_as_is_keeps_its_subclass(fw, adapter, device):
     y = Identity.apply(x)
     assert y is not x, "apply returned the input object itself (it must be a new tensor with the Function's node)"
     assert type(y) is Tagged, f"an input returned as-is came back as {type(y).__name__}, not {Tagged.__name__}"
-    y.sum().backward()
+    adapter.backward(fw.sum(y))
     np.testing.assert_allclose(adapter.to_numpy(x.grad), [1.0, 1.0])
 
 
@@ -523,7 +528,7 @@ def test_non_tensor_outputs_pass_through(adapter, fw, device):
     assert s == "bar" and type(s) is str, f"non-tensor output came back as {s!r}"
     assert n is None, f"None output came back as {n!r}"
     assert y.requires_grad
-    y.sum().backward()
+    adapter.backward(fw.sum(y))
     assert log.get("grads") == (None, None), f"backward got {log.get('grads')!r} for non-tensor outputs"
 
 
@@ -566,7 +571,7 @@ def test_needs_input_grad_false_for_a_tensor_without_grad(adapter, fw, device):
 
 
 @rule("legacy_function.none-grads-leave-grad-unset")
-def test_none_grads_leave_grad_unset(fw, device):
+def test_none_grads_leave_grad_unset(adapter, fw, device):
     class F(fw.autograd.Function):
         @staticmethod
         def forward(ctx, t, u):
@@ -579,13 +584,13 @@ def test_none_grads_leave_grad_unset(fw, device):
     x = fw.ones(2, requires_grad=True, device=device)
     u = fw.ones(2, requires_grad=True, device=device)
     with diverges_if_raises(RuntimeError, what="backward returning None for inputs that require grad"):
-        F.apply(x, u).sum().backward()
+        adapter.backward(fw.sum(F.apply(x, u)))
     assert x.grad is None, f"backward returned None, but x.grad = {x.grad!r}"
     assert u.grad is None, f"backward returned None, but u.grad = {u.grad!r}"
 
 
 @rule("legacy_function.none-grads-leave-grad-unset")
-def test_none_grad_passes_through_built_in_ops(fw, device):
+def test_none_grad_passes_through_built_in_ops(adapter, fw, device):
     class Stop(fw.autograd.Function):
         @staticmethod
         def forward(ctx, t):
@@ -598,7 +603,7 @@ def test_none_grad_passes_through_built_in_ops(fw, device):
     x = fw.ones(2, requires_grad=True, device=device)
     with diverges_if_raises(TypeError, RuntimeError,
                             what="None from a custom backward reaching built-in ops (pow, exp, mul)"):
-        Stop.apply((x ** 2).exp() * 3).sum().backward()
+        adapter.backward(fw.sum(Stop.apply(fw.exp(x ** 2) * 3)))
     assert x.grad is None, f"backward returned None, but x.grad = {x.grad!r}"
 
 
@@ -636,7 +641,7 @@ def test_setup_context_style(fw, adapter, device):
     with diverges_if_raises(TypeError, what="Function with setup_context (forward without ctx)"):
         y = MySquare.apply(x)
     np.testing.assert_allclose(adapter.to_numpy(y), [2.25, 4.0])
-    (gx,) = fw.autograd.grad(y.sum(), x)
+    (gx,) = fw.autograd.grad(fw.sum(y), x)
     np.testing.assert_allclose(adapter.to_numpy(gx), [3.0, -4.0])
 
 
@@ -665,7 +670,7 @@ def test_setup_context_sees_forward_defaults(fw, adapter, device):
     (inputs,) = seen
     assert len(inputs) == 2, f"setup_context got {len(inputs)} input(s), not 2: forward's default k is missing"
     assert inputs[0] is x and inputs[1] == 3.0, f"setup_context got {inputs!r}"
-    y.sum().backward()
+    adapter.backward(fw.sum(y))
     np.testing.assert_allclose(adapter.to_numpy(x.grad), [3.0, 3.0])
 
 
@@ -697,11 +702,11 @@ def test_fresh_ctx_per_apply(fw, adapter, device, style):
         with diverges_if_raises(AttributeError, what='an attribute set on ctx'):
             y1 = F.apply(x1)
         y2 = F.apply(x2)
-    y1.backward()
+    adapter.backward(y1)
     np.testing.assert_allclose(adapter.to_numpy(x1.grad), [deriv(2.0)],
                                err_msg="backward of the first apply used another call's saved state")
     assert x2.grad is None
-    y2.backward()
+    adapter.backward(y2)
     np.testing.assert_allclose(adapter.to_numpy(x2.grad), [deriv(5.0)])
 
 
@@ -726,7 +731,7 @@ def test_kwargs_are_inputs(fw, adapter, device):
     with diverges_if_raises(TypeError, what="apply with a keyword argument"):
         y = F.apply(x, w=w)
     assert log["needs"] == (True, True), f"needs_input_grad = {log['needs']} with w passed by keyword"
-    y.sum().backward()
+    adapter.backward(fw.sum(y))
     np.testing.assert_allclose(adapter.to_numpy(x.grad), [3.0, 3.0])
     assert w.grad is not None, "tensor passed by keyword received no gradient"
     np.testing.assert_allclose(adapter.to_numpy(w.grad), [1.0, 1.0])
@@ -771,7 +776,7 @@ def test_output_container_preserved(fw, device):
 
 @pytest.mark.parametrize("returned", [1, 3], ids=["too-few", "too-many"])
 @rule("legacy_function.wrong-number-of-grads-raises")
-def test_wrong_number_of_grads_raises(fw, device, returned):
+def test_wrong_number_of_grads_raises(adapter, fw, device, returned):
     class F(fw.autograd.Function):
         @staticmethod
         def forward(ctx, x, y):
@@ -785,7 +790,7 @@ def test_wrong_number_of_grads_raises(fw, device, returned):
     y = fw.ones(2, requires_grad=True, device=device)
     out = F.apply(x, y)
     try:
-        out.sum().backward()
+        adapter.backward(fw.sum(out))
     except Exception as exc:  # noqa: BLE001 - any class; the message is the rule
         message = str(exc)
     else:

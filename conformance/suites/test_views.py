@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from conformance import liveness
+from conformance.spelling import subject
 from conformance.api import Blocked, Unsupported, diverges_if_raises, prerequisite, raises, rule
 from conformance.suites._helpers import TENSOR_WEAKREF, producer
 
@@ -51,10 +52,10 @@ def write_through_view(adapter, fw, leaf, base, write, values, grad=None, what="
     on views rewrite the base: a write that silently skips the base is not this test's finding."""
     with prerequisite(VIEW_WRITE, what=what) as pre:
         write()
-        got = adapter.to_numpy(base.detach())
+        got = adapter.to_numpy(fw.detach(base))
         pre.check(np.allclose(got, values), f"the write reached the base (expected {values}, got {got.tolist()})")
         if grad is not None:
-            g = fw.autograd.grad(base.sum(), leaf, retain_graph=True)[0]
+            g = fw.autograd.grad(fw.sum(base), leaf, retain_graph=True)[0]
             got = adapter.to_numpy(g)
             pre.check(np.allclose(got, grad), f"the base's history records the write "
                       f"(d base.sum()/d leaf expected {grad}, got {got.tolist()})")
@@ -86,13 +87,14 @@ def test_inplace_on_view_or_base_bumps_both_versions(adapter, fw, device):
 
 
 @rule("views.is-view-and-base")
+@subject("view")
 def test_is_view_and_base_name_the_owner(fw, device):
     b = fw.zeros(2, 3, device=device)
     row = b[0]
     assert is_view(row) and row._base is b, "b[0] is not reported as a view of b"
     assert row[1:]._base is b, "a view of a view does not name the original base"
-    assert is_view(b.view(6)) and b.t()._base is b, "view()/t() not reported as views of b"
-    assert not is_view(b.detach()) and b.detach()._base is None, "detach() reported as a view"
+    assert is_view(b.view(6)) and fw.t(b)._base is b, "view()/t() not reported as views of b"
+    assert not is_view(fw.detach(b)) and fw.detach(b)._base is None, "detach() reported as a view"
     assert not is_view(b[[0, 1]]), "indexing with a list (a copy) reported as a view"
     assert not is_view(b) and b._base is None, "a tensor that is no view reported as one"
 
@@ -106,11 +108,11 @@ def test_inplace_on_view_is_in_base_gradient(adapter, fw, device):
     with diverges_if_raises(RuntimeError, what="in-place op on a view of a non-leaf"):
         adapter.inplace(v, "mul_", 2)
     assert b.grad_fn is not old, "the base kept its old grad_fn after an in-place op on its view"
-    b.sum().backward()
+    adapter.backward(fw.sum(b))
     close(adapter, a.grad, [1, 2, 2, 1], "a.grad after b[1:3].mul_(2); b.sum().backward()")
-    a.grad = None
+    adapter.clear_grad(a)
     a2, _, v2 = recorded_inplace_on_view(adapter, fw, device)
-    v2.sum().backward()
+    adapter.backward(fw.sum(v2))
     close(adapter, a2.grad, [0, 2, 2, 0], "a.grad from the view after the in-place op on it")
 
 
@@ -122,13 +124,13 @@ def test_earlier_views_follow_in_place_changes(adapter, fw, device):
     v2 = v1[1:]
     write_through_view(adapter, fw, a, b, lambda: adapter.inplace(v2, "mul_", 5),
                        [1, 1, 5, 5], grad=[1, 1, 5, 5], what="b[1:][1:].mul_(5)")
-    v1.sum().backward()
+    adapter.backward(fw.sum(v1))
     close(adapter, a.grad, [0, 1, 5, 5], "gradient through b[1:] after b[1:][1:].mul_(5)")
-    a.grad = None
+    adapter.clear_grad(a)
     b2 = a * 1
     w = b2[:2]
     adapter.inplace(b2, "mul_", 3)
-    w.sum().backward()
+    adapter.backward(fw.sum(w))
     close(adapter, a.grad, [3, 3, 0, 0], "gradient through b[:2] taken before b.mul_(3)")
 
 
@@ -137,10 +139,10 @@ def test_view_of_leaf_refuses_in_place(adapter, fw, device):
     a = fw.ones(4, requires_grad=True, device=device)
     with raises(Exception, what="in-place op on a view of a leaf that requires grad"):
         adapter.inplace(a[:2], "mul_", 2)
-    close(adapter, a.detach(), [1, 1, 1, 1], "the leaf's values after the refused op")
+    close(adapter, fw.detach(a), [1, 1, 1, 1], "the leaf's values after the refused op")
     with fw.no_grad():
         adapter.inplace(a[:2], "mul_", 2)
-    close(adapter, a.detach(), [2, 2, 1, 1], "the leaf's values after the op under no_grad")
+    close(adapter, fw.detach(a), [2, 2, 1, 1], "the leaf's values after the op under no_grad")
 
 
 @rule("views.inplace-on-no-grad-view-refused")
@@ -150,10 +152,10 @@ def test_view_made_under_no_grad_refuses_recorded_in_place(adapter, fw, device):
         v = b[:2]
     with raises(Exception, what="in-place op in grad mode on a view made under no_grad"):
         adapter.inplace(v, "mul_", 2)
-    close(adapter, b.detach(), [1, 1, 1, 1], "the base's values after the refused op")
+    close(adapter, fw.detach(b), [1, 1, 1, 1], "the base's values after the refused op")
     with fw.no_grad():
         adapter.inplace(v, "mul_", 2)
-    close(adapter, b.detach(), [2, 2, 1, 1], "the base's values after the op under no_grad")
+    close(adapter, fw.detach(b), [2, 2, 1, 1], "the base's values after the op under no_grad")
     p = fw.zeros(4, device=device)
     with fw.no_grad():
         u = p[:2]
@@ -162,6 +164,7 @@ def test_view_made_under_no_grad_refuses_recorded_in_place(adapter, fw, device):
 
 
 @rule("views.inplace-on-view-of-no-grad-view-refused")
+@subject("view")
 def test_view_of_a_no_grad_view_refuses_recorded_in_place(adapter, fw, device):
     b = fw.ones(4, requires_grad=True, device=device) * 1
     with fw.no_grad():
@@ -169,10 +172,10 @@ def test_view_of_a_no_grad_view_refuses_recorded_in_place(adapter, fw, device):
     w = v.view(2)  # made in grad mode, of the no_grad view
     with raises(Exception, what="in-place op in grad mode on a view of a view made under no_grad"):
         adapter.inplace(w, "mul_", 2)
-    close(adapter, b.detach(), [1, 1, 1, 1], "the base's values after the refused op")
+    close(adapter, fw.detach(b), [1, 1, 1, 1], "the base's values after the refused op")
     with fw.no_grad():
         adapter.inplace(w, "mul_", 2)
-    close(adapter, b.detach(), [2, 2, 1, 1], "the base's values after the op under no_grad")
+    close(adapter, fw.detach(b), [2, 2, 1, 1], "the base's values after the op under no_grad")
 
 
 @rule("views.setitem-makes-nonleaf")
@@ -182,11 +185,11 @@ def test_slice_assignment_of_grad_values_records_history(adapter, fw, device):
     p[1:3] = w
     assert p.requires_grad and not p.is_leaf, \
         f"after p[1:3] = w: requires_grad={p.requires_grad}, is_leaf={p.is_leaf}"
-    (p * fw.arange(4.0, device=device)).sum().backward()
+    adapter.backward(fw.sum(p * fw.arange(4.0, device=device)))
     close(adapter, w.grad, [1, 2], "w.grad through p[1:3] = w")
     q = fw.zeros(4, device=device)
     with diverges_if_raises(RuntimeError, what="in-place op with a grad-requiring value on a view of a plain tensor"):
-        q[:2].add_(w)
+        adapter.inplace(q[:2], "add_", w)
     assert q.requires_grad and not q.is_leaf, \
         f"after q[:2].add_(w): requires_grad={q.requires_grad}, is_leaf={q.is_leaf}"
 
@@ -211,7 +214,7 @@ def test_custom_in_place_function_on_view(adapter, fw, device):
     v = b[:2]
     with diverges_if_raises(RuntimeError, what="a custom Function marking a view input dirty"):
         Triple.apply(v)
-    b.sum().backward()
+    adapter.backward(fw.sum(b))
     close(adapter, a.grad, [3, 3, 1, 1], "a.grad after Triple (mark_dirty) on b[:2]")
 
 
@@ -235,7 +238,7 @@ def test_custom_in_place_function_on_a_view_returns_one_tensor_only(adapter, fw,
     with raises(RuntimeError, what="a custom Function marking a view input dirty and returning two tensors"):
         AddTwo.apply(base[:2], b)
     d, e = AddTwo.apply(fw.ones(2, requires_grad=True, device=device) * 1, b)  # not a view: accepted
-    close(adapter, e.detach(), [3, 3], "the second output when the dirty input is no view")
+    close(adapter, fw.detach(e), [3, 3], "the second output when the dirty input is no view")
 
 
 @rule("views.saved-view-version-checked")
@@ -246,40 +249,40 @@ def test_writes_through_an_alias_invalidate_saved_values(adapter, fw, device):
     y = v * v  # saves the view
     adapter.inplace(b, "add_", 1)
     with raises(Exception, what="backward needing a view after its base was modified"):
-        y.sum().backward()
+        adapter.backward(fw.sum(y))
     b = a * 1
     v = b[:2]
     y = b * b  # saves the base
-    before = adapter.to_numpy(b.detach()) + np.array([1, 1, 0, 0])
+    before = adapter.to_numpy(fw.detach(b)) + np.array([1, 1, 0, 0])
     write_through_view(adapter, fw, a, b, lambda: adapter.inplace(v, "add_", 1), before,
                        what="b[:2].add_(1)")
     with raises(Exception, what="backward needing a base after its view was modified"):
-        y.sum().backward()
+        adapter.backward(fw.sum(y))
 
 
 @rule("views.detach-inplace-on-view-refused")
-def test_detach_in_place_refused_on_views(fw, device):
+def test_detach_in_place_refused_on_views(adapter, fw, device):
     a = fw.ones(4, requires_grad=True, device=device)
     v = (a * 1)[:2]
     fn = v.grad_fn
     if not hasattr(v, "detach_"):
         raise Unsupported("no Tensor.detach_()")
     with raises(Exception, what="detach_() on a view of a tensor that requires grad"):
-        v.detach_()
+        adapter.inplace(v, "detach_")
     assert v.grad_fn is fn, "the view's grad_fn changed although detach_() was refused"
     with raises(Exception, what="detach_() on a view of a plain tensor"):
-        fw.zeros(4, device=device)[:2].detach_()
+        adapter.inplace(fw.zeros(4, device=device)[:2], "detach_")
 
 
 @rule("views.inplace-on-view-double-backward")
 def test_second_derivative_through_in_place_on_view(adapter, fw, device):
     a = fw.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True, device=device)
     b = a * 1
-    write_through_view(adapter, fw, a, b, lambda: b[:2].mul_(a[:2]), [1, 4, 3, 4],
+    write_through_view(adapter, fw, a, b, lambda: adapter.inplace(b[:2], "mul_", a[:2]), [1, 4, 3, 4],
                        grad=[2, 4, 1, 1], what="b[:2].mul_(a[:2])")
-    (g,) = fw.autograd.grad(b.sum(), a, create_graph=True)
-    close(adapter, g.detach(), [2, 4, 1, 1], "first derivative")
-    g.sum().backward()
+    (g,) = fw.autograd.grad(fw.sum(b), a, create_graph=True)
+    close(adapter, fw.detach(g), [2, 4, 1, 1], "first derivative")
+    adapter.backward(fw.sum(g))
     close(adapter, a.grad, [2, 2, 0, 0], "second derivative")
 
 
@@ -290,17 +293,17 @@ def test_backward_releases_what_the_in_place_op_saved(adapter, fw, device):
     x = w * 2
     saved = probe(adapter, device, x, "the tensor saved by b[:2].mul_(x)")
     b = a * 1
-    write_through_view(adapter, fw, a, b, lambda: b[:2].mul_(x), [2, 2, 1, 1], grad=[2, 2, 1, 1],
+    write_through_view(adapter, fw, a, b, lambda: adapter.inplace(b[:2], "mul_", x), [2, 2, 1, 1], grad=[2, 2, 1, 1],
                        what="b[:2].mul_(x)")
     del x
     with liveness.gc_disabled():
         if not saved.alive():
             raise Blocked(TENSOR_WEAKREF, "the watch on x died while the graph of b[:2].mul_(x) "
                           "saved it: it observes the Python object, not the tensor")
-        b.sum().backward()
+        adapter.backward(fw.sum(b))
         liveness.assert_freed(saved, by="refcount", context="after backward without retain_graph")
     with raises(Exception, what="a second backward without retain_graph"):
-        b.sum().backward()
+        adapter.backward(fw.sum(b))
 
 
 @rule("views.inplace-on-view-graph-freed")
@@ -311,7 +314,7 @@ def test_graph_of_in_place_on_view_freed_by_refcount(adapter, fw, device):
     saved = probe(adapter, device, x, "the tensor saved by v.mul_(x)")
     b = a * 1
     v = b[:2]
-    write_through_view(adapter, fw, a, b, lambda: v.mul_(x), [2, 2, 1, 1], grad=[2, 2, 1, 1],
+    write_through_view(adapter, fw, a, b, lambda: adapter.inplace(v, "mul_", x), [2, 2, 1, 1], grad=[2, 2, 1, 1],
                        what="v.mul_(x)")
     del x
     with liveness.gc_disabled():
@@ -323,20 +326,21 @@ def test_graph_of_in_place_on_view_freed_by_refcount(adapter, fw, device):
 
 
 @rule("views.inplace-on-multi-output-view")
+@subject("unbind")
 def test_write_into_an_output_of_unbind_is_refused_or_recorded(adapter, fw, device):
     a = fw.ones(4, requires_grad=True, device=device)
     b = a * 1
     parts = b.unbind()
     with fw.no_grad():
         adapter.inplace(parts[1], "mul_", 2)
-    if adapter.to_numpy(b.detach())[1] != 2:
+    if adapter.to_numpy(fw.detach(b))[1] != 2:
         raise Unsupported("the outputs of unbind are copies, not views of their input")
     try:
         adapter.inplace(parts[0], "mul_", 3)
     except RuntimeError:  # refused, as torch does: nothing written
-        close(adapter, b.detach(), [1, 2, 1, 1], "the base's values after the refused op")
+        close(adapter, fw.detach(b), [1, 2, 1, 1], "the base's values after the refused op")
     else:  # accepted: the base's history must include the write
-        (b * fw.arange(1.0, 5.0, device=device)).sum().backward()
+        adapter.backward(fw.sum(b * fw.arange(1.0, 5.0, device=device)))
         close(adapter, a.grad, [3, 2, 3, 4], "the leaf's gradient through a write into unbind()[0]")
     p = fw.zeros(4, device=device)
     adapter.inplace(p.unbind()[0], "add_", 1)  # nothing requires grad: allowed
@@ -356,7 +360,7 @@ def test_setitem_basic_index_of_grad_value_into_plain_tensor(adapter, fw, device
     assert base_edge is None, f"x did not require grad, yet its grad_fn has a base edge {base_edge}"
     assert value_edge is not None and value_edge.name().startswith("Mul"), \
         f"the value's edge leads to {value_edge}, not its history (MulBackward0)"
-    x.sum().backward()
+    adapter.backward(fw.sum(x))
     close(adapter, y.grad, [2.0, 2.0], "y.grad after x[0] = y * 2; x.sum().backward()")
 
 
@@ -366,7 +370,7 @@ def test_setitem_basic_index_broadcast_value_gets_summed_gradient(adapter, fw, d
     b = fw.zeros(3, 2, device=device)
     b[1:] = w                               # broadcast to the (2, 2) slot
     weights = fw.tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], device=device)
-    (b * weights).sum().backward()
+    adapter.backward(fw.sum(b * weights))
     close(adapter, w.grad, [14.0], "w.grad after b[1:] = w")
     p = fw.zeros(3, 2, device=device)
     p[0] = 1.0
