@@ -113,8 +113,13 @@ def _plain(receiver: ast.AST, plain_names: set[str]) -> bool:
         return receiver.func.id in ("str", "repr", "list", "tuple", "dict", "set", "sorted")
     if isinstance(receiver, ast.Subscript):
         return _plain(receiver.value, plain_names)
-    if isinstance(receiver, ast.Attribute) and receiver.attr in ("fw", "adapter"):
-        return True   # a helper object's own handle on the namespaces (self.fw)
+    if isinstance(receiver, ast.Attribute):
+        root = receiver
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        # a submodule of the namespaces (fw.autograd), or a helper's handle on them (self.fw)
+        return (isinstance(root, ast.Name) and root.id in ("fw", "adapter", "np")) \
+            or receiver.attr in ("fw", "adapter")
     return False
 
 

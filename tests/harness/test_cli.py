@@ -28,6 +28,7 @@ TOOLS = {
     "conformance.mutants": "conformance.mutants.__main__:main",
     "conformance.torchtests": "conformance.torchtests.__main__:main",
     "conformance.fw_surface": "conformance.fw_surface:main",
+    "conformance.spelling": "conformance.spelling:main",
     "conformance.options": "conformance.options:main",
     "conformance.expectations_draft": "conformance.expectations_draft:main",
     "conformance.features": "conformance.features:main",

@@ -17,7 +17,7 @@ def test_contract_methods_used_by_the_suites_exist_on_the_base_adapter():
 
 def test_tensor_level_names_the_suites_use_are_listed_with_their_features():
     names = fw_surface.tensor_names()
-    for name in ("grad_fn", "register_hook", "requires_grad", "data", "grad", "add_"):
+    for name in ("grad_fn", "register_hook", "requires_grad", "data", "grad", "view"):
         assert name in names, f"{name} missing from the tensor-level names"
     for plain in ("append", "alive", "two"):   # a list's, liveness's, a test's own ctx.two
         assert plain not in names
