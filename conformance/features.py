@@ -241,6 +241,11 @@ def main(argv=None) -> int:
     group.add_argument("--write", action="store_true", help="rewrite docs/writing-rules.md's list")
     group.add_argument("--check", action="store_true", help="exit 1 if that list is stale")
     args = parser.parse_args(argv)
+    if args.write:
+        from conformance.outputs import needs_checkout
+
+        if needs_checkout("--write"):
+            return parser.fail(needs_checkout("--write"))
     try:
         current = DOC.read_text(encoding="utf-8")
         text = render_doc(current)
