@@ -98,3 +98,23 @@ def test_installed_tools_that_rewrite_project_files_refuse_in_one_line(site, tmp
     assert "run it in a clone of the repository" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert {p: p.stat().st_mtime_ns for p in site.rglob("*") if p.is_file()} == before
+
+
+def test_installed_the_differential_tester_writes_its_findings_under_the_current_directory(
+        site, tmp_path):
+    proc = _run(site, tmp_path, "-m", "conformance.differential", "--adapter", "reference",
+                "--examples", "2", "--seed", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    findings = tmp_path / "reports" / "results" / "explore-reference.jsonl"
+    assert findings.is_file() and f"-> {findings}" in proc.stdout, proc.stdout
+    assert not (site / "reports").exists()
+
+
+def test_a_relative_mutants_json_names_the_callers_directory(tmp_path, monkeypatch):
+    """The mutants tool changes into the checkout to run the suites: a relative ``--json``
+    is resolved first, so it is written where the caller meant."""
+    from conformance.mutants.__main__ import _parse
+
+    monkeypatch.chdir(tmp_path)
+    assert _parse(["--json", "m.json"]).json == tmp_path / "m.json"
+    assert _parse([]).json == ROOT / "reports" / "mutants.json"
