@@ -118,3 +118,15 @@ def test_a_relative_mutants_json_names_the_callers_directory(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     assert _parse(["--json", "m.json"]).json == tmp_path / "m.json"
     assert _parse([]).json == ROOT / "reports" / "mutants.json"
+
+
+@pytest.mark.parametrize("argv", [
+    ["-m", "conformance.features"],
+    ["-m", "conformance.fw_surface"],
+    ["-m", "conformance.history", "changes"],
+])
+def test_installed_the_read_only_tools_run_without_the_docs(site, tmp_path, argv):
+    """No docs/ is installed: a tool that only reports reads nothing from it."""
+    proc = _run(site, tmp_path, *argv)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() and "Traceback" not in proc.stderr
