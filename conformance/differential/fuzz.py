@@ -260,8 +260,9 @@ def main(argv=None) -> int:
     started = time.monotonic()
     log_path = results.with_name(f"{results.stem}.fuzz-{run}.log")
     log = open(log_path, "w", encoding="utf-8")
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True, stdout=log,
-                            stderr=subprocess.STDOUT)
+    # the checkout's root, or the current directory when installed (never site-packages)
+    proc = subprocess.Popen(cmd, cwd=reports_dir().parent, env=env, start_new_session=True,
+                            stdout=log, stderr=subprocess.STDOUT)
     running = 0
     fuzzing_since = None
     try:
