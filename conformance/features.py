@@ -241,24 +241,36 @@ def main(argv=None) -> int:
     group.add_argument("--write", action="store_true", help="rewrite docs/writing-rules.md's list")
     group.add_argument("--check", action="store_true", help="exit 1 if that list is stale")
     args = parser.parse_args(argv)
+    if args.write:
+        from conformance.outputs import needs_checkout
+
+        if needs_checkout("--write"):
+            return parser.fail(needs_checkout("--write"))
+    if not (args.write or args.check):  # the list per test needs no docs page (none installed)
+        try:
+            listing = sorted(features_by_test().items())
+        except FileError as exc:
+            return parser.fail(str(exc))
+        for (suite, name), needed in listing:
+            print(f"{suite}::{name}: {', '.join(needed) or '-'}")
+        return 0
     try:
         current = DOC.read_text(encoding="utf-8")
         text = render_doc(current)
     except FileError as exc:
         return parser.fail(str(exc))
+    except OSError as exc:
+        return parser.fail(f"{DOC}: cannot read it ({exc.strerror or exc}); the docs are in a "
+                           f"clone of the repository")
     if args.write:
         from conformance.outputs import write_text
 
         write_text(DOC, text)
         return 0
-    if args.check:
-        if current != text:
-            print("docs/writing-rules.md's feature list is stale: run python -m "
-                  "conformance.features --write", file=sys.stderr)
-            return 1
-        return 0
-    for (suite, name), needed in sorted(features_by_test().items()):
-        print(f"{suite}::{name}: {', '.join(needed) or '-'}")
+    if current != text:  # --check
+        print("docs/writing-rules.md's feature list is stale: run python -m "
+              "conformance.features --write", file=sys.stderr)
+        return 1
     return 0
 
 

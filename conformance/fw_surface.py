@@ -19,6 +19,7 @@ import types
 import warnings
 
 from conformance import cli, features, suite_index
+from conformance.outputs import needs_checkout
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "conformance" / "suites"
@@ -147,6 +148,8 @@ def main(argv=None) -> int:
     group.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
     args = parser.parse_args(argv)
     text = render()
+    if args.write and needs_checkout("--write"):
+        return cli.usage_error(parser.prog, needs_checkout("--write"))
     if args.write:
         DOC.write_text(text, encoding="utf-8")
         return 0

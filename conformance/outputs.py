@@ -12,6 +12,12 @@ already replaced results.json and JUnit files, and Ctrl-C could do the same. Her
   and only then renames them all, with Ctrl-C held back during the renames (it is raised after
   them), so the set is replaced together or, when anything fails before, not at all.
 
+Where outputs go by default (:func:`reports_dir`): ``reports/`` at the root of the source
+checkout the package runs from, as CI and the nox sessions expect; installed (a wheel in
+site-packages) ``reports/`` under the current directory, never inside the installed package.
+Tools that rewrite the project's own files (docs, recorded evidence) need a checkout
+(:func:`checkout_root`).
+
 Text is encoded as UTF-8 with ``backslashreplace``: a lone surrogate shows as ``\\udc80``
 instead of failing the write. Failures are :class:`OutputError`, one line naming the path.
 Standard library only (the noxfile writes its stamps with it).
@@ -28,6 +34,35 @@ from pathlib import Path
 
 class OutputError(Exception):
     """An output could not be written; the message names it and why (nothing was replaced)."""
+
+
+#: the distribution's name as the checkout's pyproject.toml spells it
+_PROJECT_LINE = 'name = "autograd-conformance"'
+
+
+def checkout_root() -> Path | None:
+    """The source checkout this package is imported from (its pyproject.toml names the
+    project), or None when it runs installed: site-packages holds no pyproject.toml of ours."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return root if _PROJECT_LINE in text else None
+
+
+def needs_checkout(what: str) -> str:
+    """"" in a source checkout; else one line saying that ``what`` rewrites the project's own
+    files, which an installed package must not do to itself."""
+    if checkout_root() is not None:
+        return ""
+    return (f"{what} rewrites the project's own files; installed, the package is not changed: "
+            f"run it in a clone of the repository")
+
+
+def reports_dir() -> Path:
+    """Where outputs go by default: ``<checkout>/reports``, or ``./reports`` when installed."""
+    return (checkout_root() or Path.cwd()) / "reports"
 
 
 def encode(text: str | bytes) -> bytes:

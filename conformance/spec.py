@@ -160,10 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = cli.Parser("python -m conformance.spec",
                         "Write the specification page (every rule, its evidence, tests, "
                         "reference lines and statuses).")
-    parser.add_argument("--out", type=cli.output_file, default=Path("reports/spec.html"),
-                        help="default: reports/spec.html")
+    from conformance.outputs import OutputError, reports_dir, write_text
+
+    default = reports_dir() / "spec.html"  # the checkout's reports/, or ./reports when installed
+    parser.add_argument("--out", type=cli.output_file, default=default, help=f"default: {default}")
     args = parser.parse_args(argv)
-    from conformance.outputs import OutputError, write_text
     from conformance.results import ResultsSchemaError
 
     try:

@@ -37,10 +37,12 @@ from pathlib import Path
 
 from conformance import cli
 from conformance import results as _results
+from conformance.outputs import reports_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = Path(__file__).with_name("fuzz_targets.py")
-DEFAULT_DATABASE = ROOT / ".hypothesis" / "differential-fuzz"
+#: beside the reports (the checkout's root, or the current directory when installed)
+DEFAULT_DATABASE = reports_dir().parent / ".hypothesis" / "differential-fuzz"
 ENV = {  # option -> environment variable read by fuzz_targets.py in each worker
     "adapter": "AUTOGRAD_CONFORMANCE_FUZZ_ADAPTER",
     "python": "AUTOGRAD_CONFORMANCE_FUZZ_PYTHON",
@@ -54,7 +56,7 @@ ENV = {  # option -> environment variable read by fuzz_targets.py in each worker
 
 
 def default_results(adapter: str) -> Path:
-    return _results.explore_path(ROOT / "reports" / "results", adapter)
+    return _results.explore_path(reports_dir() / "results", adapter)
 
 
 def database(spec: str | os.PathLike, adapter: str):
@@ -258,8 +260,9 @@ def main(argv=None) -> int:
     started = time.monotonic()
     log_path = results.with_name(f"{results.stem}.fuzz-{run}.log")
     log = open(log_path, "w", encoding="utf-8")
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True, stdout=log,
-                            stderr=subprocess.STDOUT)
+    # the checkout's root, or the current directory when installed (never site-packages)
+    proc = subprocess.Popen(cmd, cwd=reports_dir().parent, env=env, start_new_session=True,
+                            stdout=log, stderr=subprocess.STDOUT)
     running = 0
     fuzzing_since = None
     try:

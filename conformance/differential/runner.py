@@ -37,6 +37,7 @@ from conformance.differential.interpreter import CRASH, MISSING_API, TIMEOUT, pr
 from conformance.differential.program import Program
 from conformance.differential.render import render_script
 from conformance.differential.strategies import ALL_FEATURES, avoid_for, programs
+from conformance.outputs import reports_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_VERSION = _results.EXPLORE_SCHEMA  # the findings file (conformance.results)
@@ -464,7 +465,7 @@ def main(argv=None) -> int:
                    else "--results: an empty path (an unset variable?); give a file path")
         if problem:
             return parser.fail(problem)
-    results = Path(args.results or _results.explore_path(ROOT / "reports" / "results", args.adapter))
+    results = Path(args.results or _results.explore_path(reports_dir() / "results", args.adapter))
     examples = args.examples or (10 ** 9 if args.seconds else 200)
 
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from conformance import cli
 from conformance import evidence as ev
+from conformance.outputs import needs_checkout
 
 
 def _toml_string(text: str) -> str:
@@ -58,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         # re-running the evidence is the quickest way to see what another release changed
         print(f"torch {torch.__version__}: the evidence was recorded on torch {ev.TORCH_VERSION}; "
               f"each DIFFERS below is this release's behaviour (or a name it lacks)")
+    if args.record and needs_checkout("--record"):
+        print(f"conformance.evidence: {needs_checkout('--record')}", file=sys.stderr)
+        return 4
     try:
         entries = ev.load()
     except ev.EvidenceError as exc:

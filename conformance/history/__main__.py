@@ -15,6 +15,7 @@ from pathlib import Path
 
 from conformance import cli, history
 from conformance.evidence import EvidenceError
+from conformance.outputs import needs_checkout
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,15 +26,22 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("version")
     rec.add_argument("--python", required=True, help="interpreter that has the release installed")
     rec.add_argument("--timeout", type=float, default=60.0, help="seconds a snippet may take")
-    rec.add_argument("--directory", type=Path, default=history.DIRECTORY)
+    rec.add_argument("--directory", type=Path, default=None,
+                     help="default: the checkout's conformance/history (installed: required)")
     mer = sub.add_parser("merge", help="combine release files recorded elsewhere")
     mer.add_argument("sources", nargs="+", type=Path)
-    mer.add_argument("--directory", type=Path, default=history.DIRECTORY)
+    mer.add_argument("--directory", type=Path, default=None,
+                     help="default: the checkout's conformance/history (installed: required)")
     rel = sub.add_parser("releases", help="list an adapter's releases (version python)")
     rel.add_argument("adapter")
     cha = sub.add_parser("changes", help="list every change between recorded releases")
     cha.add_argument("--directory", type=Path, default=history.DIRECTORY)
     args = parser.parse_args(argv)
+    if args.command in ("record", "merge") and args.directory is None:
+        if needs_checkout(args.command):  # installed: never write into the package itself
+            return cli.usage_error(parser.prog, needs_checkout(args.command) + ", or give "
+                                   "--directory DIR")
+        args.directory = history.DIRECTORY
     from adapters.base import builtin_adapter_classes
 
     try:

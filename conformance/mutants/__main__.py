@@ -30,6 +30,7 @@ from pathlib import Path
 
 from conformance import cli
 from conformance import mutants as M
+from conformance.outputs import reports_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = Path(__file__).with_name("baseline.json")
@@ -182,8 +183,9 @@ def _parse(argv):
     parser.add_argument("--jobs", type=cli.positive_int, default=2, help="mutants run at once (default 2)")
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these mutants")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
-    parser.add_argument("--json", type=cli.output_file, default="reports/mutants.json",
-                        help="machine-readable result")
+    default = reports_dir() / "mutants.json"  # the checkout's reports/, or ./reports installed
+    parser.add_argument("--json", type=cli.output_file, default=default,
+                        help=f"machine-readable result (default: {default})")
     parser.add_argument("--min-score", type=cli.share, default=0.95, help="fail below this share killed")
     parser.add_argument("--record-baseline", action="store_true",
                         help="write this run's score to conformance/mutants/baseline.json")
@@ -193,7 +195,9 @@ def _parse(argv):
     parser.add_argument("--budget", type=cli.positive_int, default=600, help="seconds for --long (default 600)")
     parser.add_argument("--seed", type=int, default=None,
                         help="the long mode's random sample (default: a new one, recorded)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.json = args.json.resolve()  # before warm_up's chdir: a relative --json names the caller's
+    return args
 
 
 def main(argv=None) -> int:

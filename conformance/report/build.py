@@ -1,5 +1,8 @@
 """Gather the runs in reports/results/ and write results.json, junit/ and index.html.
 
+``reports/`` is the checkout's when the package runs from one, else the current directory's
+(:func:`conformance.outputs.reports_dir`): an installed package never writes into itself.
+
 ``python -m conformance.report [--results-dir DIR] [--out DIR] [--column LABEL=FRAMEWORK[:VERSION]]
 [--exclude LABEL]``
 
@@ -23,7 +26,7 @@ import re
 from pathlib import Path
 
 from conformance import cli
-from conformance.outputs import OutputError, Outputs
+from conformance.outputs import OutputError, Outputs, reports_dir
 from conformance.results import ResultsSchemaError, combined, findings as _findings, read_run
 from conformance.rules import load_catalogue
 from conformance.report import html, junit, rootcause
@@ -232,9 +235,12 @@ def _results_dir(text: str) -> Path:
 
 def main(argv=None) -> int:
     parser = cli.Parser("python -m conformance.report", __doc__)
-    parser.add_argument("--results-dir", type=_results_dir, default=ROOT / "reports" / "results")
-    parser.add_argument("--out", type=cli.output_dir, default=ROOT / "reports",
-                        help="directory to write results.json, junit/ and index.html into")
+    reports = reports_dir()  # the checkout's reports/, or ./reports when installed
+    parser.add_argument("--results-dir", type=_results_dir, default=reports / "results",
+                        help=f"the runs' --results files (default: {reports / 'results'})")
+    parser.add_argument("--out", type=cli.output_dir, default=reports,
+                        help="directory to write results.json, junit/ and index.html into "
+                             f"(default: {reports})")
     parser.add_argument("--column", action="append", type=_column, default=[],
                         help="LABEL=FRAMEWORK[:VERSION]: add the column of LABEL.jsonl, or "
                              "relabel it (repeat). Default columns: the runs the built-in "

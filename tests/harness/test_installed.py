@@ -66,3 +66,24 @@ def test_pytest_adapter_runs_the_installed_suites_outside_the_checkout(installed
     assert "no tests ran" not in out
     summary = [line for line in out.splitlines() if " passed" in line]
     assert summary and int(summary[-1].split(" passed")[0].split()[-1]) > 200, out[-1500:]
+
+
+def test_the_installed_report_writes_under_the_current_directory(installed):
+    """``pytest --results`` then ``python -m conformance.report``, as a framework's CI would:
+    the report reads and writes ./reports and says so; nothing lands in site-packages."""
+    python, tmp = installed
+    work = tmp / "report-here"
+    work.mkdir()
+    ran = _run([str(python), "-m", "pytest", "--pyargs", "conformance.suites.test_identity",
+                "--adapter=reference", "-p", "no:cacheprovider", "-q",
+                "--results=reports/results/mine.jsonl"], cwd=work)
+    assert ran.returncode == 0, (ran.stdout + ran.stderr)[-3000:]
+    proc = _run([str(python), "-m", "conformance.report"], cwd=work)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    page = work / "reports" / "index.html"
+    assert page.is_file() and f"report:  {page}" in proc.stdout, proc.stdout
+    assert "mine" in (work / "reports" / "results.json").read_text(encoding="utf-8")
+    purelib = Path(_run([str(python), "-c", "import sysconfig; "
+                         "print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    inside = [p for p in purelib.rglob("*") if p.is_file() and "reports" in p.parts]
+    assert not inside, inside
