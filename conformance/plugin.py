@@ -644,10 +644,11 @@ def witness_summary(records: list[WitnessRecord]) -> list[str]:
     looks) or that failed to run."""
     if not records:
         return []
+    words = {"reproduces": "reproduce", "does not reproduce": "do not reproduce (fixed?)",
+             "error": "error", "no witness": "causes without one"}
     counts = {status: sum(r.status == status for r in records)
               for status in WitnessRecord.STATUSES}
-    lines = ["witnesses: " + ", ".join(f"{n} {'fixed?' if s == 'does not reproduce' else s}"
-                                       for s, n in counts.items() if n)]
+    lines = ["witnesses: " + ", ".join(f"{n} {words[s]}" for s, n in counts.items() if n)]
     for r in records:
         if r.fixed or r.status == "error":
             last = (r.output or "").strip().splitlines()[-1:] or [""]
