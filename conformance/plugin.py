@@ -280,8 +280,10 @@ def pytest_configure(config):
         controller = Controller(config, h)
         config.pluginmanager.register(controller, "autograd-conformance-controller")
         if not config.getoption("no_witnesses") and not config.getoption("collectonly"):
+            # under --leak-check they run after the tests: objects and memory a witness
+            # thread allocates mid-test would count against the test being measured
             controller.start_witnesses(Path(path) if path else adapter.expectations_file(),
-                                       spec, witness_limit)
+                                       spec, witness_limit, deferred=bool(leak_check))
 
 
 def pytest_report_header(config):
@@ -489,11 +491,16 @@ class Controller:
         self.expected: set[str] = set()  # suite tests collected, to find those never run
         self.witnesses: witness.Background | None = None
         self.witness_records: list[WitnessRecord] = []
+        self._deferred: tuple | None = None  # start_witnesses' arguments, for the run's end
 
-    def start_witnesses(self, expectations: Path, spec: str, limit: float) -> None:
+    def start_witnesses(self, expectations: Path, spec: str, limit: float,
+                        deferred: bool = False) -> None:
         """Run the witnesses of the root causes whose entries apply to the run's framework
         version beside the tests (conformance.witness.Background): their lines are written as
-        they finish, the rest before the end line."""
+        they finish, the rest before the end line. ``deferred``: start them at the end."""
+        if deferred:
+            self._deferred = (expectations, spec, limit)
+            return
         try:
             found = witness.causes(expectations, self.h.run.framework_version) \
                 if Path(expectations).is_file() else []
@@ -522,6 +529,9 @@ class Controller:
 
     def finish_witnesses(self, interrupted: bool) -> None:
         """Record the witnesses still running (an interrupted run kills them instead)."""
+        if self._deferred is not None and not interrupted:
+            self.start_witnesses(*self._deferred)
+        self._deferred = None
         if self.witnesses is None:
             return
         background, self.witnesses = self.witnesses, None
