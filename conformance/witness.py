@@ -45,8 +45,6 @@ MAX_LINES = 15
 #: Modules a witness may import besides the framework: ones that observe, not ones that act
 #: (threading only starts the threads a race needs).
 ALLOWED_IMPORTS = {"gc", "sys", "warnings", "weakref", "threading"}  # threading: races
-#: What a witness result may be (``does not reproduce``: the cause is "fixed?").
-STATUSES = ("reproduces", "does not reproduce", "error", "no witness")
 #: The most characters of a witness's output a run records (its end: where it says what it saw).
 MAX_OUTPUT = 2000
 
