@@ -65,6 +65,11 @@ class Harness:
         return self.catalogue.get(ids[0]) if len(ids) == 1 and isinstance(ids[0], str) else None
 
 
+#: Witnesses run at a time: most of a witness's time is its interpreter and framework
+#: starting (a few seconds, much of it waiting on the disk), so two overlap well even on two
+#: cores; at most four, or half the cores.
+WITNESS_WORKERS = min(4, max(2, (os.cpu_count() or 2) // 2))
+
 HARNESS = pytest.StashKey[Harness]()
 OBSERVED = pytest.StashKey[list]()
 
@@ -511,7 +516,7 @@ class Controller:
         adapter = self.h.adapter
         self.witnesses = witness.Background(
             found, lambda: witness.preamble_of(adapter, spec, limit), limit,
-            workers=max(1, min(4, (os.cpu_count() or 2) // 2)))
+            workers=WITNESS_WORKERS)
 
     def _record_witnesses(self, finished) -> None:
         for done in finished:
