@@ -183,8 +183,8 @@ def trimmed(output: str, limit: int = MAX_OUTPUT) -> str:
     return text if len(text) <= limit else "…" + text[-(limit - 1):]
 
 
-#: What a child prints to give the controller of a distributed run (which never loads the
-#: adapter) the adapter's preamble and module name.
+#: A child that gives the controller of a distributed run (which never imports the
+#: framework, so holds no adapter of its own) the adapter's preamble and module name.
 _PREAMBLE_OF = ("import json, sys\nfrom adapters.base import load_adapter\n"
                 "a = load_adapter(sys.argv[1])\nprint(json.dumps([a.preamble(), a.module]))\n")
 
