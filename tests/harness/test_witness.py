@@ -167,12 +167,15 @@ def test_the_background_runner_records_each_status_and_a_hang_within_its_limit()
     found = _background([_cause("still", "print('saw it'); raise SystemExit(3)"),
                          _cause("gone", "print('fine now')"),
                          _cause("hangs", "while True: pass"),
+                         _cause("crashes", "import os; print('dying'); sys.stdout.flush(); "
+                                           "os.kill(os.getpid(), 9)"),
                          _cause("none", "")], timeout=3).wait()
     took = time.monotonic() - start
     got = {f.cause.slug: (f.result.status, f.result.output.strip()) for f in found}
     assert got["still"] == ("reproduces", "saw it")
     assert got["gone"] == ("does not reproduce", "fine now")
     assert got["none"] == ("no witness", "")
+    assert got["crashes"] == ("reproduces", "dying (killed by signal 9)")  # one line, no raise
     assert got["hangs"][0] == "error" and "still running after 3s" in got["hangs"][1]
     assert took < 3 + 20, f"a hanging witness held the run {took:.0f}s past its 3s limit"
 
@@ -307,3 +310,19 @@ def test_no_witnesses_runs_none_and_a_bad_limit_is_one_line(witness_project):
                               adapter="reference")
     assert bad.ret == 4
     assert "--witness-timeout '0': give a number of seconds > 0" in bad.stderr.str()
+
+
+def test_a_distributed_run_records_witnesses_without_loading_the_adapter_in_its_controller(
+        witness_project):
+    witness_project.file("one.toml", '''
+        [["demo.b"]]
+        outcome = "DIVERGES"
+        root_cause = "known-divergence"
+        reason = "a known divergence"
+        witness = "import sys; print(fw.__name__); sys.exit(1)"
+    ''')
+    witness_project.run("suites", "-n", "1", "--results=r.jsonl", "--expectations=one.toml",
+                        adapter="reference")
+    got = [(line["cause"], line["status"], line["output"])
+           for line in witness_project.results("r.jsonl") if line["type"] == "witness"]
+    assert got == [("known-divergence", "reproduces", "reference")]
