@@ -93,6 +93,20 @@ OPTIONS = (
         help="for --leak-check: unmeasured warm-up runs, then measured runs (a type or the "
         "traced memory must grow in each measured run to count as a leak).",
     ),
+    Option(
+        "--no-witnesses",
+        action="store_true",
+        help="do not run the witnesses of the expectations' root causes (by default each "
+        "runs beside the tests, in a fresh interpreter, and its result is recorded per root "
+        "cause: conformance/witness.py).",
+    ),
+    Option(
+        "--witness-timeout",
+        default="60",
+        metavar="SECONDS",
+        help="time limit of each witness (> 0); one past it is killed and recorded as an "
+        "error.",
+    ),
 )
 
 INI_OPTIONS = (
@@ -162,6 +176,19 @@ def timeout_seconds(config) -> float:
     if not value >= 0 or value == float("inf"):
         raise ValueError(f"--conformance-timeout {raw!r}: give a number of seconds >= 0 "
                          f"(0 turns the limit off)")
+    return value
+
+
+def witness_timeout(config) -> float:
+    """``--witness-timeout`` as seconds (> 0); a bad value is a ValueError."""
+    raw = config.getoption("witness_timeout")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"--witness-timeout {raw!r}: give a number of seconds > 0 "
+                         f"(--no-witnesses runs none)")
     return value
 
 

@@ -4,8 +4,9 @@ This module only wires pytest hooks to the concepts that live in their own modul
 ``options`` (command line), ``catalogue`` (rules), ``traceability`` (test <-> rule),
 ``outcomes`` (classification and pytest status), ``expectations`` (known divergences),
 ``results`` (JSON lines, tallies), ``summary`` (terminal output), ``timeout``
-(``--conformance-timeout``: TIMEOUT), ``leakcheck`` (``--leak-check``: LEAK) and
-``isolation`` (the adapter and its framework loaded first in a child interpreter).
+(``--conformance-timeout``: TIMEOUT), ``leakcheck`` (``--leak-check``: LEAK),
+``isolation`` (the adapter and its framework loaded first in a child interpreter) and
+``witness`` (each root cause's witness, run beside the tests and recorded per cause).
 
 The harness is *active* only when the run collects from the suites directory; the
 project's own tests (``tests/``) stay ordinary pytest tests that may still use the
@@ -16,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import os
 import platform
 from pathlib import Path
 from typing import Any
@@ -23,11 +25,13 @@ from typing import Any
 import pytest
 
 from adapters.base import Adapter, FrameworkNotInstalled, Unsupported, load_adapter
-from conformance import features, hookspecs, isolation, leakcheck, options, summary, timeout, traceability
+from conformance import (features, hookspecs, isolation, leakcheck, options, summary, timeout,
+                         traceability, witness)
 from conformance.rules import Catalogue, load_catalogue
 from conformance.expectations import ExpectationSet, coverage_note, load_expectations
 from conformance.outcomes import HELD, Outcome, Verdict, blocked_by, first_lines, judge, test_outcome
-from conformance.results import PhaseInfo, ResultsFile, RunHeader, Tally, TestRecords, phase_info
+from conformance.results import (PhaseInfo, ResultsFile, RunHeader, Tally, TestRecords,
+                                 WitnessRecord, phase_info)
 from conformance.results.locks import InUse
 from conformance.results.naming import file_of
 from conformance.tomlfile import FileError
@@ -60,6 +64,11 @@ class Harness:
         ids = traceability.rule_ids_of(item)
         return self.catalogue.get(ids[0]) if len(ids) == 1 and isinstance(ids[0], str) else None
 
+
+#: Witnesses run at a time: most of a witness's time is its interpreter and framework
+#: starting (a few seconds, much of it waiting on the disk), so two overlap well even on two
+#: cores; at most four, or half the cores.
+WITNESS_WORKERS = min(4, max(2, (os.cpu_count() or 2) // 2))
 
 HARNESS = pytest.StashKey[Harness]()
 OBSERVED = pytest.StashKey[list]()
@@ -205,6 +214,7 @@ def pytest_configure(config):
         options.check_values(config)
         limit = options.timeout_seconds(config)
         warmups, runs = options.leak_check_runs(config)
+        witness_limit = options.witness_timeout(config)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     touches = _touches(config, suites_dir)
@@ -274,7 +284,13 @@ def pytest_configure(config):
             except OSError as exc:  # a full disk (ENOSPC) or a file system that refuses it
                 raise pytest.UsageError(f"--results {results}: cannot write it ({exc.strerror or exc}); "
                                         f"free space or choose a writable path") from None
-        config.pluginmanager.register(Controller(config, h), "autograd-conformance-controller")
+        controller = Controller(config, h)
+        config.pluginmanager.register(controller, "autograd-conformance-controller")
+        if not config.getoption("no_witnesses") and not config.getoption("collectonly"):
+            # under --leak-check they run after the tests: objects and memory a witness
+            # thread allocates mid-test would count against the test being measured
+            controller.start_witnesses(Path(path) if path else adapter.expectations_file(),
+                                       spec, witness_limit, deferred=bool(leak_check))
 
 
 def pytest_report_header(config):
@@ -480,6 +496,57 @@ class Controller:
         self.h = h
         self.results_path: Path | None = None
         self.expected: set[str] = set()  # suite tests collected, to find those never run
+        self.witnesses: witness.Background | None = None
+        self.witness_records: list[WitnessRecord] = []
+        self._deferred: tuple | None = None  # start_witnesses' arguments, for the run's end
+
+    def start_witnesses(self, expectations: Path, spec: str, limit: float,
+                        deferred: bool = False) -> None:
+        """Run the witnesses of the root causes whose entries apply to the run's framework
+        version beside the tests (conformance.witness.Background): their lines are written as
+        they finish, the rest before the end line. ``deferred``: start them at the end."""
+        if deferred:
+            self._deferred = (expectations, spec, limit)
+            return
+        try:
+            found = witness.causes(expectations, self.h.run.framework_version) \
+                if Path(expectations).is_file() else []
+        except FileError:  # the expectations were read already: cannot happen, never fatal
+            found = []
+        if not found:
+            return
+        adapter = self.h.adapter
+        self.witnesses = witness.Background(
+            found, lambda: witness.preamble_of(adapter, spec, limit), limit,
+            workers=WITNESS_WORKERS)
+
+    def _record_witnesses(self, finished) -> None:
+        for done in finished:
+            record = WitnessRecord(
+                cause=done.cause.slug, kind=done.cause.kind, status=done.result.status,
+                output=witness.trimmed(done.result.output),
+                script=done.cause.witness.strip("\n") or None,
+                rules=sorted(set(done.cause.rules)), duration=done.duration)
+            self.witness_records.append(record)
+            if self.h.results is not None:
+                try:
+                    self.h.results.write(record)
+                except OSError as exc:
+                    self._results_failed(exc)
+
+    def finish_witnesses(self, interrupted: bool) -> None:
+        """Record the witnesses still running (an interrupted run kills them instead)."""
+        if self._deferred is not None and not interrupted:
+            self.start_witnesses(*self._deferred)
+        self._deferred = None
+        if self.witnesses is None:
+            return
+        background, self.witnesses = self.witnesses, None
+        if interrupted:
+            background.cancel()
+            self._record_witnesses(background.ready())
+        else:
+            self._record_witnesses(background.wait())
 
     def _expect(self, nodeids) -> None:
         root = Path(self.config.rootpath)
@@ -539,8 +606,12 @@ class Controller:
                     self.h.results.write(record)
                 except OSError as exc:  # the disk filled up mid-run: stop, one line, exit 4
                     self._results_failed(exc)
+        if self.witnesses is not None:
+            self._record_witnesses(self.witnesses.ready())
 
     def _results_failed(self, exc: OSError):
+        if self.witnesses is not None:
+            self.witnesses.cancel()
         results, self.h.results = self.h.results, None
         message = (f"--results {results.path}: writing it failed mid-run ({exc.strerror or exc}); "
                    f"the run stopped: free space or choose another path and run again")
@@ -558,11 +629,14 @@ class Controller:
         h.tally.not_run = sorted(self.expected - h.tally.seen)
         for line in summary.render(h.tally, title):
             terminalreporter.write_line(line)
+        for line in witness_summary(self.witness_records):
+            terminalreporter.write_line(line)
         if self.results_path is not None:
             terminalreporter.write_line(f"results: {self.results_path}")
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
+        self.finish_witnesses(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
         if self.h.results is not None:
             self.h.tally.not_run = sorted(self.expected - self.h.tally.seen)
             self.results_path = self.h.results.path
@@ -573,6 +647,27 @@ class Controller:
             self.h.results = None
 
     def pytest_unconfigure(self, config):
+        if self.witnesses is not None:  # the session never finished: stop them
+            self.witnesses.cancel()
+            self.witnesses = None
         if self.h.results is not None:  # the session never finished: give the file up
             self.h.results.release()
             self.h.results = None
+
+
+def witness_summary(records: list[WitnessRecord]) -> list[str]:
+    """The run's witnesses in the terminal summary: a count per status, then one line per
+    witness that did not reproduce its cause ("fixed?": the root cause is wrong until someone
+    looks) or that failed to run."""
+    if not records:
+        return []
+    words = {"reproduces": "reproduce", "does not reproduce": "do not reproduce (fixed?)",
+             "error": "error", "no witness": "causes without one"}
+    counts = {status: sum(r.status == status for r in records)
+              for status in WitnessRecord.STATUSES}
+    lines = ["witnesses: " + ", ".join(f"{n} {words[s]}" for s, n in counts.items() if n)]
+    for r in records:
+        if r.fixed or r.status == "error":
+            last = (r.output or "").strip().splitlines()[-1:] or [""]
+            lines.append(f"  {r.cause}: {r.label}" + (f" -- {last[0][:160]}" if last[0] else ""))
+    return lines

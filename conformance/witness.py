@@ -17,16 +17,25 @@ Usage::
 One line per root cause: ``reproduces``, ``does not reproduce (fixed?)``, ``error: ...`` or
 ``no witness``. Exit 1 when a witness of a root cause that breaks rules does not reproduce or
 errs (with ``--expect-clean``: when any witness does not exit 0); 4 on bad input.
+
+A conformance run records the same per root cause (:class:`Background`, started by the plugin:
+the witnesses of the causes whose entries apply to the run's framework version run beside the
+tests, each in a fresh interpreter under a time limit, and each result is one ``witness`` line
+of the results file), so the page can show every ranked cause's witness and mark "fixed?".
 """
 from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 import os
+import queue
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from conformance import cli
 from conformance.outcomes import Outcome
@@ -36,6 +45,8 @@ MAX_LINES = 15
 #: Modules a witness may import besides the framework: ones that observe, not ones that act
 #: (threading only starts the threads a race needs).
 ALLOWED_IMPORTS = {"gc", "sys", "warnings", "weakref", "threading"}  # threading: races
+#: The most characters of a witness's output a run records (its end: where it says what it saw).
+MAX_OUTPUT = 2000
 
 
 @dataclasses.dataclass
@@ -59,12 +70,15 @@ class Result:
         return f"{slug}: {label}" + (f" -- {detail}" if detail else "")
 
 
-def causes(path: Path) -> list[Cause]:
-    """The root causes of expectations file ``path`` with their witnesses, in file order."""
+def causes(path: Path, version: str | None = None) -> list[Cause]:
+    """The root causes of expectations file ``path`` with their witnesses, in file order;
+    with ``version``: only from the entries that apply to that framework version."""
     from conformance.expectations import ExpectationsError, file_entries
 
     found: dict[str, Cause] = {}
     for exp in file_entries(path):
+        if version is not None and not exp.applies_to(version):
+            continue
         slug = exp.root_cause or f"rule:{exp.rule}"
         cause = found.setdefault(slug, Cause(slug, "unsupported", []))
         cause.rules.append(exp.rule)
@@ -101,29 +115,201 @@ def problems(witness: str, framework: str) -> list[str]:
 
 def script(adapter, witness: str) -> str:
     """The witness as it runs: the adapter's preamble, ``fw`` bound to the framework, the text."""
-    return f"{adapter.preamble()}fw = {adapter.module}\n{witness}"
+    return script_of(adapter.preamble(), adapter.module, witness)
+
+
+def script_of(preamble: str, module: str, witness: str) -> str:
+    """:func:`script` from the adapter's preamble and module name."""
+    return f"{preamble}fw = {module}\n{witness}"
+
+
+def _env() -> dict[str, str]:
+    """The environment of a witness: this interpreter's path first (the adapter's packages)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] +
+                                        [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def _spawn(text: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", text], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                            errors="replace", env=_env())
+
+
+def _finish(proc: subprocess.Popen, timeout: float) -> Result:
+    """Wait for a witness's process at most ``timeout`` seconds (then kill it: ``error``)."""
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, _ = proc.communicate()
+        seen = f"; it printed: {stdout.strip()[-300:]}" if stdout.strip() else ""
+        return Result("error", f"still running after {timeout:g}s (killed){seen}")
+    return classify(proc.returncode, stdout, stderr)
+
+
+def classify(returncode: int, stdout: str, stderr: str) -> Result:
+    """A finished witness's result from its exit status and output."""
+    output = (stdout + stderr).strip()
+    if returncode == 0:
+        return Result("does not reproduce", stdout)
+    if returncode < 0:
+        return Result("reproduces", f"{stdout.strip()} (killed by signal {-returncode})")
+    # (the framework's own log lines on stderr are not what the witness observed)
+    last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
+    if "Traceback (most recent call last)" in stderr and not last.startswith(("AssertionError", "SystemExit")):
+        return Result("error", last or output)
+    return Result("reproduces", stdout if stdout.strip() else output)
 
 
 def run(adapter, witness: str, timeout: float = 120) -> Result:
     """Run one witness in a fresh interpreter."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] +
-                                        [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return run_script(script(adapter, witness), timeout)
+
+
+def run_script(text: str, timeout: float = 120) -> Result:
+    """Run one witness's whole script (:func:`script`) in a fresh interpreter."""
     try:
-        proc = subprocess.run([sys.executable, "-c", script(adapter, witness)], capture_output=True,
-                              text=True, timeout=timeout, env=env)
+        proc = _spawn(text)
+    except OSError as exc:
+        return Result("error", f"could not start {sys.executable}: {exc.strerror or exc}")
+    return _finish(proc, timeout)
+
+
+def trimmed(output: str, limit: int = MAX_OUTPUT) -> str:
+    """``output`` without surrounding blank space, cut to its last ``limit`` characters."""
+    text = (output or "").strip()
+    return text if len(text) <= limit else "…" + text[-(limit - 1):]
+
+
+#: A child that gives the controller of a distributed run (which never imports the
+#: framework, so holds no adapter of its own) the adapter's preamble and module name.
+_PREAMBLE_OF = ("import json, sys\nfrom adapters.base import load_adapter\n"
+                "a = load_adapter(sys.argv[1])\nprint(json.dumps([a.preamble(), a.module]))\n")
+
+
+def preamble_of(adapter, spec: str, timeout: float) -> tuple[str, str]:
+    """The adapter's preamble and framework module: asked of ``adapter`` where it has them,
+    else (the stand-in of a distributed run's controller) of a child that loads ``spec``;
+    ValueError (one line) when that child fails."""
+    if hasattr(adapter, "preamble") and getattr(adapter, "module", None):
+        return adapter.preamble(), adapter.module
+    try:
+        done = subprocess.run([sys.executable, "-c", _PREAMBLE_OF, spec], capture_output=True,
+                              text=True, timeout=timeout, env=_env(), stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        return Result("error", f"still running after {timeout:g}s")
-    output = (proc.stdout + proc.stderr).strip()
-    if proc.returncode == 0:
-        return Result("does not reproduce", proc.stdout)
-    if proc.returncode < 0:
-        return Result("reproduces", f"{proc.stdout.strip()} (killed by signal {-proc.returncode})")
-    # (the framework's own log lines on stderr are not what the witness observed)
-    last = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
-    if "Traceback (most recent call last)" in proc.stderr and not last.startswith(("AssertionError", "SystemExit")):
-        return Result("error", last or output)
-    return Result("reproduces", proc.stdout if proc.stdout.strip() else output)
+        raise ValueError(f"loading adapter {spec!r} for its preamble took over {timeout:g}s") from None
+    except OSError as exc:
+        raise ValueError(f"could not start {sys.executable}: {exc.strerror or exc}") from None
+    try:
+        preamble, module = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError, TypeError):
+        raise ValueError(f"could not load adapter {spec!r} for its preamble: "
+                         f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}") from None
+    return str(preamble), str(module)
+
+
+@dataclasses.dataclass
+class Finished:
+    """One cause's witness as a run records it."""
+
+    cause: Cause
+    result: Result
+    duration: float = 0.0
+
+
+class Background:
+    """The witnesses of a conformance run, run beside its tests.
+
+    Why beside: each witness starts an interpreter and imports the framework (seconds); run one
+    after another at the end they would add that much per witness to every run. Here daemon
+    threads run them (``workers`` at a time) from the start of the run, each under ``timeout``
+    seconds (a hanging witness is killed and recorded as ``error``); :meth:`ready` hands out
+    those finished so far (the run writes them as it goes), :meth:`wait` the rest, and
+    :meth:`cancel` kills those still running (an interrupted run must not wait for them).
+    Nothing raised in a thread escapes it: a failure is that witness's ``error``.
+    """
+
+    def __init__(self, found: list[Cause], preamble: Callable[[], tuple[str, str]],
+                 timeout: float, workers: int = 1) -> None:
+        self.timeout = timeout
+        self._preamble = preamble
+        self._todo: queue.Queue = queue.Queue()
+        self._done: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen] = set()
+        self._cancelled = False
+        self._head: tuple[str, str] | None = None
+        self._head_error = ""
+        self.total = len(found)
+        for cause in found:
+            if cause.witness:
+                self._todo.put(cause)
+            else:
+                self._done.put(Finished(cause, Result("no witness")))
+        self._threads = [threading.Thread(target=self._work, daemon=True,
+                                          name=f"conformance-witness-{i}")
+                         for i in range(max(1, workers) if not self._todo.empty() else 0)]
+        for thread in self._threads:
+            thread.start()
+
+    def _script(self, cause: Cause) -> str:
+        with self._lock:
+            if self._head is None and not self._head_error:
+                try:
+                    self._head = self._preamble()
+                except Exception as exc:  # noqa: BLE001 - one witness line each, never the run
+                    self._head_error = str(exc) or type(exc).__name__
+            if self._head_error:
+                raise ValueError(self._head_error)
+        return script_of(*self._head, cause.witness)
+
+    def _work(self) -> None:
+        while not self._cancelled:
+            try:
+                cause = self._todo.get_nowait()
+            except queue.Empty:
+                return
+            start = time.monotonic()
+            try:
+                proc = _spawn(self._script(cause))
+                with self._lock:
+                    self._procs.add(proc)
+                    if self._cancelled:
+                        proc.kill()
+                try:
+                    result = _finish(proc, self.timeout)
+                finally:
+                    with self._lock:
+                        self._procs.discard(proc)
+            except Exception as exc:  # noqa: BLE001 - one witness line, never the run
+                result = Result("error", f"{type(exc).__name__}: {exc}")
+            if not self._cancelled:
+                self._done.put(Finished(cause, result, round(time.monotonic() - start, 3)))
+
+    def ready(self) -> list[Finished]:
+        """The witnesses finished since the last call."""
+        out = []
+        while True:
+            try:
+                out.append(self._done.get_nowait())
+            except queue.Empty:
+                return out
+
+    def wait(self) -> list[Finished]:
+        """Wait for every witness still running (each is bounded by ``timeout``), then
+        :meth:`ready`."""
+        for thread in self._threads:
+            thread.join()
+        return self.ready()
+
+    def cancel(self) -> None:
+        """Kill the witnesses still running and start no more (their results are dropped)."""
+        with self._lock:
+            self._cancelled = True
+            for proc in self._procs:
+                proc.kill()
 
 
 def main(argv: Iterable[str] | None = None) -> int:

@@ -14,6 +14,10 @@ column or relabels one. A default column whose results file is absent gets a pla
 ``missing``; no framework ever silently disappears from the page, and a results file that
 cannot be read is refused (one line naming its line and field; ``--exclude`` it to go on).
 
+Each run's root causes carry what their witnesses did in it (``witness`` lines of the results
+file); a run with a witness that no longer reproduces its cause ("fixed?") is named in the
+lines this prints.
+
 Outputs (results.json, junit/<label>.xml, index.html) are all rendered in memory first and
 replaced together (:class:`conformance.outputs.Outputs`): a failure, or Ctrl-C, leaves the
 previous report whole.
@@ -262,6 +266,9 @@ def main(argv=None) -> int:
     for run in data.runs:
         n = len(run.tests)
         print(f"  {run.label:<16} {run.status:<14} {n:4d} tests  {run.detail or ''}")
+        if run.fixed:  # a root cause whose witness no longer reproduces is wrong: say so
+            print(f"  {'':<16} fixed? {len(run.fixed)} witness(es) do not reproduce their "
+                  f"cause: {', '.join(w.cause for w in run.fixed)}")
     print(f"results: {(args.out / 'results.json').resolve()}")
     print(f"junit:   {(args.out / 'junit').resolve()}/")
     print(f"report:  {page.resolve()}")

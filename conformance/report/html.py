@@ -1,6 +1,7 @@
 """reports/index.html: one self-contained page (inline CSS and JS, no network), from jinja2.
 
-The page opens on each run's ranked root causes, then what changed between versions of a
+The page opens on each run's ranked root causes (each with its witness script and what it
+printed in the run, "fixed?" where it no longer reproduces its cause), then what changed between versions of a
 framework, counts per suite (a stacked bar per outcome), and the matrix whose cells show what
 the framework really did (an "expected" badge where its expectations file says so). All of it
 is rendered by the template (autoescaped); the details of a cell are filled in by the page's
@@ -23,7 +24,7 @@ from typing import Any
 import jinja2
 
 from conformance.outputs import write_text
-from conformance.report import aggregate
+from conformance.report import aggregate, rootcause
 from conformance.repro import derive as repro
 from conformance.results import cells as _cells
 from conformance.results.combined import SCHEMA, Combined
@@ -124,10 +125,15 @@ def context(data: Combined) -> dict[str, Any]:
           "styles": {k: list(v) for k, v in aggregate.STYLE.items()}}
     causes = []
     for run in data.runs:
-        if run.root_causes:
+        unranked = [rootcause.witness_of(w) | {"cause": w.cause, "kind": w.kind}
+                    for w in rootcause.unranked_witnesses(run)]
+        if run.root_causes or unranked:
             causes.append({"label": run.label, "title": run.title,
                            "adapter": run.framework, "causes": run.root_causes,
-                           "tests": sum(len(c["tests"]) for c in run.root_causes)})
+                           "tests": sum(len(c["tests"]) for c in run.root_causes),
+                           "fixed": [w.cause for w in run.fixed],
+                           "witnessed": len([w for w in run.witnesses if w.status != "no witness"]),
+                           "unranked": unranked})
     # the newest version of each framework first (most causes first), older versions after
     newest = {}
     for run in data.runs:

@@ -15,6 +15,11 @@ blocks too), causes whose tests are only UNSUPPORTED (a missing feature, ``kind`
 "unsupported") after them, even when they block other rules; within each kind,
 the number of rules a cause breaks plus those it blocks (most first), then MUST before SHOULD,
 then suite order of its first rule.
+
+A cause carries what its witness (conformance/witness.py) did in the run, where the run
+recorded one (``witness``: status, output, script, ``fixed``): a witness that no longer
+reproduces its cause marks it "fixed?" (the cause is wrong until someone looks); older runs,
+and causes found by clustering, have None.
 """
 from __future__ import annotations
 
@@ -141,11 +146,29 @@ def root_causes(run: Column, catalogue: Iterable[dict[str, Any]]) -> list[dict[s
                     "blocks": blocks, "level": LEVELS[level] if level < len(LEVELS) else None,
                     "message": g["messages"][0] if g["messages"] else "",
                     "_sort": (KINDS.index(kind), -(len(rules) + len(blocks)), level, first)})
+    witnesses = {w.cause: w for w in run.witnesses}
+    for cause in out:
+        cause["witness"] = witness_of(witnesses.get(cause["id"]))
     out.sort(key=lambda c: c["_sort"])
     for rank, cause in enumerate(out, 1):
         del cause["_sort"]
         cause["rank"] = rank
     return out
+
+
+def witness_of(record) -> dict[str, Any] | None:
+    """A cause's ``witness`` entry from the run's witness record (None: none recorded)."""
+    if record is None:
+        return None
+    return {"status": record.status, "label": record.label, "output": record.output or "",
+            "script": record.script or "", "fixed": record.fixed}
+
+
+def unranked_witnesses(run: Column) -> list[Any]:
+    """The run's witness records of causes that are not among its ranked root causes (no
+    test of theirs failed in this run), ``no witness`` left out."""
+    ranked = {c["id"] for c in run.root_causes}
+    return [w for w in run.witnesses if w.cause not in ranked and w.status != "no witness"]
 
 
 def _summary(actual: str, message: str, rule: str) -> str:

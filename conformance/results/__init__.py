@@ -4,8 +4,8 @@ Every writer and every reader of results goes through this package; no other mod
 results record by string key (``tests/results/test_structure.py`` fails if one does). One
 concept per module:
 
-* :mod:`~conformance.results.records`: the three lines of a ``--results`` file as typed
-  records, :class:`RunHeader`, :class:`TestRecord`, :class:`RunEnd`; each class is the single
+* :mod:`~conformance.results.records`: the lines of a ``--results`` file as typed
+  records, :class:`RunHeader`, :class:`TestRecord`, :class:`WitnessRecord`, :class:`RunEnd`; each class is the single
   list of its fields, ``to_json`` / ``from_json`` (field types checked, ``file:line`` and field
   named). Adding a field to the test record is one edit there plus its reader.
 * :mod:`~conformance.results.phases`: the per-phase info the plugin attaches to pytest reports
@@ -38,7 +38,8 @@ from conformance.results.locks import locked
 from conformance.results.migrations import COMBINED, COMBINED_VERSION, LINES, MIGRATIONS
 from conformance.results.naming import function_name, test_name
 from conformance.results.phases import PROPERTY, PhaseInfo, chain_of, phase_info
-from conformance.results.records import SCHEMA_VERSION, RunEnd, RunHeader, TestRecord
+from conformance.results.records import (SCHEMA_VERSION, RunEnd, RunHeader, TestRecord,
+                                         WitnessRecord)
 from conformance.results.run_file import (ResultsFile, ResultsInUse, Run, Tally, TestRecords,
                                           end_line, git_revision, read_results, read_run)
 
@@ -46,7 +47,7 @@ __all__ = [
     "COMBINED", "COMBINED_VERSION", "EXPLORE_PREFIX", "EXPLORE_SCHEMA", "LINES", "MIGRATIONS",
     "PROPERTY", "SCHEMA_VERSION", "PhaseInfo", "ResultsFile", "ResultsInUse",
     "ResultsSchemaError", "Run", "RunEnd", "RunHeader", "Tally", "TestRecord", "TestRecords",
-    "append_findings", "chain_of", "end_line", "explore_path", "findings_lines",
+    "WitnessRecord", "append_findings", "chain_of", "end_line", "explore_path", "findings_lines",
     "function_name", "git_revision", "is_explore", "locked", "phase_info", "read_findings",
     "read_results", "read_run", "test_name",
 ]

@@ -17,7 +17,9 @@ Layout (version 2)::
                "tests": [{"nodeid", "rule", "suite", "level", "outcome", "actual", "message",
                           "observed", "expectation", "blocked_by", "duration", "chain"?}],
                "root_causes": [{"id", "summary", "rules", "tests", "blocks", "rank",
-                                "kind", "source", "outcomes", "level", "message"}]}],
+                                "kind", "source", "outcomes", "level", "message", "witness"}],
+               "witnesses"?: [{"cause", "kind", "status", "output", "script", "rules",
+                               "duration"}]}],
      "mutants"?: {...}, "findings"?: [...]}
 
 A run's keys from ``suite_revision`` to ``leak_check`` are its results header's
@@ -25,7 +27,11 @@ A run's keys from ``suite_revision`` to ``leak_check`` are its results header's
 :meth:`conformance.results.records.TestRecord.entry_fields`. ``root_causes``
 (conformance.report.rootcause): per run, ranked; ``id`` is the expectations' ``root_cause``
 slug or ``auto-<hash>`` for a cluster; ``blocks`` the rules whose tests are BLOCKED by it;
-``kind`` "breaks" or "unsupported", every "breaks" cause ranked before every "unsupported" one.
+``kind`` "breaks" or "unsupported", every "breaks" cause ranked before every "unsupported" one;
+``witness`` what the cause's witness did in the run (``{"status", "output", "script", "fixed"}``,
+None where the run recorded none). ``witnesses``: the run's witness lines
+(:class:`conformance.results.records.WitnessRecord`), absent for runs that recorded none (an
+older harness, ``--no-witnesses``); an optional key, so version 2 still reads both.
 
 Version 2 added ``blocked_by`` and ``root_causes``; a version-1 file is migrated through
 :mod:`conformance.results.migrations`.
@@ -46,7 +52,7 @@ from typing import Any, Iterable
 
 from conformance.results import migrations
 from conformance.results.errors import ResultsSchemaError
-from conformance.results.records import RunEnd, RunHeader, TestRecord
+from conformance.results.records import RunEnd, RunHeader, TestRecord, WitnessRecord
 from conformance.results.run_file import read_run
 
 SCHEMA = "autograd-conformance/results"
@@ -76,6 +82,7 @@ class Column:
     end: RunEnd | None
     tests: list[TestRecord]
     root_causes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    witnesses: list[WitnessRecord] = dataclasses.field(default_factory=list)
 
     # what the page and the scripts read of the header, by name
     @property
@@ -103,9 +110,17 @@ class Column:
         header = {k: getattr(self.header, k) for k in RUN_KEYS}
         end = {k: getattr(self.end, k) if self.end is not None else None for k in END_KEYS}
         end["not_run"] = end["not_run"] or []
-        return {"label": self.label, "framework": self.framework, "status": self.status,
-                "detail": self.detail, **header, **end,
-                "tests": [t.to_entry() for t in self.tests], "root_causes": self.root_causes}
+        out = {"label": self.label, "framework": self.framework, "status": self.status,
+               "detail": self.detail, **header, **end,
+               "tests": [t.to_entry() for t in self.tests], "root_causes": self.root_causes}
+        if self.witnesses:
+            out["witnesses"] = [w.to_entry() for w in self.witnesses]
+        return out
+
+    @property
+    def fixed(self) -> list[WitnessRecord]:
+        """The witnesses of this run that did not reproduce their cause ("fixed?")."""
+        return [w for w in self.witnesses if w.fixed]
 
     @classmethod
     def from_json(cls, obj: dict[str, Any], where: str) -> "Column":
@@ -117,9 +132,11 @@ class Column:
             end = RunEnd.from_json({k: obj.get(k) for k in END_KEYS}, here)
         tests = [TestRecord.from_json(t, f"{here}, test {i}") for i, t in
                  enumerate(obj["tests"], 1)]
+        witnesses = [WitnessRecord.from_json(w, f"{here}, witness {i}") for i, w in
+                     enumerate(obj.get("witnesses") or [], 1)]
         return cls(label=label, framework=obj.get("framework") or "?", status=obj["status"],
                    detail=obj.get("detail") or "", header=header, end=end, tests=tests,
-                   root_causes=list(obj.get("root_causes") or []))
+                   root_causes=list(obj.get("root_causes") or []), witnesses=witnesses)
 
 
 def column_of(path: Path, label: str | None = None, framework: str | None = None) -> Column:
@@ -136,7 +153,7 @@ def column_of(path: Path, label: str | None = None, framework: str | None = None
         status, detail = ("complete" if run.complete else "interrupted"), run.interruption
     return Column(label=label or path.stem, framework=framework or run.header.adapter or "?",
                   status=status, detail=detail, header=run.header, end=run.end,
-                  tests=run.tests)
+                  tests=run.tests, witnesses=run.witnesses)
 
 
 def placeholder(label: str, framework: str, version: str | None, status: str,
@@ -240,6 +257,8 @@ def validate(data: dict[str, Any], where: str = "results.json") -> None:
         need(isinstance(run.get("tests"), list), f"run {run['label']}: tests must be a list")
         need(isinstance(run.get("root_causes", []), list),
              f"run {run['label']}: root_causes must be a list")
+        need(isinstance(run.get("witnesses", []), list),
+             f"run {run['label']}: witnesses must be a list")
         for cause in run.get("root_causes", []):
             need(isinstance(cause, dict) and all(k in cause for k in ROOT_CAUSE_KEYS),
                  f"run {run['label']}: a root cause lacks one of {ROOT_CAUSE_KEYS}")

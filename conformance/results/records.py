@@ -1,4 +1,4 @@
-"""The three lines of a results file as typed records: the run header, a test, the run end.
+"""The lines of a results file as typed records: the run header, a test, a witness, the run end.
 
 Why typed: a results line was an untyped dict whose keys were spelled out in the plugin (twice),
 the file writer, the report's schema and its NOT-RUN rows, and read by string key in ten
@@ -12,6 +12,9 @@ checks every field's type and names ``file:line`` and the field when one is wron
 
 Adding a field to the test record: add it to :class:`TestRecord` (with the JSON types it may
 hold), set it where the plugin builds the phase info, read it where it is shown.
+
+A ``witness`` line (:class:`WitnessRecord`, one per root cause of the run's expectations) came
+later; files without any read as before (a run with ``--no-witnesses``, or an older harness).
 """
 from __future__ import annotations
 
@@ -243,5 +246,48 @@ class RunEnd(_Record):
             self.not_run = []
 
 
+@dataclasses.dataclass
+class WitnessRecord(_Record):
+    """What one root cause's witness (conformance/witness.py) did in the run: ``status``
+    ``reproduces``, ``does not reproduce`` (the cause is "fixed?": the expectations entry is
+    wrong until someone looks), ``error`` (it crashed in its own code or ran past the time
+    limit) or ``no witness``; ``output`` what it printed (its end, trimmed); ``script`` the
+    witness's text as its expectations entry has it; ``kind`` "breaks" or "unsupported"; the
+    rules whose entries name the cause. Written as each witness finishes, before the end line."""
+
+    TYPE: ClassVar[str] = "witness"
+    #: What ``status`` may be; the second marks the cause "fixed?".
+    STATUSES: ClassVar[tuple[str, ...]] = ("reproduces", "does not reproduce", "error",
+                                           "no witness")
+
+    cause: str = _field(str, default="", required=True)
+    kind: str | None = _field(str)
+    status: str | None = _field(str)
+    output: str | None = _field(str)
+    script: str | None = _field(str)
+    rules: list = _field(list, factory=list)
+    duration: float | None = _field(int, float, default=0.0)
+    extra: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def fixed(self) -> bool:
+        """The witness ran and did not reproduce its cause: "fixed?"."""
+        return self.status == "does not reproduce"
+
+    @property
+    def label(self) -> str:
+        """The status as people read it ("does not reproduce (fixed?)")."""
+        return f"{self.status} (fixed?)" if self.fixed else (self.status or "?")
+
+    def to_entry(self) -> dict[str, Any]:
+        """The witness as an entry of a run in ``results.json``."""
+        return {n: getattr(self, n) for n in self.field_names()}
+
+    def __post_init__(self) -> None:
+        if self.rules is None:
+            self.rules = []
+
+
 #: Record class of each line ``type``.
-BY_TYPE: dict[str, type[_Record]] = {c.TYPE: c for c in (RunHeader, TestRecord, RunEnd)}
+BY_TYPE: dict[str, type[_Record]] = {c.TYPE: c for c in (RunHeader, TestRecord, WitnessRecord,
+                                                         RunEnd)}

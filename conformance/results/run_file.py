@@ -28,7 +28,7 @@ from conformance.results.errors import ResultsSchemaError
 from conformance.results.locks import InUse, OwnerLock
 from conformance.results.phases import PhaseInfo, chain_of, phase_info
 from conformance.results import records
-from conformance.results.records import RunEnd, RunHeader, TestRecord
+from conformance.results.records import RunEnd, RunHeader, TestRecord, WitnessRecord
 
 
 def git_revision(path: Path) -> dict[str, Any]:
@@ -138,7 +138,7 @@ class ResultsFile:
             self._lock.release()
             raise
 
-    def write(self, record: RunHeader | TestRecord | RunEnd) -> None:
+    def write(self, record: RunHeader | TestRecord | WitnessRecord | RunEnd) -> None:
         # ASCII JSON (json.dumps escapes): a message holding an undecodable byte (a lone
         # surrogate, as os.fsdecode makes) never fails the write
         self._fh.write(json.dumps(record.to_json(), default=repr) + "\n")
@@ -231,13 +231,15 @@ def read_results(path: Path) -> list[dict[str, Any]]:
 @dataclasses.dataclass
 class Run:
     """One results file, read: its header, its test lines, its end line (None when the run
-    died before writing it) and whether a last line was cut off."""
+    died before writing it), whether a last line was cut off, and its witness lines (none in
+    files of older harnesses or of runs with ``--no-witnesses``)."""
 
     path: Path
     header: RunHeader
     tests: list[TestRecord]
     end: RunEnd | None
     truncated: bool = False
+    witnesses: list[WitnessRecord] = dataclasses.field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -268,15 +270,17 @@ def read_run(path: Path) -> Run:
     header = RunHeader.from_json(lines[0][1], f"{path}:{lines[0][0]}")
     tests = [TestRecord.from_json(obj, f"{path}:{n}") for n, obj in lines
              if obj.get("type") == TestRecord.TYPE]
+    witnesses = [WitnessRecord.from_json(obj, f"{path}:{n}") for n, obj in lines
+                 if obj.get("type") == WitnessRecord.TYPE]
     n, last = lines[-1]
     end = RunEnd.from_json(last, f"{path}:{n}") if len(lines) > 1 and \
         last.get("type") == RunEnd.TYPE else None
-    return Run(path, header, tests, end, truncated)
+    return Run(path, header, tests, end, truncated, witnesses)
 
 
 def scan(path: Path):
     """Every line of a results file that reads as a record (:class:`RunHeader`,
-    :class:`TestRecord` or :class:`RunEnd`), skipping those that do not: for a tool that
+    :class:`TestRecord`, :class:`WitnessRecord` or :class:`RunEnd`), skipping those that do not: for a tool that
     reads a run still being written or killed mid-line (conformance.mutants)."""
     for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
         try:

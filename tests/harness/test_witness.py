@@ -126,3 +126,203 @@ def test_the_runner_reports_reproduces_and_fixed(tmp_path, capsys):
     assert lines[1] == "gone: does not reproduce (fixed?) -- fine now"
     assert lines[2].startswith("broken-witness: error -- AttributeError")
     assert witness.main(["--adapter", "reference", "--file", str(tmp_path / "none.toml")]) == 4
+
+
+# -- witnesses in a conformance run ---------------------------------------------------------
+def test_causes_for_a_version_come_only_from_the_entries_that_apply_to_it(tmp_path):
+    path = _write(tmp_path, '''
+        [["engine.deep-graph-freed"]]
+        outcome = "DIVERGES"
+        root_cause = "old-only"
+        reason = "r"
+        versions = ["0.8.*"]
+        witness = "print(1)"
+        [["engine.deep-graph-freed"]]
+        outcome = "DIVERGES"
+        root_cause = "new-only"
+        reason = "s"
+        versions = ["0.9.*"]
+        ["engine.duplicate-roots"]
+        outcome = "UNSUPPORTED"
+        root_cause = "every-version"
+        reason = "t"
+    ''')
+    assert [c.slug for c in witness.causes(path, "0.9.0")] == ["new-only", "every-version"]
+    assert [c.slug for c in witness.causes(path, "0.8.0")] == ["old-only", "every-version"]
+    assert [c.slug for c in witness.causes(path)] == ["old-only", "new-only", "every-version"]
+
+
+def _cause(slug, text, kind="breaks"):
+    return witness.Cause(slug, kind, ["engine.deep-graph-freed"], text)
+
+
+def _background(causes, timeout=30.0, preamble=lambda: ("import sys\n", "sys")):
+    return witness.Background(causes, preamble, timeout, workers=2)
+
+
+def test_the_background_runner_records_each_status_and_a_hang_within_its_limit():
+    import time
+
+    start = time.monotonic()
+    found = _background([_cause("still", "print('saw it'); raise SystemExit(3)"),
+                         _cause("gone", "print('fine now')"),
+                         _cause("hangs", "while True: pass"),
+                         _cause("crashes", "import os; print('dying'); sys.stdout.flush(); "
+                                           "os.kill(os.getpid(), 9)"),
+                         _cause("none", "")], timeout=3).wait()
+    took = time.monotonic() - start
+    got = {f.cause.slug: (f.result.status, f.result.output.strip()) for f in found}
+    assert got["still"] == ("reproduces", "saw it")
+    assert got["gone"] == ("does not reproduce", "fine now")
+    assert got["none"] == ("no witness", "")
+    assert got["crashes"] == ("reproduces", "dying (killed by signal 9)")  # one line, no raise
+    assert got["hangs"][0] == "error" and "still running after 3s" in got["hangs"][1]
+    assert took < 3 + 20, f"a hanging witness held the run {took:.0f}s past its 3s limit"
+
+
+def test_a_preamble_that_cannot_be_had_is_each_witness_error_never_an_exception():
+    def broken():
+        raise ValueError("could not load adapter 'x' for its preamble: boom")
+
+    found = _background([_cause("a", "print(1)"), _cause("b", "print(2)")],
+                        preamble=broken).wait()
+    assert [(f.result.status, f.result.output) for f in found] == \
+        [("error", "ValueError: could not load adapter 'x' for its preamble: boom")] * 2
+
+
+def test_cancel_kills_running_witnesses_and_records_none_of_them():
+    import time
+
+    runner = _background([_cause("hangs", "while True: pass")], timeout=120)
+    time.sleep(1)
+    start = time.monotonic()
+    runner.cancel()
+    assert runner.wait() == [] and time.monotonic() - start < 20
+
+
+def test_output_is_trimmed_to_its_end():
+    assert witness.trimmed("  x\n") == "x"
+    long = "a" * 5000 + "END"
+    cut = witness.trimmed(long, 100)
+    assert len(cut) == 100 and cut.endswith("END") and cut.startswith("…")
+
+
+def test_the_preamble_of_a_distributed_runs_stand_in_comes_from_a_child():
+    class StandIn:  # conformance.isolation.ProbedAdapter: no preamble, no module
+        pass
+
+    preamble, module = witness.preamble_of(StandIn(), "reference", 60)
+    assert module == "reference" and "import reference" in preamble
+    with pytest.raises(ValueError, match="could not load adapter 'no_such_adapter_x'"):
+        witness.preamble_of(StandIn(), "no_such_adapter_x", 60)
+
+
+RUN_SUITE = '''
+@rule("demo.a")
+def test_a(fw):
+    raise Unsupported("reference does not support forward_ad: none")
+
+
+@rule("demo.b")
+def test_b(fw):
+    assert False, "known"
+
+
+@rule("demo.c")
+def test_c(fw):
+    pass
+'''
+
+RUN_EXPECTATIONS = '''
+["demo.a"]
+outcome = "UNSUPPORTED"
+root_cause = "no-forward-ad"
+reason = "no forward AD"
+witness = "print('dual numbers work now')"
+
+[["demo.b"]]
+outcome = "DIVERGES"
+root_cause = "known-divergence"
+reason = "a known divergence"
+witness = """
+import sys
+print("observed: it diverges")
+sys.exit(1)
+"""
+
+[["demo.b"]]
+outcome = "DIVERGES"
+root_cause = "another-version"
+reason = "only on 9.x"
+versions = ["9.*"]
+witness = "print('never runs here')"
+
+["demo.c"]
+outcome = "DIVERGES"
+root_cause = "hangs"
+reason = "a witness that never ends"
+witness = "while True: pass"
+'''
+
+
+@pytest.fixture
+def witness_project(conformance_project):
+    project = conformance_project
+    project.rules("demo", "a", "b", "c")
+    project.suite("demo", RUN_SUITE)
+    project.file("expect.toml", RUN_EXPECTATIONS)
+    return project
+
+
+def test_a_run_records_each_witness_of_its_version_and_names_the_fixed_ones(witness_project):
+    import time
+
+    start = time.monotonic()
+    result = witness_project.run("suites", "--results=r.jsonl", "--expectations=expect.toml",
+                                 "--witness-timeout=4", adapter="reference")
+    took = time.monotonic() - start
+    lines = witness_project.results("r.jsonl")
+    assert [line["type"] for line in lines][-1] == "end"  # witnesses come before the end line
+    got = {line["cause"]: line for line in lines if line["type"] == "witness"}
+    assert set(got) == {"no-forward-ad", "known-divergence", "hangs"}  # not another-version
+    assert got["known-divergence"]["status"] == "reproduces"
+    assert got["known-divergence"]["output"] == "observed: it diverges"
+    assert got["known-divergence"]["script"].startswith("import sys\nprint(")
+    assert got["known-divergence"]["rules"] == ["demo.b"]
+    assert got["no-forward-ad"]["status"] == "does not reproduce"
+    assert got["no-forward-ad"]["kind"] == "unsupported"
+    assert got["hangs"]["status"] == "error" and "after 4s" in got["hangs"]["output"]
+    assert took < 60, f"the run took {took:.0f}s with one witness limited to 4s"
+    out = result.stdout.str()
+    assert "witnesses: 1 reproduce, 1 do not reproduce (fixed?), 1 error" in out
+    assert "no-forward-ad: does not reproduce (fixed?) -- dual numbers work now" in out
+    from conformance.results import read_run
+
+    run = read_run(witness_project.pytester.path / "r.jsonl")
+    assert sorted(w.cause for w in run.witnesses if w.fixed) == ["no-forward-ad"]
+
+
+def test_no_witnesses_runs_none_and_a_bad_limit_is_one_line(witness_project):
+    witness_project.run("suites", "--results=r.jsonl", "--expectations=expect.toml",
+                        "--no-witnesses", adapter="reference")
+    assert not [line for line in witness_project.results("r.jsonl") if line["type"] == "witness"]
+    bad = witness_project.run("suites", "--expectations=expect.toml", "--witness-timeout=0",
+                              adapter="reference")
+    assert bad.ret == 4
+    assert "--witness-timeout '0': give a number of seconds > 0" in bad.stderr.str()
+
+
+def test_a_distributed_run_records_witnesses_without_loading_the_adapter_in_its_controller(
+        witness_project):
+    witness_project.file("one.toml", '''
+        [["demo.b"]]
+        outcome = "DIVERGES"
+        root_cause = "known-divergence"
+        reason = "a known divergence"
+        witness = "import sys; print(fw.__name__); sys.exit(1)"
+    ''')
+    witness_project.run("suites", "-n", "1", "--results=r.jsonl", "--expectations=one.toml",
+                        adapter="reference")
+    got = [(line["cause"], line["status"], line["output"])
+           for line in witness_project.results("r.jsonl") if line["type"] == "witness"]
+    assert got == [("known-divergence", "reproduces", "reference")]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.results import ResultsSchemaError, RunEnd, RunHeader, TestRecord, combined
+from conformance.results import (ResultsSchemaError, RunEnd, RunHeader, TestRecord,
+                                 WitnessRecord, combined, read_run)
 from conformance.results.records import BY_TYPE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,3 +79,46 @@ def test_the_other_lists_of_fields_derive_from_the_test_record():
     assert chained.to_entry()["chain"] == {"kind": "cycle"} and "chain" not in \
         TestRecord(nodeid="t::a").to_json()
 
+
+
+# -- witness lines -----------------------------------------------------------------------------
+WITNESS = {"type": "witness", "cause": "grad-wrapper-per-read", "kind": "breaks",
+           "status": "does not reproduce", "output": "ids equal", "script": "print(1)",
+           "rules": ["identity.grad-stable-id"], "duration": 1.5}
+
+
+def test_a_witness_line_writes_back_as_it_was_read_and_says_fixed():
+    record = WitnessRecord.from_json(WITNESS, "r.jsonl:4")
+    assert record.to_json() == WITNESS and BY_TYPE["witness"] is WitnessRecord
+    assert record.fixed and record.label == "does not reproduce (fixed?)"
+    reproduces = WitnessRecord.from_json({**WITNESS, "status": "reproduces"}, "x")
+    assert not reproduces.fixed and reproduces.label == "reproduces"
+    assert not WitnessRecord.from_json({**WITNESS, "status": "error"}, "x").fixed
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("rules", "identity.grad-stable-id", "a list"), ("output", ["x"], "a string"),
+    ("cause", 3, "a string"), ("duration", "1s", "a number")])
+def test_a_witness_field_of_the_wrong_type_names_the_place_and_the_field(field, value, expected):
+    with pytest.raises(ResultsSchemaError) as info:
+        WitnessRecord.from_json({**WITNESS, field: value}, "r.jsonl:4")
+    assert str(info.value).startswith(f"r.jsonl:4: field {field!r} is ") and expected in str(info.value)
+    with pytest.raises(ResultsSchemaError, match="a witness line without 'cause'"):
+        WitnessRecord.from_json({"type": "witness", "status": "error"}, "r.jsonl:4")
+
+
+def test_witness_lines_reach_the_run_and_its_column_and_an_older_run_has_none(tmp_path):
+    lines = OLD_RUN.read_text().splitlines()
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join([*lines[:-1], json.dumps(WITNESS), lines[-1]]) + "\n")
+    run = read_run(path)
+    assert [w.cause for w in run.witnesses] == ["grad-wrapper-per-read"] and run.complete
+    assert len(run.tests) == len(read_run(OLD_RUN).tests) and read_run(OLD_RUN).witnesses == []
+    column = combined.column_of(path)
+    assert [w.cause for w in column.fixed] == ["grad-wrapper-per-read"]
+    entry = column.to_json()
+    assert entry["witnesses"] == [{k: v for k, v in WITNESS.items() if k != "type"}]
+    again = combined.Column.from_json(json.loads(json.dumps(entry)), "results.json")
+    assert again.witnesses == column.witnesses
+    old = combined.column_of(OLD_RUN).to_json()
+    assert "witnesses" not in old and combined.Column.from_json(old, "x").witnesses == []
