@@ -30,9 +30,9 @@ class TinygradAdapter(Adapter):
     install_hint = "pip install tinygrad==0.14.0"
     devices = ("cpu",)
     module = "tinygrad"
-    # optional for now: the column shows, CI does not fail without it (issue 26 makes it required)
+    # required: a pure-Python wheel on its PYTHON device, so CI can always install and run it
     runs = ({"label": "tinygrad", "version": "0.14.0", "install": ["tinygrad==0.14.0"],
-             "python": "3.11", "required": False},)
+             "python": "3.11", "required": True},)
     unsupported = {
         "graph_nodes": "tensors have no grad_fn: the graph is tinygrad's UOp DAG, with no node objects",
         "node_hooks": "no graph node objects to hook",
