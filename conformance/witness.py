@@ -43,8 +43,9 @@ from conformance.outcomes import Outcome
 #: The most lines a witness may have (its text, blank lines and comments excluded).
 MAX_LINES = 15
 #: Modules a witness may import besides the framework: ones that observe, not ones that act
-#: (threading only starts the threads a race needs).
-ALLOWED_IMPORTS = {"gc", "sys", "warnings", "weakref", "threading"}  # threading: races
+#: (threading only starts the threads a race needs; faulthandler's timer ends a deadlocked
+#: process, which no Python-level timer can do while a stuck thread holds the GIL).
+ALLOWED_IMPORTS = {"gc", "sys", "warnings", "weakref", "threading", "faulthandler"}
 #: The most characters of a witness's output a run records (its end: where it says what it saw).
 MAX_OUTPUT = 2000
 
