@@ -338,3 +338,21 @@ def test_a_distributed_run_records_witnesses_without_loading_the_adapter_in_its_
     got = [(line["cause"], line["status"], line["output"])
            for line in witness_project.results("r.jsonl") if line["type"] == "witness"]
     assert got == [("known-divergence", "reproduces", "reference")]
+
+
+def test_the_adapters_own_file_runs_only_the_causes_of_its_version(tmp_path, capsys, monkeypatch):
+    from adapters.reference_adapter import ReferenceAdapter
+
+    path = _write(tmp_path, '''
+        [["engine.grad-unused-inputs"]]
+        outcome = "DIVERGES"
+        root_cause = "other-release"
+        reason = "r"
+        versions = ["0.0.*"]
+        witness = "print('not this release')"
+    ''')
+    monkeypatch.setattr(ReferenceAdapter, "expectations_file", lambda self: path)
+    assert witness.main(["--adapter", "reference"]) == 0     # nothing applies: nothing to judge
+    assert capsys.readouterr().out == ""
+    assert witness.main(["--adapter", "reference", "--file", str(path)]) == 1   # a file given: whole
+    assert "other-release: does not reproduce (fixed?)" in capsys.readouterr().out
