@@ -175,7 +175,9 @@ def features_of(test, index=None) -> tuple[str, ...]:
 
     index = index if index is not None else suite_index.index_of()
     surface, attributes = _touched(index, test)
-    return tuple(sorted(implied(surface, attributes) | set(test.needs)))
+    # a subject such as "grad=" (assigning .grad) is a name a feature can list: reading .grad
+    # and assigning it look alike statically
+    return tuple(sorted(implied(surface, attributes | set(test.subjects)) | set(test.needs)))
 
 
 def features_by_test(index=None) -> dict[tuple[str, str], tuple[str, ...]]:

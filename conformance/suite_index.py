@@ -188,6 +188,9 @@ class SuiteTest:
     #: ``y.grad_fn``, ``t.register_hook(...)``; see :func:`attributes_of`
     attributes: frozenset[str] = frozenset()
     needs: tuple[str, ...] = ()   # the features its ``@needs(...)`` decorators name
+    #: what its ``@subject(...)`` decorators name (``"view"``, ``"grad="``): the methods and
+    #: assignments it uses as themselves, which a feature of the registry may name
+    subjects: tuple[str, ...] = ()
 
 
 class SuiteIndex:
@@ -259,7 +262,8 @@ def _tests_of(mod: ModuleSource, relpath: str) -> list[SuiteTest]:
             module=mod.name, params=tuple(a.arg for a in node.args.args if a.arg != "self"),
             parametrize=parametrize, ids=_ids(node),
             uses=frozenset(uses_of(node, mod)), surface=frozenset(surface_of(node)),
-            attributes=frozenset(attributes_of(node, mod)), needs=needs_of(node)))
+            attributes=frozenset(attributes_of(node, mod)), needs=needs_of(node),
+            subjects=subjects_of(node)))
     return out
 
 
@@ -268,6 +272,18 @@ def needs_of(node: ast.AST) -> tuple[str, ...]:
     found: list[str] = []
     for dec in getattr(node, "decorator_list", []):
         if isinstance(dec, ast.Call) and ast.unparse(dec.func) in ("needs", "features.needs"):
+            found += [a.value for a in dec.args
+                      if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return tuple(found)
+
+
+def subjects_of(node: ast.AST) -> tuple[str, ...]:
+    """The names a test's ``@subject(...)`` decorators give (``"grad="`` for assigning
+    ``.grad``): an assignment reads as a plain attribute statically, so only the marker tells a
+    test about assigning ``.grad`` from one that reads it."""
+    found: list[str] = []
+    for dec in getattr(node, "decorator_list", []):
+        if isinstance(dec, ast.Call) and ast.unparse(dec.func) in ("subject", "spelling.subject"):
             found += [a.value for a in dec.args
                       if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     return tuple(found)

@@ -182,3 +182,48 @@ def test_a_declared_missing_feature_is_unsupported_before_the_test_runs(conforma
         assert got["test_nodes"]["outcome"] == "DIVERGES"
         assert got["test_marked"]["outcome"] == "PASS"
     assert got["test_plain"]["outcome"] == "PASS"
+
+
+SUBJECTS = '''
+from conformance.api import rule
+from conformance.spelling import subject
+
+
+@rule("demo.a")
+@subject("grad=")
+def test_assigns(fw):
+    x = fw.ones(2)
+    x.grad = fw.ones(2)
+
+
+@rule("demo.b")
+def test_reads(fw):
+    x = fw.ones(2)
+    assert x.grad is None
+
+
+@rule("demo.c")
+@subject("view")
+def test_views(fw):
+    fw.ones(4).view(2, 2)
+'''
+
+
+def test_a_subject_names_the_feature_a_test_needs(tmp_path):
+    # assigning .grad reads, statically, like reading it: only @subject("grad=") tells a test a
+    # framework with a read-only .grad (MyGrad) cannot run from one it can, so that framework
+    # can declare grad_assignment instead of getting an ERROR per assigning test
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "test_demo.py").write_text(SUBJECTS)
+    index = suite_index.index_of_dir(suites)
+    got = {t.name: features.features_of(t, index) for t in index.tests}
+    assert got == {"test_assigns": ("grad_assignment",), "test_reads": (),
+                   "test_views": ("view_method",)}
+
+
+def test_every_grad_assigning_suite_test_needs_grad_assignment():
+    index = suite_index.index_of()
+    assigning = [t for t in index.tests if "grad=" in t.subjects]
+    assert assigning, "no suite test is about assigning .grad any more"
+    assert all("grad_assignment" in features.features_of(t, index) for t in assigning)
