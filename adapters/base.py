@@ -192,6 +192,19 @@ class Adapter:
         hook sentinel, each with its positive control, watches the tensor)."""
         raise Unsupported(f"{self.name} offers no liveness check of its own")
 
+    def close_forward_levels(self) -> None:
+        """Close every forward-AD level a test left registered, so that one test's leftover
+        (a failed assertion inside a level, or a framework race that loses track of one) never
+        fails the later tests that open a level. The default asks the framework's own
+        ``exit_dual_level()`` until it refuses; an adapter whose framework's bookkeeping can
+        disagree with its registry (torch) closes the registry's levels itself."""
+        fwad = getattr(getattr(self.fw, "autograd", None), "forward_ad", None)
+        for _ in range(4):
+            try:
+                fwad.exit_dual_level()
+            except Exception:  # noqa: BLE001 - nothing (more) to close, or no forward AD
+                return
+
     # -- what frameworks spell differently on their own objects -----------------------
     # The suites call these instead of the torch spelling, so an adapter translates on the
     # way without touching the framework's classes. The defaults are torch's spelling; a

@@ -43,6 +43,23 @@ class TorchAdapter(Adapter):
 
         return torch
 
+    def close_forward_levels(self) -> None:
+        """torch's ``forward_ad.enter_dual_level`` keeps the current level in an unsynchronised
+        module global (``_current_level``) beside the C++ registry: two threads entering and
+        exiting at once can leave level 0 registered with the global back at -1 (seen on 1.13.1
+        and 2.13.0), after which every ``dual_level()`` raises "Nested forward mode AD is not
+        supported". So the registry's level 0 is closed directly and the global reset."""
+        super().close_forward_levels()
+        fwad = getattr(getattr(self.fw, "autograd", None), "forward_ad", None)
+        exit_level = getattr(self.fw._C, "_exit_dual_level", None)
+        if fwad is None or exit_level is None:
+            return
+        try:
+            exit_level(level=0)
+        except RuntimeError:  # no level registered: the usual case
+            return
+        fwad._current_level = -1
+
     def check_device(self, device: str) -> None:
         """Also the environment: torch 1.x beside numpy 2 fails every tensor.numpy() call
         ("Numpy is not available"), which would make most tests ERROR with no hint."""

@@ -33,8 +33,9 @@ from conformance.outcomes import Outcome
 
 #: The most lines a witness may have (its text, blank lines and comments excluded).
 MAX_LINES = 15
-#: Modules a witness may import besides the framework: ones that observe, not ones that act.
-ALLOWED_IMPORTS = {"gc", "sys", "warnings", "weakref"}
+#: Modules a witness may import besides the framework: ones that observe, not ones that act
+#: (threading only starts the threads a race needs).
+ALLOWED_IMPORTS = {"gc", "sys", "warnings", "weakref", "threading"}  # threading: races
 
 
 @dataclasses.dataclass

@@ -110,8 +110,9 @@ def check_file(path: Path, size: int = 8, rules: list[str] | None = None,
         recorded, result = table[rule_id].actual, got[f"{rule_id}.py"]
         status = "ok" if result["outcome"] == recorded else (
             HISTORY if recorded == outcomes.Outcome.CRASH.value else "MISMATCH")
+        said = next((t.message for t in table[rule_id].tests if t.actual == recorded and t.message), "")
         rows.append({"rule": rule_id, "recorded": recorded, "got": result["outcome"],
-                     "status": status, "message": result["message"],
+                     "status": status, "message": result["message"], "recorded_message": said,
                      "script": str(work / f"{rule_id}.py"), "python": interpreter,
                      "tree": tree.describe()})
     return rows
@@ -153,7 +154,9 @@ def main(argv=None) -> int:
               f"cells reproduced ({rows[0]['tree']}; {rows[0]['python']})")
         for r in rows:
             mark = {"ok": "  ok      ", "MISMATCH": "  MISMATCH", HISTORY: "  history "}[r["status"]]
-            extra = "" if r["status"] == "ok" else f": script gave {r['got']} ({r['message'][:160]})"
+            extra = "" if r["status"] == "ok" else (
+                f": script gave {r['got']} ({r['message'][:160]}); the run said: "
+                f"{r['recorded_message'][:300] or '(no message)'}")
             print(f"{mark} {r['rule']}: {r['recorded']}{extra}")
     return 1 if failed else 0
 

@@ -223,9 +223,9 @@ class NodeBase:
         return hooks
 
     # -- backward ------------------------------------------------------------------
-    @property
-    def num_outputs(self) -> int:
-        return 1
+    #: outputs of the node (a class attribute, read once per node by the engine; nodes with
+    #: several outputs override it with a property)
+    num_outputs: int = 1
 
     def apply(self, ops, grads):
         """Gradients w.r.t. the inputs (aligned with next_functions) from ``grads``.

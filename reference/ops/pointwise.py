@@ -12,7 +12,8 @@ import numbers
 
 from reference import dtypes
 from reference.array_backend import namespace_of, to_device as _move
-from reference.autograd.graph import NodeBase
+from reference.autograd.graph import NodeBase, grad_accumulator
+from reference.grad_mode import _state as _grad_state
 from reference.autograd import forward_ad
 from reference.ops.recording import (
     add_tangents, attach, edge, edges, has_tangent, needs_grad, propagate_tangent, raw, save_input, save_output, shape_of,
@@ -170,6 +171,12 @@ class PowBackward1(_Binary):
         return (ga, gb)
 
 
+class PowBackward2(PowBackward1):
+    """number ** tensor: torch's name for the scalar-base overload (the same formula here)."""
+
+    __slots__ = ()
+
+
 def _log_scalar(value):
     return math.log(value) if value > 0 else float("nan")
 
@@ -178,10 +185,11 @@ def _binary(node_cls, a, b, out_data, save=None):
     """Wrap a two-input op's result; record ``node_cls`` (``save(out)`` gives its saved
     tuple) and propagate tangents (``node_cls.jvp``) when needed."""
     out = Tensor._wrap(out_data)
-    if needs_grad(a, b):
+    if _grad_state.enabled and (getattr(a, "_requires_grad", False) or getattr(b, "_requires_grad", False)):
         node = node_cls((edge(a), edge(b)))
         node._shapes = (shape_of(a), shape_of(b))
-        attach(out, node)
+        out._node = node  # recording.attach, inline (a fresh tensor's output_nr is 0 already)
+        out._requires_grad = True
         if save is not None:
             node._saved = save(a, b, out)
     if has_tangent(a, b):
@@ -323,7 +331,8 @@ def _save_pow(base, exponent, out):
 def rpow(self, base):
     if not _check_operand(base):
         return NotImplemented
-    return _binary(PowBackward1, base, self, raw(base) ** raw(self), _save_pow)
+    node_cls = PowBackward1 if isinstance(base, Tensor) else PowBackward2
+    return _binary(node_cls, base, self, raw(base) ** raw(self), _save_pow)
 
 
 # -- unary ---------------------------------------------------------------------------
@@ -483,10 +492,13 @@ class ToCopyBackward0(NodeBase):
 
 
 def _unary(node_cls, x, data, saves=None):
+    # the hot path of every unary op: needs_grad, edge and attach of recording.py, inline
     out = Tensor._wrap(data)
-    if needs_grad(x):
-        node = node_cls((edge(x),))
-        attach(out, node)
+    if x._requires_grad and _grad_state.enabled:
+        x_node = x._node
+        node = node_cls(((x_node, x._output_nr) if x_node is not None else (grad_accumulator(x), 0),))
+        out._node = node
+        out._requires_grad = True
         if saves == "self":
             node._saved = (save_input(x),)
         elif saves == "result":
@@ -563,6 +575,14 @@ def to_device(self, device_type):
         out._node._dtype = self.dtype
         out._node._device = self.device.type
     return out
+
+
+def type_as(self, other):
+    """``self.to(other.dtype)``; a subclass instance as ``other`` makes the result its class, as
+    in torch, whose dispatch considers every tensor argument."""
+    if other.__class__ is not Tensor and isinstance(other, Tensor) and not _dispatch_state.disabled:
+        return dispatch(type_as, (self, other), None)  # rule: identity.subclass-op-results-are-subclass
+    return to(self, other.dtype)
 
 
 def to(self, target=None, dtype=None, copy=False):
