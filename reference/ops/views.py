@@ -699,6 +699,26 @@ def scatter_index(grad, shape, index):
     return out
 
 
+class ScatterAddBackward0(NodeBase):
+    """``zeros(shape).scatter_add(dim, index, grad)``, torch's double backward of ``gather``: an
+    edge for the zeros (None: they need no gradient) and one for ``grad``, as torch's node."""
+
+    __slots__ = ("_index",)
+
+    def apply(self, ops, grads):
+        return (None, ops.index(grads[0], self._index))
+
+
+def scatter_add(grad, shape, index):
+    """``scatter_index`` recorded as torch records gather's backward (``ScatterAddBackward0``)."""
+    out = Tensor._wrap(array_backend.scatter_index(grad._array, shape, index))
+    if needs_grad(grad):
+        node = ScatterAddBackward0(((None, 0), edge(grad)))
+        node._index = index
+        attach(out, node)
+    return out
+
+
 class ZeroAtIndexBackward0(NodeBase):
     __slots__ = ("_index",)
 
@@ -832,7 +852,7 @@ class GatherBackward0(NodeBase):
         dim = self._unpack(0, False)
         index = self._unpack(1, False)
         shape = self._unpack(2, False).shape
-        return (ops.scatter_index(grads[0], shape, _gather_key(index, dim)),)
+        return (ops.scatter_add(grads[0], shape, _gather_key(index, dim)),)
 
 
 def _gather_key(index, dim):

@@ -410,3 +410,16 @@ def test_in_place_through_a_view_regenerates_the_others_and_a_subclass_alias():
     assert (first.grad_fn.name(), a.grad_fn.name()) == ("AsStridedBackward0", "CopySlices")
     s.mul_(2)  # in place through the alias: the alias's own node is regenerated, as torch's
     assert (s.grad_fn.name(), a.grad_fn.name()) == ("AsStridedBackward0", "CopySlices")
+
+
+def test_gather_double_backward_is_scatter_add_as_torch_records_it():
+    # torch 2.13: the gradient of gather under create_graph is ScatterAddBackward0 with edges
+    # (None for the zeros, the incoming gradient's node), values as below
+    x = R.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x.gather(1, R.tensor([[0, 0], [1, 0]]))
+    g, = R.autograd.grad((y * y).sum(), x, create_graph=True)
+    assert g.grad_fn.name() == "ScatterAddBackward0"
+    assert [n if n is None else n.name() for n, _ in g.grad_fn.next_functions] == [None, "AddBackward0"]
+    assert g.detach().numpy().tolist() == [[4.0, 0.0], [6.0, 8.0]]
+    g2, = R.autograd.grad(g.sum(), x)
+    assert g2.numpy().tolist() == [[4.0, 0.0], [2.0, 2.0]]
