@@ -297,6 +297,8 @@ _ACCUMULATE_FIRST = float("-inf")
 
 def _plan(root_edges, captures, targets):
     """The nodes to execute and, for every node that receives gradients, its in-degree."""
+    if captures is None:
+        return _plan_all(root_edges)
     reachable = []
     seen = set()
     # rule: engine.deep-graph-backward
@@ -333,6 +335,26 @@ def _plan(root_edges, captures, targets):
             if child is not None and child in dependencies:
                 dependencies[child] += 1
     return executable, dependencies
+
+
+def _plan_all(root_edges):
+    """``_plan`` without captures: every reachable node runs, and its in-degree is counted in
+    the same walk that finds it (one pass over the graph, the common backward's cost)."""
+    # rule: engine.deep-graph-backward -- iterative, however deep the graph
+    dependencies: dict = {}
+    for node, _ in root_edges:
+        dependencies[node] = dependencies.get(node, 0) + 1
+    stack = list(dependencies)
+    while stack:
+        for child, _ in stack.pop()._next_functions:
+            if child is not None:
+                count = dependencies.get(child)
+                if count is None:
+                    dependencies[child] = 1
+                    stack.append(child)
+                else:
+                    dependencies[child] = count + 1
+    return dependencies.keys(), dependencies
 
 
 def _deliver(buffers, node, nr, grad):

@@ -192,8 +192,8 @@ def _binary(node_cls, a, b, out_data, save=None):
         out._requires_grad = True
         if save is not None:
             node._saved = save(a, b, out)
-    if has_tangent(a, b):
-        propagate_tangent(out, lambda ta, tb: node_cls.jvp(a, b, out, ta, tb), a, b)
+    if (getattr(a, "_fw_grads", None) or getattr(b, "_fw_grads", None)) and forward_ad.propagating():
+        propagate_tangent(out, lambda ta, tb: node_cls.jvp(a, b, out, ta, tb), a, b)  # (has_tangent, inline)
     return out
 
 
@@ -204,7 +204,8 @@ def add(self, other, alpha=1):
         if isinstance(other, Tensor) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
             return dispatch(add, (self, other), {"alpha": alpha})
     try:
-        data = raw(self) + (raw(other) if alpha == 1 else raw(other) * alpha)
+        other_data = getattr(other, "_array", other)  # (raw(), inline: the hot path)
+        data = getattr(self, "_array", self) + (other_data if alpha == 1 else other_data * alpha)
     except ValueError:
         raise broadcast_error(self, other) from None
     out = Tensor._wrap(data)
@@ -267,7 +268,7 @@ def mul(self, other):
         if isinstance(other, Tensor) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
             return dispatch(mul, (self, other), None)
     try:
-        data = raw(self) * raw(other)
+        data = getattr(self, "_array", self) * getattr(other, "_array", other)  # (raw(), inline)
     except ValueError:
         raise broadcast_error(self, other) from None
     return _binary(MulBackward0, self, other, data, _save_mul)
