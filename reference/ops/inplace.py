@@ -391,20 +391,16 @@ def _fresh_tangent(self, value):
     return out
 
 
-def add_(self, other, alpha=1):
-    if other.__class__ not in _FAST_OPERANDS and isinstance(other, Tensor) and not _dispatch_state.disabled:
-        return dispatch(add_, (self, other), {"alpha": alpha})  # rule: identity.subclass-op-results-are-subclass (an alias of self)
-    return _add_into(self, other, alpha, AddBackward0)
-
-
 def sub_(self, other, alpha=1):
     if other.__class__ not in _FAST_OPERANDS and isinstance(other, Tensor) and not _dispatch_state.disabled:
         return dispatch(sub_, (self, other), {"alpha": alpha})  # rule: identity.subclass-op-results-are-subclass (an alias of self)
-    return _add_into(self, other, -alpha, SubBackward0)
+    return add_(self, other, -alpha, _node_cls=SubBackward0)
 
 
-def _add_into(self, other, alpha, node_cls):
-    """``self += alpha * other``, recorded as a ``node_cls``."""
+def add_(self, other, alpha=1, *, _node_cls=AddBackward0):
+    """``self += alpha * other``, recorded as a ``_node_cls`` (``sub_``'s is SubBackward0)."""
+    if other.__class__ not in _FAST_OPERANDS and isinstance(other, Tensor) and not _dispatch_state.disabled:
+        return dispatch(add_, (self, other), {"alpha": alpha})  # rule: identity.subclass-op-results-are-subclass (an alias of self)
     value = raw(other) if alpha == 1 else raw(other) * alpha
 
     def mutate(data):
@@ -418,7 +414,7 @@ def _add_into(self, other, alpha, node_cls):
             return _fresh_tangent(self, step)
         return t_self.add_(step)
 
-    return _apply_inplace(self, other, node_cls, mutate, lambda n: setattr(n, "_alpha", alpha), tangent_rule)
+    return _apply_inplace(self, other, _node_cls, mutate, lambda n: setattr(n, "_alpha", alpha), tangent_rule)
 
 
 def _scale_inplace(self, other, node_cls, mutate, scale_tangent, cross_term):
