@@ -13,7 +13,6 @@ import numbers
 from reference import dtypes
 from reference.array_backend import namespace_of, to_device as _move
 from reference.autograd.graph import NodeBase, grad_accumulator
-from reference.grad_mode import _state as _grad_state
 from reference.autograd import forward_ad
 from reference.ops.recording import (
     add_tangents, attach, edge, edges, has_tangent, needs_grad, propagate_tangent, raw, save_input, save_output, shape_of,
@@ -185,11 +184,10 @@ def _binary(node_cls, a, b, out_data, save=None):
     """Wrap a two-input op's result; record ``node_cls`` (``save(out)`` gives its saved
     tuple) and propagate tangents (``node_cls.jvp``) when needed."""
     out = Tensor._wrap(out_data)
-    if _grad_state.enabled and (getattr(a, "_requires_grad", False) or getattr(b, "_requires_grad", False)):
+    if needs_grad(a, b):
         node = node_cls((edge(a), edge(b)))
         node._shapes = (shape_of(a), shape_of(b))
-        out._node = node  # recording.attach, inline (a fresh tensor's output_nr is 0 already)
-        out._requires_grad = True
+        attach(out, node)
         if save is not None:
             node._saved = save(a, b, out)
     if (getattr(a, "_fw_grads", None) or getattr(b, "_fw_grads", None)) and forward_ad.propagating():
@@ -493,13 +491,11 @@ class ToCopyBackward0(NodeBase):
 
 
 def _unary(node_cls, x, data, saves=None):
-    # the hot path of every unary op: needs_grad, edge and attach of recording.py, inline
     out = Tensor._wrap(data)
-    if x._requires_grad and _grad_state.enabled:
-        x_node = x._node
+    if needs_grad(x):  # (needs_grad and attach stay calls: the one place every op decides and records)
+        x_node = x._node  # recording.edge, inline (the hot path of every unary op)
         node = node_cls(((x_node, x._output_nr) if x_node is not None else (grad_accumulator(x), 0),))
-        out._node = node
-        out._requires_grad = True
+        attach(out, node)
         if saves == "self":
             node._saved = (save_input(x),)
         elif saves == "result":
