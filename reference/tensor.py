@@ -470,13 +470,16 @@ class Tensor:
     def long(self):
         return self.to(dtypes.int64)
 
-    def type_as(self, other):
-        return self.to(other.dtype)
-
     # -- printing ------------------------------------------------------------------
+    #: a class whose own body sets this prints as ``tensor(...)``; every other subclass prints
+    #: its name in that place, as torch's repr (``MyT([1., 2.])``; ``nn.Parameter`` sets it)
+    _prints_as_tensor = True
+
     def __repr__(self):
+        cls = type(self)
+        name = "tensor" if cls.__dict__.get("_prints_as_tensor") else cls.__name__
         body = _numpy.array2string(
-            array_backend.to_host(self._array), separator=", ", prefix="tensor(", floatmode="maxprec_equal"
+            array_backend.to_host(self._array), separator=", ", prefix=f"{name}(", floatmode="maxprec_equal"
         )
         extras = []
         if self.device.type != "cpu":
@@ -490,7 +493,7 @@ class Tensor:
         if self._fw_grads:
             extras.append("tangent=...")
         suffix = "".join(", " + e for e in extras)
-        return f"tensor({body}{suffix})"
+        return f"{name}({body}{suffix})"
 
     __hash__ = object.__hash__
 

@@ -111,12 +111,21 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
     # each node (its hooks, its unpack hooks, its backward) and the callbacks start from, and
     # leave behind, this thread's saved-tensor hooks state as the backward found it
     hooks_state, hooks_changes = graph.saved_hooks_snapshot(), graph._hooks_changes
+    # the one node that became ready while running the previous one, when no other node is
+    # ready: it would be the heap's next pop, so it runs next without a trip through the heap
+    # (a chain's nodes never touch it); a second ready node sends both to the heap, in the
+    # order they became ready (rule: engine.ready-newest-first)
+    following = None
     with _running(task), grad_mode.set_grad_enabled(create_graph), _Restoring(hooks_state, hooks_changes):
-        while ready:
+        while following is not None or ready:
             if graph._hooks_changes != hooks_changes:  # the last node entered or left a block
                 graph.restore_saved_hooks(hooks_state)
                 hooks_changes = graph._hooks_changes
-            node = task.node = pop(ready)[2]
+            if following is not None:
+                node = task.node = following
+                following = None
+            else:
+                node = task.node = pop(ready)[2]
             grads = buffers.pop(node)
             extras = node._extras
             if extras is not None or type(node) is AccumulateGrad:
@@ -169,7 +178,13 @@ def execute(root_edges, root_grads, retain_graph, create_graph, captures=None, a
                 dependencies[child] = remaining
                 # rule: engine.node-runs-after-consumers
                 if remaining == 0:
-                    push(ready, (_priority(child), next(order), child))
+                    if following is None and not ready:
+                        following = child
+                    else:
+                        if following is not None:
+                            push(ready, (_priority(following), next(order), following))
+                            following = None
+                        push(ready, (_priority(child), next(order), child))
         task.node = None
         if graph._hooks_changes != hooks_changes:
             graph.restore_saved_hooks(hooks_state)
@@ -282,6 +297,8 @@ _ACCUMULATE_FIRST = float("-inf")
 
 def _plan(root_edges, captures, targets):
     """The nodes to execute and, for every node that receives gradients, its in-degree."""
+    if captures is None:
+        return _plan_all(root_edges)
     reachable = []
     seen = set()
     # rule: engine.deep-graph-backward
@@ -318,6 +335,26 @@ def _plan(root_edges, captures, targets):
             if child is not None and child in dependencies:
                 dependencies[child] += 1
     return executable, dependencies
+
+
+def _plan_all(root_edges):
+    """``_plan`` without captures: every reachable node runs, and its in-degree is counted in
+    the same walk that finds it (one pass over the graph, the common backward's cost)."""
+    # rule: engine.deep-graph-backward -- iterative, however deep the graph
+    dependencies: dict = {}
+    for node, _ in root_edges:
+        dependencies[node] = dependencies.get(node, 0) + 1
+    stack = list(dependencies)
+    while stack:
+        for child, _ in stack.pop()._next_functions:
+            if child is not None:
+                count = dependencies.get(child)
+                if count is None:
+                    dependencies[child] = 1
+                    stack.append(child)
+                else:
+                    dependencies[child] = count + 1
+    return dependencies.keys(), dependencies
 
 
 def _deliver(buffers, node, nr, grad):

@@ -223,9 +223,9 @@ class NodeBase:
         return hooks
 
     # -- backward ------------------------------------------------------------------
-    @property
-    def num_outputs(self) -> int:
-        return 1
+    #: outputs of the node (a class attribute, read once per node by the engine; nodes with
+    #: several outputs override it with a property)
+    num_outputs: int = 1
 
     def apply(self, ops, grads):
         """Gradients w.r.t. the inputs (aligned with next_functions) from ``grads``.
@@ -242,6 +242,13 @@ class NodeBase:
             raise RuntimeError(FREED_MESSAGE)
         value = saved[index]
         if type(value) is SavedTensor:
+            if not as_tensor and value._hooks is None and value._counter[0] == value._version:
+                # a plain backward's common case, SavedTensor.unpack's checks inline (the hot path)
+                tensor = value._tensor
+                if tensor is None:
+                    return value._array
+                if tensor._node is not None or not value._had_grad_fn:
+                    return tensor._array
             tensor = value._tensor
             if tensor is not None and tensor._node is None and value._had_grad_fn:
                 # rule: engine.saved-detached-inplace-raises -- a saved input's history was cut by

@@ -12,6 +12,7 @@ class Parameter(Tensor):
     Ops on it return plain tensors: it takes no part in subclass dispatch, as in torch."""
 
     __torch_function__ = _disabled_torch_function_impl
+    _prints_as_tensor = True  # inside "Parameter containing:", as torch
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:

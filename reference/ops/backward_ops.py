@@ -96,6 +96,7 @@ class RawOps:
         return namespace_of(grad).expand_dims(grad, dims) if dims else grad
 
     scatter_index = staticmethod(scatter_index)
+    scatter_add = staticmethod(scatter_index)  # gather's backward: the same sum on arrays
 
     @staticmethod
     def index(grad, index):
@@ -212,6 +213,10 @@ class TensorOps:
     @staticmethod
     def scatter_index(grad, shape, index):
         return views.scatter_index(grad, shape, index)
+
+    @staticmethod
+    def scatter_add(grad, shape, index):
+        return views.scatter_add(grad, shape, index)
 
     @staticmethod
     def index(grad, index):

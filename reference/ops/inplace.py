@@ -204,23 +204,13 @@ def rebase_view_history(view: Tensor, fn, self_index: int = 0, fn_output_nr: int
     refresh_views(base, skip=view)
 
 
-# In-place arithmetic differentiates as its out-of-place twin (self has the output's shape,
-# so undoing broadcasting leaves its gradient as is); only what is saved differs: ``self``
-# is a snapshot of the old values, taken when ``other`` needs a gradient.
-class AddBackward1(AddBackward0):
-    """self += alpha * other"""
-
-    __slots__ = ()
-
-
-class MulBackward1(MulBackward0):
-    """self *= other"""
-
-    __slots__ = ()
-
-
-class DivBackward1(DivBackward0):
-    """self /= other"""
+# In-place arithmetic records its out-of-place twin's node, name included (torch 2.13 names
+# ``x.mul_(y)``'s node MulBackward0, as ``x * y``'s: the ``*Backward1`` of older releases were
+# the Scalar overloads): self has the output's shape, so undoing broadcasting leaves its
+# gradient as is; only what is saved differs: ``self`` is a snapshot of the old values,
+# taken when ``other`` needs a gradient.
+class SubBackward0(AddBackward0):
+    """self -= alpha * other: torch's name for ``sub_``, an add of ``-alpha`` underneath."""
 
     __slots__ = ()
 
@@ -237,23 +227,23 @@ class _UnaryInplaceBackward(NodeBase):
         return (grads[0] * self.derivative(ops, self._unpack(0, ops.differentiable)),)
 
 
-class ExpBackward1(_UnaryInplaceBackward):
+class ExpBackward0(_UnaryInplaceBackward):
     __slots__ = ()
     derivative = staticmethod(lambda ops, result: result)
 
 
-class ReluBackward1(_UnaryInplaceBackward):
+class ReluBackward0(_UnaryInplaceBackward):
     __slots__ = ()
     derivative = staticmethod(lambda ops, result: ops.positive_mask(result))
 
 
-class SinBackward1(_UnaryInplaceBackward):
+class SinBackward0(_UnaryInplaceBackward):
     __slots__ = ()
     saved_names = ("self",)
     derivative = staticmethod(lambda ops, old: ops.cos(old))
 
 
-class CosBackward1(_UnaryInplaceBackward):
+class CosBackward0(_UnaryInplaceBackward):
     __slots__ = ()
     saved_names = ("self",)
     derivative = staticmethod(lambda ops, old: -ops.sin(old))
@@ -401,7 +391,14 @@ def _fresh_tangent(self, value):
     return out
 
 
-def add_(self, other, alpha=1):
+def sub_(self, other, alpha=1):
+    if other.__class__ not in _FAST_OPERANDS and isinstance(other, Tensor) and not _dispatch_state.disabled:
+        return dispatch(sub_, (self, other), {"alpha": alpha})  # rule: identity.subclass-op-results-are-subclass (an alias of self)
+    return add_(self, other, -alpha, _node_cls=SubBackward0)
+
+
+def add_(self, other, alpha=1, *, _node_cls=AddBackward0):
+    """``self += alpha * other``, recorded as a ``_node_cls`` (``sub_``'s is SubBackward0)."""
     if other.__class__ not in _FAST_OPERANDS and isinstance(other, Tensor) and not _dispatch_state.disabled:
         return dispatch(add_, (self, other), {"alpha": alpha})  # rule: identity.subclass-op-results-are-subclass (an alias of self)
     value = raw(other) if alpha == 1 else raw(other) * alpha
@@ -417,11 +414,7 @@ def add_(self, other, alpha=1):
             return _fresh_tangent(self, step)
         return t_self.add_(step)
 
-    return _apply_inplace(self, other, AddBackward1, mutate, lambda n: setattr(n, "_alpha", alpha), tangent_rule)
-
-
-def sub_(self, other, alpha=1):
-    return add_(self, other, alpha=-alpha)
+    return _apply_inplace(self, other, _node_cls, mutate, lambda n: setattr(n, "_alpha", alpha), tangent_rule)
 
 
 def _scale_inplace(self, other, node_cls, mutate, scale_tangent, cross_term):
@@ -451,7 +444,7 @@ def mul_(self, other):
     def mutate(data):
         data *= value
 
-    return _scale_inplace(self, other, MulBackward1, mutate,
+    return _scale_inplace(self, other, MulBackward0, mutate,
                           lambda t: t.mul_(other), lambda t_other: self * t_other)
 
 
@@ -463,7 +456,7 @@ def div_(self, other):
     def mutate(data):
         data /= value
 
-    return _scale_inplace(self, other, DivBackward1, mutate,
+    return _scale_inplace(self, other, DivBackward0, mutate,
                           lambda t: t.div_(other), lambda t_other: -(self * t_other) / (other * other))
 
 
@@ -579,20 +572,20 @@ def _unary_inplace(self, node_cls, compute, tangent_factor):
 
 
 def exp_(self):
-    return _unary_inplace(self, ExpBackward1, lambda xp, data: xp.exp(data, out=data), lambda old: old.exp())
+    return _unary_inplace(self, ExpBackward0, lambda xp, data: xp.exp(data, out=data), lambda old: old.exp())
 
 
 def relu_(self):
-    return _unary_inplace(self, ReluBackward1, lambda xp, data: xp.maximum(data, 0, out=data),
+    return _unary_inplace(self, ReluBackward0, lambda xp, data: xp.maximum(data, 0, out=data),
                           lambda old: (old > 0).to(old.dtype))
 
 
 def sin_(self):
-    return _unary_inplace(self, SinBackward1, lambda xp, data: xp.sin(data, out=data), lambda old: old.cos())
+    return _unary_inplace(self, SinBackward0, lambda xp, data: xp.sin(data, out=data), lambda old: old.cos())
 
 
 def cos_(self):
-    return _unary_inplace(self, CosBackward1, lambda xp, data: xp.cos(data, out=data), lambda old: -old.sin())
+    return _unary_inplace(self, CosBackward0, lambda xp, data: xp.cos(data, out=data), lambda old: -old.sin())
 
 
 RESIZE_REQUIRES_GRAD = "cannot resize variables that require grad"

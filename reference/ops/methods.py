@@ -31,7 +31,7 @@ def bind_tensor_methods() -> None:
         "exp": pointwise.exp, "log": pointwise.log, "tanh": pointwise.tanh,
         "sigmoid": pointwise.sigmoid, "relu": pointwise.relu, "sin": pointwise.sin,
         "cos": pointwise.cos, "sqrt": pointwise.sqrt, "sign": pointwise.sign,
-        "clone": pointwise.clone, "to": pointwise.to,
+        "clone": pointwise.clone, "to": pointwise.to, "type_as": pointwise.type_as,
         "eq": pointwise.eq, "ne": pointwise.ne, "lt": pointwise.lt, "le": pointwise.le,
         "gt": pointwise.gt, "ge": pointwise.ge,
         "matmul": linalg.matmul, "mm": linalg.matmul,

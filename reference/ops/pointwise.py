@@ -12,7 +12,7 @@ import numbers
 
 from reference import dtypes
 from reference.array_backend import namespace_of, to_device as _move
-from reference.autograd.graph import NodeBase
+from reference.autograd.graph import NodeBase, grad_accumulator
 from reference.autograd import forward_ad
 from reference.ops.recording import (
     add_tangents, attach, edge, edges, has_tangent, needs_grad, propagate_tangent, raw, save_input, save_output, shape_of,
@@ -170,6 +170,12 @@ class PowBackward1(_Binary):
         return (ga, gb)
 
 
+class PowBackward2(PowBackward1):
+    """number ** tensor: torch's name for the scalar-base overload (the same formula here)."""
+
+    __slots__ = ()
+
+
 def _log_scalar(value):
     return math.log(value) if value > 0 else float("nan")
 
@@ -184,8 +190,8 @@ def _binary(node_cls, a, b, out_data, save=None):
         attach(out, node)
         if save is not None:
             node._saved = save(a, b, out)
-    if has_tangent(a, b):
-        propagate_tangent(out, lambda ta, tb: node_cls.jvp(a, b, out, ta, tb), a, b)
+    if (getattr(a, "_fw_grads", None) or getattr(b, "_fw_grads", None)) and forward_ad.propagating():
+        propagate_tangent(out, lambda ta, tb: node_cls.jvp(a, b, out, ta, tb), a, b)  # (has_tangent, inline)
     return out
 
 
@@ -196,7 +202,8 @@ def add(self, other, alpha=1):
         if isinstance(other, Tensor) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
             return dispatch(add, (self, other), {"alpha": alpha})
     try:
-        data = raw(self) + (raw(other) if alpha == 1 else raw(other) * alpha)
+        other_data = getattr(other, "_array", other)  # (raw(), inline: the hot path)
+        data = getattr(self, "_array", self) + (other_data if alpha == 1 else other_data * alpha)
     except ValueError:
         raise broadcast_error(self, other) from None
     out = Tensor._wrap(data)
@@ -259,7 +266,7 @@ def mul(self, other):
         if isinstance(other, Tensor) and not _dispatch_state.disabled:  # rule: identity.subclass-op-results-are-subclass
             return dispatch(mul, (self, other), None)
     try:
-        data = raw(self) * raw(other)
+        data = getattr(self, "_array", self) * getattr(other, "_array", other)  # (raw(), inline)
     except ValueError:
         raise broadcast_error(self, other) from None
     return _binary(MulBackward0, self, other, data, _save_mul)
@@ -323,7 +330,8 @@ def _save_pow(base, exponent, out):
 def rpow(self, base):
     if not _check_operand(base):
         return NotImplemented
-    return _binary(PowBackward1, base, self, raw(base) ** raw(self), _save_pow)
+    node_cls = PowBackward1 if isinstance(base, Tensor) else PowBackward2
+    return _binary(node_cls, base, self, raw(base) ** raw(self), _save_pow)
 
 
 # -- unary ---------------------------------------------------------------------------
@@ -484,8 +492,9 @@ class ToCopyBackward0(NodeBase):
 
 def _unary(node_cls, x, data, saves=None):
     out = Tensor._wrap(data)
-    if needs_grad(x):
-        node = node_cls((edge(x),))
+    if needs_grad(x):  # (needs_grad and attach stay calls: the one place every op decides and records)
+        x_node = x._node  # recording.edge, inline (the hot path of every unary op)
+        node = node_cls(((x_node, x._output_nr) if x_node is not None else (grad_accumulator(x), 0),))
         attach(out, node)
         if saves == "self":
             node._saved = (save_input(x),)
@@ -563,6 +572,14 @@ def to_device(self, device_type):
         out._node._dtype = self.dtype
         out._node._device = self.device.type
     return out
+
+
+def type_as(self, other):
+    """``self.to(other.dtype)``; a subclass instance as ``other`` makes the result its class, as
+    in torch, whose dispatch considers every tensor argument."""
+    if other.__class__ is not Tensor and isinstance(other, Tensor) and not _dispatch_state.disabled:
+        return dispatch(type_as, (self, other), None)  # rule: identity.subclass-op-results-are-subclass
+    return to(self, other.dtype)
 
 
 def to(self, target=None, dtype=None, copy=False):

@@ -134,10 +134,25 @@ def _register_view(base, view):
 
 
 def regenerate_view(view):
-    """Give ``view`` a fresh history from its base's current one: the view replayed on the
-    base (PyTorch's AsStridedBackward0 plays this part). rule: views.view-history-follows-base"""
-    global _replaying
+    """Give ``view`` a fresh history from its base's current one: one ``AsStridedBackward0``
+    over the base's history, with the view's geometry in the base's storage, whatever op made
+    the view (as torch 2.13, which regenerates every view's grad_fn unless original view
+    tracking is forced; a multi-output view keeps the replay of its op, as below).
+    rule: views.view-history-follows-base"""
     base = view._base  # rule: views.view-history-follows-base
+    if getattr(view, "_multi_view", None) is not None or not base._requires_grad:
+        return _replay_view(view, base)
+    node = AsStridedBackward0(edges(base))
+    base_data, data = base._array, view._array
+    node._geometries = ((tuple(base_data.shape), base.stride(), _storage_offset(base_data)),
+                        (tuple(data.shape), view.stride(), _storage_offset(data)))
+    rebase_history(view, node)
+    view._output_nr = 0
+
+
+def _replay_view(view, base):
+    """The view's own op replayed on its base, for the views ``regenerate_view`` leaves to it."""
+    global _replaying
     _replaying = True
     try:
         with grad_mode.enable_grad(), forward_ad.suppress_propagation():
@@ -684,6 +699,26 @@ def scatter_index(grad, shape, index):
     return out
 
 
+class ScatterAddBackward0(NodeBase):
+    """``zeros(shape).scatter_add(dim, index, grad)``, torch's double backward of ``gather``: an
+    edge for the zeros (None: they need no gradient) and one for ``grad``, as torch's node."""
+
+    __slots__ = ("_index",)
+
+    def apply(self, ops, grads):
+        return (None, ops.index(grads[0], self._index))
+
+
+def scatter_add(grad, shape, index):
+    """``scatter_index`` recorded as torch records gather's backward (``ScatterAddBackward0``)."""
+    out = Tensor._wrap(array_backend.scatter_index(grad._array, shape, index))
+    if needs_grad(grad):
+        node = ScatterAddBackward0(((None, 0), edge(grad)))
+        node._index = index
+        attach(out, node)
+    return out
+
+
 class ZeroAtIndexBackward0(NodeBase):
     __slots__ = ("_index",)
 
@@ -817,7 +852,7 @@ class GatherBackward0(NodeBase):
         dim = self._unpack(0, False)
         index = self._unpack(1, False)
         shape = self._unpack(2, False).shape
-        return (ops.scatter_index(grads[0], shape, _gather_key(index, dim)),)
+        return (ops.scatter_add(grads[0], shape, _gather_key(index, dim)),)
 
 
 def _gather_key(index, dim):

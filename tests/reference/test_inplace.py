@@ -37,3 +37,35 @@ def test_result_saving_ops_catch_a_later_write_snapshot_ones_do_not():
     c.add_(1)
     c.sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), np.cos(X), rtol=1e-6)
+
+
+NAMES = {  # torch 2.13's node names: an in-place op's node is named as its out-of-place twin's
+    "mul_": (lambda t, o: t.mul_(o), "MulBackward0"), "mul_scalar": (lambda t, o: t.mul_(2), "MulBackward0"),
+    "add_": (lambda t, o: t.add_(o, alpha=2), "AddBackward0"), "add_scalar": (lambda t, o: t.add_(2), "AddBackward0"),
+    "div_": (lambda t, o: t.div_(o), "DivBackward0"), "sub_": (lambda t, o: t.sub_(o), "SubBackward0"),
+    "isub": (lambda t, o: t.__isub__(o), "SubBackward0"), "exp_": (lambda t, o: t.exp_(), "ExpBackward0"),
+    "relu_": (lambda t, o: t.relu_(), "ReluBackward0"), "sin_": (lambda t, o: t.sin_(), "SinBackward0"),
+    "cos_": (lambda t, o: t.cos_(), "CosBackward0"),
+}
+
+
+@pytest.mark.parametrize("op", sorted(NAMES))
+def test_in_place_nodes_are_named_as_torch_names_them(op):
+    fn, name = NAMES[op]
+    x = R.tensor(X, requires_grad=True)
+    assert fn(x.clone(), R.tensor(W, requires_grad=True) * 1).grad_fn.name() == name
+
+
+def test_sub_with_alpha_subtracts_alpha_times_other():
+    x, y = R.tensor(X, requires_grad=True), R.tensor(W, requires_grad=True)
+    out = x.clone()
+    out.sub_(y, alpha=2)
+    out.sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), X - 2 * W)
+    np.testing.assert_allclose(y.grad.numpy(), [-2.0, -2.0, -2.0])
+
+
+def test_number_to_a_tensor_power_is_pow_backward2():
+    x = R.tensor(X, requires_grad=True)
+    assert ((2 ** x).grad_fn.name(), (x ** x).grad_fn.name(), (x ** 2).grad_fn.name()) == \
+        ("PowBackward2", "PowBackward1", "PowBackward0")

@@ -142,3 +142,20 @@ def test_subclass_with_other_bases_and_kwargs():
 
     t = R.ones(2).as_subclass(Flagged)
     assert type(t * 2) is Flagged and t.tag() == "mixin" and Flagged.flag is True
+
+
+def test_subclass_prints_its_class_name_and_parameter_prints_tensor():
+    # torch 2.13: MyT([1., 1.], grad_fn=<AliasBackward0>); a Parameter shows tensor(...)
+    s = R.ones(2, requires_grad=True).as_subclass(MyT)
+    assert repr(s) == "MyT([1., 1.], grad_fn=<AliasBackward0>)"
+    assert repr(R.ones(2).as_subclass(Sub)) == "Sub([1., 1.])"
+    assert repr(R.ones(2)) == "tensor([1., 1.])"
+    assert repr(R.nn.Parameter(R.ones(2))) == "Parameter containing:\ntensor([1., 1.], requires_grad=True)"
+
+
+def test_type_as_a_subclass_dispatches():
+    # identity.subclass-op-results-are-subclass: torch 2.13 gives MyT for plain.type_as(subclass)
+    s = R.ones(2).as_subclass(MyT)
+    assert type(R.zeros(2).type_as(s)) is MyT
+    assert type(R.zeros(2).type_as(R.ones(2))) is R.Tensor
+    assert type(R.zeros(2).type_as(R.nn.Parameter(R.ones(2)))) is R.Tensor

@@ -369,3 +369,57 @@ def test_gather_and_stack_as_torch():
     assert a.grad.tolist() == [1.0, 3.0] and b.grad.tolist() == [2.0, 4.0]
     with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
         R.stack([a, R.ones(3)])
+
+
+class _Sub(R.Tensor):
+    pass
+
+
+VIEW_MAKERS = {  # how the view was made: torch 2.13 regenerates each as AsStridedBackward0
+    "select": lambda a: a[1], "slice": lambda a: a[1:], "view": lambda a: a.view(-1), "t": lambda a: a.t(),
+    "unsqueeze": lambda a: a.unsqueeze(0), "expand": lambda a: a[0:1].expand(2, 4),
+    "steps": lambda a: a[::2, 1::2], "of_a_view": lambda a: a[1:][:, 1:], "subclass_alias": lambda a: a.as_subclass(_Sub),
+}
+
+
+@pytest.mark.parametrize("make", sorted(VIEW_MAKERS))
+def test_a_view_of_a_modified_base_is_regenerated_as_one_as_strided_node(make):
+    # rule: views.view-history-follows-base -- one AsStridedBackward0 over the base's new history,
+    # and the gradient through it is the view's own region of the base (values from torch 2.13)
+    x = R.tensor(np.linspace(0.5, 1.5, 12).reshape(3, 4), requires_grad=True)
+    w = R.tensor(np.arange(1.0, 13.0).reshape(3, 4))
+    a = x.clone()
+    v = VIEW_MAKERS[make](a)
+    a.mul_(w)
+    assert v.grad_fn.name() == "AsStridedBackward0"
+    assert [n.name() for n, _ in v.grad_fn.next_functions] == ["MulBackward0"]
+    weights = R.tensor(np.arange(1.0, 1.0 + v.numel()).reshape(tuple(v.shape)))
+    (v * weights).sum().backward()
+    expected = np.zeros(12)
+    positions = VIEW_MAKERS[make](R.tensor(np.arange(12.0).reshape(3, 4))).numpy().astype(int).reshape(-1)
+    np.add.at(expected, positions, np.arange(1.0, 1.0 + v.numel()))
+    np.testing.assert_allclose(x.grad.numpy().reshape(-1), expected * w.numpy().reshape(-1))
+
+
+def test_in_place_through_a_view_regenerates_the_others_and_a_subclass_alias():
+    x = R.ones(3, 4, requires_grad=True)
+    a = x.clone()
+    s = a.as_subclass(_Sub)
+    first = a[0]
+    a[1] = R.ones(4, requires_grad=True)  # CopySlices over the base
+    assert (first.grad_fn.name(), a.grad_fn.name()) == ("AsStridedBackward0", "CopySlices")
+    s.mul_(2)  # in place through the alias: the alias's own node is regenerated, as torch's
+    assert (s.grad_fn.name(), a.grad_fn.name()) == ("AsStridedBackward0", "CopySlices")
+
+
+def test_gather_double_backward_is_scatter_add_as_torch_records_it():
+    # torch 2.13: the gradient of gather under create_graph is ScatterAddBackward0 with edges
+    # (None for the zeros, the incoming gradient's node), values as below
+    x = R.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x.gather(1, R.tensor([[0, 0], [1, 0]]))
+    g, = R.autograd.grad((y * y).sum(), x, create_graph=True)
+    assert g.grad_fn.name() == "ScatterAddBackward0"
+    assert [n if n is None else n.name() for n, _ in g.grad_fn.next_functions] == [None, "AddBackward0"]
+    assert g.detach().numpy().tolist() == [[4.0, 0.0], [6.0, 8.0]]
+    g2, = R.autograd.grad(g.sum(), x)
+    assert g2.numpy().tolist() == [[4.0, 0.0], [2.0, 2.0]]
