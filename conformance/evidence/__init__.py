@@ -7,6 +7,9 @@ One file per suite, ``conformance/evidence/<suite>.toml``, holds ``[[evidence]]`
     snippet = '''...'''              # Python run after PRELUDE below, in a fresh namespace
     output = '''...'''               # what the snippet printed on torch 2.13 (recorded, not typed)
     notes = "..."                    # optional: what the output shows, in plain words
+    race = "..."                     # optional: why the output can differ in some runs (a race in
+                                     # the framework itself); a check re-runs such a snippet
+                                     # before it reports a difference
 
 A rule's ``source`` in the catalogue names its entry as ``evidence:<suite>#<rule id>`` (and/or
 public URLs). ``python -m conformance.evidence --record`` runs every snippet and writes the
@@ -27,7 +30,7 @@ from conformance.evidence import runner
 from conformance.tomlfile import FileError, read_toml
 
 DIRECTORY = Path(__file__).resolve().parent
-FIELDS = ("rule", "snippet", "output", "notes")
+FIELDS = ("rule", "snippet", "output", "notes", "race")
 TORCH_VERSION = "2.13"
 SOURCE_PART = re.compile(r"^(?:evidence:(?P<suite>[a-z][a-z0-9_]*)#(?P<rule>\S+)|https://\S+)(?: .*)?$")
 
@@ -64,6 +67,10 @@ def warns(fn):
 '''
 
 
+#: how often a check runs a snippet with a ``race`` before it reports a difference
+RERUNS = 4
+
+
 class EvidenceError(FileError):
     """An evidence file breaks the format above."""
 
@@ -75,6 +82,7 @@ class Evidence:
     output: str
     notes: str
     file: Path
+    race: str = ""          # why the output can differ in some runs (RERUNS before a difference)
 
     @property
     def suite(self) -> str:
@@ -102,7 +110,8 @@ def load(directory: Path = DIRECTORY) -> dict[str, Evidence]:
             if rule in found:
                 raise EvidenceError(f"{where}: a second entry for {rule!r}")
             found[rule] = Evidence(rule=rule, snippet=entry["snippet"], output=entry.get("output", ""),
-                                   notes=entry.get("notes", ""), file=path)
+                                   notes=entry.get("notes", ""), file=path,
+                                   race=entry.get("race", ""))
     return found
 
 

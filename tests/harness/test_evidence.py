@@ -72,7 +72,36 @@ def test_snippet_prints_the_recorded_output(rule_id, fresh_outputs):
     entry = EVIDENCE[rule_id]
     assert ev.normalise(entry.output), f"{rule_id}: no recorded output; run python -m conformance.evidence --record"
     assert rule_id in fresh_outputs, f"{rule_id}: the evidence runner stopped before this snippet"
-    assert ev.normalise(fresh_outputs[rule_id]) == ev.normalise(entry.output)
+    got = fresh_outputs[rule_id]
+    for _ in range(ev.RERUNS if entry.race else 0):   # a framework race: the usual output wins
+        if ev.normalise(got) == ev.normalise(entry.output):
+            break
+        got = _run_alone(entry)
+    assert ev.normalise(got) == ev.normalise(entry.output)
+
+
+def _run_alone(entry):
+    """What ``entry``'s snippet prints in a fresh interpreter of its own."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    from conformance.evidence import runner
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "outputs.jsonl"
+        job = {"prelude": ev.PRELUDE, "module": "torch", "out": str(out),
+               "snippets": [[entry.rule, entry.snippet, ""]]}
+        subprocess.run([sys.executable, runner.__file__], input=json.dumps(job), text=True,
+                       capture_output=True, timeout=300)
+        lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    return next((line["output"] for line in lines if line.get("rule") == entry.rule), "")
+
+
+def test_only_a_snippet_with_a_race_is_run_again():
+    raced = [rule for rule, entry in EVIDENCE.items() if entry.race]
+    assert raced == ["forward_levels.threads-enter-exit-rounds"]   # each one a known race
 
 
 def test_check_on_another_release_reports_its_differences(monkeypatch, capsys, torch_213):
