@@ -559,6 +559,7 @@ def test_hook_returning_other_dtype_raises(adapter, fw, device):
 
 
 @rule("hooks.return-metadata-validated")
+@judged_without("post_accumulate_grad_hooks")  # that half is guarded below
 def test_hook_misuse_refusals_are_runtime_errors(adapter, fw, device):
     """The class of each hooks refusal, judged here once: the behaviour rules (register-hook-needs-requires-grad,
     post-accumulate-hook-leaf-only, post-accumulate-must-return-none, module-full-backward-hook-order and
