@@ -8,7 +8,8 @@ is added here once for every suite.
 from __future__ import annotations
 
 __all__ = ["GRAPH_FREED", "GRAPH_FREED_CAUSE", "RETAIN_GRAPH", "GRAPH_FREED_SAYS_WHAT_TO_DO", "MISSING_FORWARD",
-           "MISSING_BACKWARD", "NOT_AN_INPUT", "REQUIRES_GRAD", "SCALAR", "SHAPE", "ALLOW_UNUSED"]
+           "MISSING_BACKWARD", "NOT_AN_INPUT", "REQUIRES_GRAD", "SCALAR", "SHAPE", "ALLOW_UNUSED",
+           "DTYPE"]
 
 _FREED = (r"second time|backward twice|\btwice\b|more than once|already been freed|"
           r"\bfreed\b|\breleased\b|\bcleared\b|no longer (available|exists?)")
@@ -36,3 +37,5 @@ SCALAR = r"(?i)scalar|single element|one element|numel"
 SHAPE = r"(?i)shape|size|dimension"
 #: An input the output does not use.
 ALLOW_UNUSED = r"(?i)allow_unused|allow unused|unused"
+#: A value of another dtype (a hook's result of another precision than the gradient's).
+DTYPE = r"(?i)dtype|\btypes?\b|precision|float(16|32|64)|double"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import weakref
 
-from conformance.api import prerequisite
+from conformance.api import prerequisite, raises
 
 #: ``t.register_hook(fn)`` returns a handle with ``remove()``.
 HOOK_HANDLE = "hooks.register-hook-returns-handle"
@@ -135,3 +135,29 @@ def expect_error(fn, exc_type, pattern, what):
 def key_words(message: str, *words: str) -> list[str]:
     """The key words (case-insensitive regexes) that ``message`` lacks."""
     return [w for w in words if not re.search(w, message, flags=re.IGNORECASE)]
+
+
+def expect_refusal(fn, what):
+    """Run ``fn``; it must be refused: any exception but a missing method (else DIVERGES;
+    a missing method is UNSUPPORTED). Returns the exception, for a class or wording rule.
+
+    Why not ``expect_error``: a behaviour rule judges that the call is refused, not torch's
+    class or sentence; those are judged once, by the suite's class/wording rule.
+    """
+    with raises(Exception, what=what):
+        try:
+            fn()
+        except Exception as exc:
+            refusal = exc
+            raise
+    return refusal
+
+
+def refusal_of(fn):
+    """The exception ``fn`` raises, or None if it raises nothing (for a class or wording rule,
+    whose behaviour rule judges whether it is refused at all)."""
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - any refusal is what the class rule reads
+        return exc
+    return None

@@ -10,11 +10,12 @@ import weakref
 import numpy as np
 from numpy.testing import assert_allclose
 
-from conformance import liveness
+from conformance import liveness, meanings
 from conformance.spelling import subject
 from conformance.api import Blocked, Unsupported, diverges_if_raises, prerequisite, rule
 from conformance.features import judged_without
-from conformance.suites._helpers import (BACKWARD_INPUTS, HOOK_REMOVE, expect_error, hook_handle, node_hook,
+from conformance.suites._helpers import (BACKWARD_INPUTS, HOOK_REMOVE, expect_refusal, hook_handle, key_words,
+                                         node_hook, refusal_of,
                                          leaf_hooks_fire_once, node_prehook, producer,
                                          remove_handle)
 
@@ -40,9 +41,7 @@ def _accumulator(adapter, t):
 @rule("hooks.register-hook-needs-requires-grad")
 def test_register_hook_on_tensor_without_grad_raises(fw, device):
     t = fw.randn(3, device=device)
-    expect_error(lambda: t.register_hook(lambda g: g), RuntimeError,
-                  "cannot register a hook on a tensor that doesn't require gradient",
-                  "register_hook on a tensor with requires_grad=False")
+    expect_refusal(lambda: t.register_hook(lambda g: g), "register_hook on a tensor with requires_grad=False")
 
 
 @rule("hooks.post-accumulate-hook-leaf-only")
@@ -50,9 +49,8 @@ def test_post_accumulate_hook_refused_on_non_leaf(fw, adapter, device):
     leaf = fw.randn(3, requires_grad=True, device=device)
     nonleaf = leaf * 2.0
     adapter.feature("post_accumulate_grad_hooks", lambda: leaf.register_post_accumulate_grad_hook)
-    expect_error(lambda: nonleaf.register_post_accumulate_grad_hook(lambda p: None), RuntimeError,
-                  "post accumulate grad hooks cannot be registered on non-leaf tensors",
-                  "register_post_accumulate_grad_hook on a non-leaf")
+    expect_refusal(lambda: nonleaf.register_post_accumulate_grad_hook(lambda p: None),
+                   "register_post_accumulate_grad_hook on a non-leaf")
     leaf.register_post_accumulate_grad_hook(lambda p: None)  # accepted on a leaf
 
 
@@ -535,8 +533,7 @@ def _backward_with_hook(adapter, fw, device, hook):
 
 @rule("hooks.return-type-validated")
 def test_hook_returning_non_tensor_raises_type_error(adapter, fw, device):
-    expect_error(_backward_with_hook(adapter, fw, device, lambda g: 1), TypeError, r"hook returned 'int'",
-                  "backward with a hook returning 1")
+    expect_refusal(_backward_with_hook(adapter, fw, device, lambda g: 1), "backward with a hook returning 1")
 
 
 @rule("hooks.return-metadata-validated")
@@ -544,9 +541,10 @@ def test_hook_returning_other_shape_raises_naming_hook(adapter, fw, device):
     def hook_named(g):
         return fw.ones(2, 2, device=device)
 
-    expect_error(_backward_with_hook(adapter, fw, device, hook_named), RuntimeError,
-                  r"hook 'hook_named' has changed the size of value",
-                  "backward with a hook returning a (2, 2) tensor for a (3,) gradient")
+    exc = expect_refusal(_backward_with_hook(adapter, fw, device, hook_named),
+                         "backward with a hook returning a (2, 2) tensor for a (3,) gradient")
+    assert not key_words(str(exc), "hook_named", meanings.SHAPE), (
+        f"the refusal does not name the hook and what it changed (its shape): {type(exc).__name__}: {exc}")
 
 
 @rule("hooks.return-metadata-validated")
@@ -554,9 +552,52 @@ def test_hook_returning_other_dtype_raises(adapter, fw, device):
     def widen(g):
         return fw.ones(3, dtype=fw.float64, device=device)
 
-    expect_error(_backward_with_hook(adapter, fw, device, widen), RuntimeError,
-                  r"hook 'widen' has changed the type of value",
-                  "backward with a hook returning float64 for a float32 gradient")
+    exc = expect_refusal(_backward_with_hook(adapter, fw, device, widen),
+                         "backward with a hook returning float64 for a float32 gradient")
+    assert not key_words(str(exc), "widen", meanings.DTYPE), (
+        f"the refusal does not name the hook and what it changed (its dtype): {type(exc).__name__}: {exc}")
+
+
+@rule("hooks.return-metadata-validated")
+@judged_without("post_accumulate_grad_hooks")  # that half is guarded below
+def test_hook_misuse_refusals_are_runtime_errors(adapter, fw, device):
+    """The class of each hooks refusal, judged here once: the behaviour rules (register-hook-needs-requires-grad,
+    post-accumulate-hook-leaf-only, post-accumulate-must-return-none, module-full-backward-hook-order and
+    this rule's shape/dtype checks) judge only that the call is refused."""
+    refusals = {
+        "register_hook on a tensor that does not require grad":
+            refusal_of(lambda: fw.randn(3, device=device).register_hook(lambda g: g)),
+        "a hook returning a tensor of another shape":
+            refusal_of(_backward_with_hook(adapter, fw, device, lambda g: fw.ones(2, 2, device=device))),
+        "a hook returning a tensor of another dtype":
+            refusal_of(_backward_with_hook(adapter, fw, device,
+                                           lambda g: fw.ones(3, dtype=fw.float64, device=device))),
+    }
+    leaf = fw.randn(3, requires_grad=True, device=device)
+    try:
+        adapter.feature("post_accumulate_grad_hooks", lambda: leaf.register_post_accumulate_grad_hook)
+    except Unsupported:
+        pass  # judged without them: the other refusals still have a class
+    else:
+        refusals["register_post_accumulate_grad_hook on a non-leaf"] = refusal_of(
+            lambda: (leaf * 2.0).register_post_accumulate_grad_hook(lambda p: None))
+        leaf.register_post_accumulate_grad_hook(lambda p: p.grad)
+        refusals["a post-accumulate hook returning a value"] = refusal_of(lambda: adapter.backward(fw.sum(leaf)))
+    raised = {k: e for k, e in refusals.items() if e is not None}
+    assert raised, "none of the hook misuses was refused (their behaviour rules say they must be)"
+    wrong = {k: type(e).__name__ for k, e in raised.items() if not isinstance(e, RuntimeError)}
+    assert not wrong, f"hook refusals that are not RuntimeError: {wrong}"
+
+
+@rule("hooks.return-metadata-validated")
+def test_hook_returning_non_tensor_is_a_type_error(adapter, fw, device):
+    """The class of the refusal of a hook result that is no tensor (torch: TypeError); whether it is
+    refused at all is hooks.return-type-validated."""
+    with prerequisite("hooks.return-type-validated", what="backward with a hook returning 1") as pre:
+        exc = refusal_of(_backward_with_hook(adapter, fw, device, lambda g: 1))
+        pre.check(exc is not None, "backward was refused")
+    assert isinstance(exc, TypeError), (
+        f"a hook returning 1 was refused with {type(exc).__name__}, not TypeError: {exc}")
 
 
 # -- post-accumulate-grad hooks ------------------------------------------------------------
@@ -590,9 +631,7 @@ def test_post_accumulate_hooks_see_grad_and_run_in_order(fw, adapter, device):
 def test_post_accumulate_hook_returning_value_raises(fw, adapter, device):
     u = fw.randn(2, 3, requires_grad=True, device=device)
     adapter.feature("post_accumulate_grad_hooks", lambda: u.register_post_accumulate_grad_hook)(lambda p: p.grad)
-    expect_error(lambda: adapter.backward(fw.sum(u)), RuntimeError,
-                  r"post accumulate grad hooks should return None",
-                  "backward with a post-accumulate hook returning p.grad")
+    expect_refusal(lambda: adapter.backward(fw.sum(u)), "backward with a post-accumulate hook returning p.grad")
 
 
 # -- lifetimes -----------------------------------------------------------------------------
@@ -790,8 +829,7 @@ def test_module_full_backward_hooks_replace_gradients(adapter, fw, device):
     m2 = _two_output_module(adapter, fw)
     m2.register_full_backward_hook(lambda mod, gi, go: (gi[0],))
     oa, ob = m2(fw.ones(2, requires_grad=True, device=device), 7, fw.ones(2, requires_grad=True, device=device))
-    expect_error(lambda: adapter.backward(fw.sum(oa) + fw.sum(ob)), RuntimeError, "invalid number of grad_input",
-                 what="a hook returning 1 of 3 grad_input")
+    expect_refusal(lambda: adapter.backward(fw.sum(oa) + fw.sum(ob)), "a hook returning 1 of 3 grad_input")
 
 
 @rule("hooks.module-full-backward-hook-lifetime")
