@@ -19,8 +19,8 @@ import pytest
 
 from conformance.features import judged_without
 from conformance.spelling import subject
-from conformance.api import (Diverges, Unsupported, diverges_if_raises, in_fresh_interpreter, prerequisite,
-                            raises, rule)
+from conformance.api import (Blocked, Diverges, Unsupported, diverges_if_raises, in_fresh_interpreter,
+                            missing_method, prerequisite, raises, rule)
 from conformance.suites._helpers import TENSOR_WEAKREF, producer, set_attr
 from conformance.liveness import (
     assert_alive, assert_freed, collect, gc_disabled, sentinel_attr, sentinel_in_metadata,
@@ -419,6 +419,32 @@ def test_stashed_ctx_saved_tensors_clean(fw, adapter, device):
     assert len(saved) == 1, f"saved_tensors returned {len(saved)} tensors, expected 1"
     np.testing.assert_allclose(adapter.to_numpy(saved[0]), [3.0, 6.0],
                                err_msg="stashed ctx returned wrong saved values")
+
+
+@rule("gc_cycles.stashed-ctx-no-crash")
+def test_stashed_ctx_after_backward_refusal_is_a_runtime_error(adapter, fw, device):
+    """The class of the refusal that gc_cycles.stashed-ctx-after-backward-raises judges as
+    behaviour only (any exception): a RuntimeError with a message, as for a dead node."""
+    box = []
+    Keep = _stashing_fn(adapter, fw, box, "backward")
+    p = fw.zeros(1, requires_grad=True, device=device)
+    loss = Keep.apply(p * 1.0)
+    adapter.backward(loss)
+    del loss
+    ctx = box.pop()
+    try:
+        adapter.saved_tensors(ctx)
+    except Exception as exc:        # noqa: BLE001 - its class is what this test judges
+        if missing_method(exc):
+            raise Unsupported(f"{adapter.name}: no {missing_method(exc)!r} on ctx ({exc})") from exc
+        assert isinstance(exc, RuntimeError), (
+            f"saved_tensors of a ctx stashed during a non-retaining backward raised "
+            f"{type(exc).__name__}, not RuntimeError: {exc}")
+        assert str(exc).strip(), "the RuntimeError has an empty message"
+        return
+    raise Blocked("gc_cycles.stashed-ctx-after-backward-raises",
+                  "saved_tensors of a ctx stashed during a non-retaining backward raised nothing: "
+                  "no refusal whose class could be judged")
 
 
 @rule("gc_cycles.stashed-ctx-released-with-last-reference")
