@@ -16,7 +16,8 @@ import numpy as np
 
 from conformance import liveness
 from conformance.spelling import subject
-from conformance.api import Blocked, diverges_if_raises, prerequisite, raises, rule
+from conformance.api import Blocked, Unsupported, diverges_if_raises, prerequisite, raises, rule
+from conformance.features import judged_without
 from conformance.suites._helpers import TENSOR_ATTRIBUTES, node_hook, producer, set_attr, tensor_weakref
 
 MISSING = object()
@@ -24,11 +25,18 @@ MISSING = object()
 
 
 
-def churn(fw, device, n=64):
-    """Allocate and free tensors and graph nodes, so a freed wrapper's address gets reused."""
+def churn(adapter, fw, device, n=64):
+    """Allocate and free tensors and graph nodes, so a freed wrapper's address gets reused.
+
+    A framework without graph node objects churns the results of ops instead: churn only
+    stirs the allocator, so a test that uses it alone needs no graph nodes
+    (``@judged_without("graph_nodes")``)."""
     keep = [fw.ones(3, device=device) for _ in range(n)]
     src = fw.ones(3, requires_grad=True, device=device)
-    nodes = [(src * 2).grad_fn for _ in range(n)]
+    try:
+        nodes = [adapter.feature("graph_nodes", lambda: (src * 2).grad_fn) for _ in range(n)]
+    except Unsupported:
+        nodes = [src * 2 for _ in range(n)]
     del keep, nodes, src
 
 
@@ -73,6 +81,16 @@ def weak(t, callback=None):
     return tensor_weakref(t, callback)
 
 
+def alive_as_grad(ref, what):
+    """The positive control of a weakref watch on a tensor held as another tensor's ``.grad``
+    (the channel shown to work on the very object the test watches, while it is known alive):
+    a weakref that already died cannot tell when ``.grad`` lets go, so the test is BLOCKED by
+    the weakref rule."""
+    if ref() is None:
+        raise Blocked(liveness.WEAKREF_CHANNEL_RULE, f"{what}: the weakref died while y.grad "
+                                                     "still held the tensor")
+
+
 def as_subclass(adapter, fw, t):
     class Tagged(fw.Tensor):
         pass
@@ -109,6 +127,7 @@ def test_grad_id_stable_over_many_reads(adapter, fw, device):
 
 
 @rule("identity.grad-stable-id")
+@judged_without("graph_nodes")   # churn's node half only stirs the allocator
 def test_grad_id_stable_with_allocations_between_reads(adapter, fw, device):
     # The OneFlow bug: the wrapper made for one read dies, a new tensor takes its address, the
     # next read gets a new wrapper at another address -> id(a.grad) alternates.
@@ -121,7 +140,7 @@ def test_grad_id_stable_with_allocations_between_reads(adapter, fw, device):
         filler = fw.ones(3, device=device)  # takes the address a dropped wrapper would free
         seen.append(id(a.grad))
         del filler
-    churn(fw, device)
+    churn(adapter, fw, device)
     gc.collect()
     seen.append(id(a.grad))
     distinct = sorted(set(seen))
@@ -132,23 +151,25 @@ def test_grad_id_stable_with_allocations_between_reads(adapter, fw, device):
 
 @rule("identity.attributes-survive-framework-ownership")
 @subject("grad=")
-def test_attribute_survives_as_another_tensors_grad(fw, device):
+@judged_without("graph_nodes")   # churn's node half only stirs the allocator
+def test_attribute_survives_as_another_tensors_grad(adapter, fw, device):
     x = fw.ones(2, device=device)
     set_attr(x, "foo", 2)
     y = fw.ones(2, device=device)
     y.grad = x
     old_id = id(x)
     del x                                   # dead in Python, alive as y.grad
-    churn(fw, device)
+    churn(adapter, fw, device)
     g = y.grad
     assert id(g) == old_id, "y.grad is a different object from the tensor assigned to it"
     assert getattr(g, "foo", MISSING) == 2, "attribute lost while y.grad held the tensor"
     del g                                   # alive again, then dead again in Python
-    churn(fw, device)
+    churn(adapter, fw, device)
     assert getattr(y.grad, "foo", MISSING) == 2, "attribute lost after a second drop"
 
 
 @rule("identity.attributes-survive-framework-ownership")
+@judged_without("graph_nodes")   # churn's node half only stirs the allocator
 def test_attribute_on_backward_grad_survives(adapter, fw, device):
     a = fw.ones(2, 3, requires_grad=True, device=device)
     adapter.backward(fw.sum(a * 3))
@@ -156,7 +177,7 @@ def test_attribute_on_backward_grad_survives(adapter, fw, device):
     set_attr(g, "tag", "mine")
     gid = id(g)
     del g
-    churn(fw, device)
+    churn(adapter, fw, device)
     assert id(a.grad) == gid, "a.grad changed identity after the user dropped its reference"
     assert getattr(a.grad, "tag", MISSING) == "mine", "attribute set on a.grad was lost"
 
@@ -170,7 +191,7 @@ def test_subclass_survives_as_grad(adapter, fw, device):
     y = fw.ones(2, device=device)
     y.grad = s
     del s
-    churn(fw, device)
+    churn(adapter, fw, device)
     g = y.grad
     assert type(g) is cls, f"y.grad came back as {type(g).__name__}, not {cls.__name__}"
     assert id(g) == sid, "subclass instance re-created"
@@ -198,7 +219,7 @@ def test_subclass_survives_as_saved_tensor(adapter, fw, device):
     x = fw.ones(2, requires_grad=True, device=device)
     out = Keep.apply(x, b)
     del b                                   # only the graph holds it now
-    churn(fw, device)
+    churn(adapter, fw, device)
     adapter.backward(fw.sum(out))
     assert type(got["b"]) is cls, f"saved subclass came back as {type(got['b']).__name__}"
     assert id(got["b"]) == bid, "saved subclass instance re-created"
@@ -217,7 +238,7 @@ def test_subclass_survives_as_input_saved_by_builtin_op(adapter, fw, device):
     while node.name().startswith("Alias"):      # torch's __torch_function__ wraps the result
         node = producer(adapter, node)
     del s
-    churn(fw, device)
+    churn(adapter, fw, device)
     saved = adapter.feature("saved_tensor_attributes", lambda: node._saved_self)
     assert type(saved) is cls, f"the input saved by mul came back as {type(saved).__name__}, not {cls.__name__}"
     assert id(saved) == sid, "saved subclass instance re-created"
@@ -275,20 +296,32 @@ def test_weakref_valid_while_held_as_grad(adapter, fw, device):
     x = wx()
     del y                                   # the resurrected Python reference is the only owner
     gc.collect()
-    assert adapter.to_numpy(fw.sigmoid(x)).shape == (2,), "resurrected tensor is not usable"
+    with diverges_if_raises(Exception, what="computing with the tensor the weakref gave back"):
+        usable = adapter.to_numpy(fw.sigmoid(x)).shape == (2,)
+    assert usable, "resurrected tensor is not usable"
     assert not fired, "weakref callback fired while a Python reference was alive"
 
 
 @rule("identity.weakref-survives-framework-ownership")
-def test_weakref_valid_while_saved_by_graph(fw, device):
+@judged_without("graph_nodes")   # the grad_fn side check is guarded below
+def test_weakref_valid_while_saved_by_graph(adapter, fw, device):
     x = fw.ones(3, requires_grad=True, device=device)
     t = x * 1
     wt = weak(t)
-    w = t * t  # noqa: F841 - the mul saves t; the graph must stay alive
+    w = t * t  # the mul saves t; the graph must stay alive
     del t
     gc.collect()
-    assert wt() is not None, "weakref to a tensor saved by a live graph died"
-    assert wt().requires_grad and wt().grad_fn is not None
+    held = wt()
+    assert held is not None, "weakref to a tensor saved by a live graph died"
+    assert held.requires_grad, "the tensor the weakref gives back no longer requires grad"
+    np.testing.assert_allclose(adapter.to_numpy(held), np.ones(3),
+                               err_msg="the tensor the weakref gives back has other values")
+    try:    # where the framework has graph nodes, the tensor is still the graph's own
+        node = adapter.feature("graph_nodes", lambda: held.grad_fn)
+    except Unsupported:
+        node = MISSING
+    assert node is not None, "the tensor the weakref gives back lost its grad_fn"
+    del w
 
 
 @rule("identity.weakref-survives-framework-ownership")
@@ -304,14 +337,14 @@ def test_weakref_to_grad_valid(adapter, fw, device):
 
 @rule("identity.weakref-released-with-last-owner")
 @subject("grad=")
-def test_weakref_dies_after_framework_lets_go(adapter, fw, device):
-    liveness.control_weakref(adapter, device)
+def test_weakref_dies_after_framework_lets_go(fw, device):
     fired = []
     x = fw.ones(2, device=device)
     wx = weak(x, lambda r: fired.append(True))
     y = fw.ones(2, device=device)
     y.grad = x
     del x
+    alive_as_grad(wx, "a weakref to a tensor held as y.grad")
     x = wx()
     del y
     del x
@@ -322,13 +355,13 @@ def test_weakref_dies_after_framework_lets_go(adapter, fw, device):
 
 @rule("identity.weakref-released-with-last-owner")
 @subject("grad=")
-def test_weakref_dies_when_grad_cleared(adapter, fw, device):
-    liveness.control_weakref(adapter, device)
+def test_weakref_dies_when_grad_cleared(fw, device):
     y = fw.ones(2, device=device)
     x = fw.ones(2, device=device)
     wx = weak(x)
     y.grad = x
     del x
+    alive_as_grad(wx, "a weakref to a tensor held as y.grad")
     y.grad = None
     gc.collect()
     assert wx() is None, "tensor kept alive after y.grad was cleared"
@@ -482,7 +515,7 @@ def test_saved_intermediate_keeps_identity_and_attributes(adapter, fw, device):
     w = t * t
     saved(adapter, w.grad_fn, "_saved_self")
     del t                                   # only the graph holds t now
-    churn(fw, device)
+    churn(adapter, fw, device)
     s = saved(adapter, w.grad_fn, "_saved_self")
     assert id(s) == tid, "saved input unpacked as a different object"
     assert s.grad_fn is t_node, "saved input lost its grad_fn"
@@ -582,7 +615,7 @@ def test_ctx_saved_intermediate_input_identity(adapter, fw, device):
     mid_id = id(mid)
     out = Sq.apply(mid)
     del mid
-    churn(fw, device)
+    churn(adapter, fw, device)
     adapter.backward(fw.sum(out))
     assert id(got["x"]) == mid_id, "saved intermediate came back as another object"
     tag.check(got["x"], "the saved intermediate")
@@ -626,7 +659,7 @@ def test_next_functions_are_node_index_pairs(adapter, fw, device):
 
 
 @rule("identity.grad-fn-stable-id")
-def test_grad_fn_id_stable_without_reference(fw, device):
+def test_grad_fn_id_stable_without_reference(adapter, fw, device):
     x = fw.ones(3, requires_grad=True, device=device)
     y = x * x
     first = id(y.grad_fn)
@@ -635,7 +668,7 @@ def test_grad_fn_id_stable_without_reference(fw, device):
         seen.add(id(y.grad_fn))
         others = [(x * x).grad_fn for _ in range(4)]    # reuse the addresses of dropped wrappers
         del others
-    churn(fw, device)
+    churn(adapter, fw, device)
     gc.collect()
     seen.add(id(y.grad_fn))
     assert seen == {first}, f"id(y.grad_fn) took {len(seen)} distinct values"
@@ -715,7 +748,7 @@ def test_node_metadata_is_one_dict(adapter, fw, device):
     assert md is y.grad_fn.metadata, "grad_fn.metadata is a new dict on each access"
     md["k"] = "v"
     del md
-    churn(fw, device)
+    churn(adapter, fw, device)
     assert y.grad_fn.metadata == {"k": "v"}, f"metadata lost: {y.grad_fn.metadata!r}"
     z = y * 2
     assert producer(adapter, z.grad_fn).metadata == {"k": "v"}
@@ -785,7 +818,9 @@ def test_del_grad(adapter, fw, device):
     adapter.backward(fw.sum(x))
     old = x.grad
     del x.grad
-    assert x.grad is None, f"x.grad after del: {x.grad!r}"
+    with diverges_if_raises(AttributeError, what="reading x.grad after del x.grad"):
+        after = x.grad
+    assert after is None, f"x.grad after del: {after!r}"
     adapter.backward(fw.sum(x * 3))
     assert x.grad is not old, "del x.grad then backward reused the deleted grad object"
     np.testing.assert_allclose(adapter.to_numpy(x.grad), np.full((2, 2), 3.0),
@@ -854,7 +889,7 @@ def test_accumulator_variable_is_the_leaf(adapter, fw, device):
     acc = producer(adapter, y.grad_fn)
     assert adapter.feature("accumulate_grad_variable", lambda: acc.variable) is x
     del x
-    churn(fw, device)
+    churn(adapter, fw, device)
     v = acc.variable
     assert id(v) == xid, "the accumulator re-wrapped its leaf after the user dropped it"
     tag.check(v, "the accumulator's leaf")
@@ -921,5 +956,5 @@ def test_subclass_dispatch_picks_the_most_derived_class(adapter, fw, device):
     d = adapter.subclass_instance(Derived, fw.ones(2, device=device))
     assert type(t + d) is Derived and type(d + t) is Derived, "a class and its subclass met: not the subclass"
     u = adapter.subclass_instance(Unrelated, fw.ones(2, device=device))
-    with raises(TypeError, what="an op on two unrelated tensor subclasses"):
+    with raises(Exception, what="an op on two unrelated tensor subclasses"):
         t + u
