@@ -848,3 +848,4 @@ def test_grad_fn_name(fw, device):
     assert y.grad_fn.name() == "MyFnBackward", f"grad_fn.name() = {y.grad_fn.name()!r}"
     assert type(y.grad_fn).__name__ == "MyFnBackward", \
         f"type(grad_fn).__name__ = {type(y.grad_fn).__name__!r}"
+
