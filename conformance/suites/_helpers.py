@@ -161,3 +161,79 @@ def refusal_of(fn):
     except Exception as exc:  # noqa: BLE001 - any refusal is what the class rule reads
         return exc
     return None
+
+def custom_function_refusals(adapter, fw, device):
+    """description -> what each refusal of a custom Function raised (None: it raised nothing; a
+    case whose feature is missing is left out): mark_dirty on a leaf, on an input forward does not
+    return, and backward after a saved input was modified in place. Whether each
+    must raise is its own legacy_function rule; their class is engine.errors-are-runtime-errors."""
+    import warnings
+
+    from conformance.api import Unsupported
+
+    def mark_dirty(ctx, t):
+        adapter.require("mark_dirty")
+        if getattr(ctx, "mark_dirty", None) is None:
+            raise Unsupported(f"{adapter.name} has no ctx.mark_dirty")
+        ctx.mark_dirty(t)
+
+    class Dirty(fw.autograd.Function):        # marks its input, changed in place, and returns it
+        @staticmethod
+        def forward(ctx, inp):
+            adapter.inplace(inp, "add_", 1)
+            mark_dirty(ctx, inp)
+            return inp
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class NotReturned(fw.autograd.Function):  # marks its input but returns another tensor
+        @staticmethod
+        def forward(ctx, a):
+            adapter.inplace(a, "add_", 1)
+            mark_dirty(ctx, a)
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class Square(fw.autograd.Function):       # saves its input for backward
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = adapter.saved_tensors(ctx)
+            return 2 * x * g
+
+    def leaf():
+        return fw.ones(2, requires_grad=True, device=device)
+
+    def version_check():
+        b = fw.clone(leaf())
+        y = Square.apply(b)
+        adapter.inplace(b, "add_", 1)
+        adapter.backward(fw.sum(y))
+
+    cases = {
+        "mark_dirty on a leaf that requires grad": lambda: Dirty.apply(leaf()),
+        "mark_dirty on an input forward does not return": lambda: NotReturned.apply(fw.clone(leaf())),
+        "backward after a Function's saved input was modified in place": version_check,
+    }
+    errors = {}
+    for what, case in cases.items():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                case()
+        except Unsupported:
+            continue
+        except Exception as exc:  # noqa: BLE001 - its class is what the caller judges
+            errors[what] = exc
+        else:
+            errors[what] = None
+    return errors

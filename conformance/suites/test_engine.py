@@ -17,7 +17,8 @@ import numpy as np
 from conformance import liveness, meanings
 from conformance.spelling import subject
 from conformance.api import Unsupported, diverges_if_raises, in_fresh_interpreter, prerequisite, raises, rule
-from conformance.suites._helpers import TENSOR_WEAKREF, key_words, leaf_hooks_fire_once
+from conformance.features import judged_without
+from conformance.suites._helpers import TENSOR_WEAKREF, custom_function_refusals, key_words, leaf_hooks_fire_once
 
 DEEP = 10_000
 
@@ -1062,6 +1063,18 @@ def test_engine_misuse_errors_are_runtime_errors(adapter, fw, device):
     assert raised, "none of the misuse cases raised (their behaviour rules say they must)"
     wrong = {k: type(e).__name__ for k, e in raised.items() if not isinstance(e, RuntimeError)}
     assert not wrong, f"engine errors that are not RuntimeError: {wrong}"
+
+
+@rule("engine.errors-are-runtime-errors")
+@judged_without("mark_dirty")   # the mark_dirty cases are left out where it is missing
+def test_custom_function_refusals_are_runtime_errors(adapter, fw, device):
+    errors = custom_function_refusals(adapter, fw, device)
+    raised = {k: e for k, e in errors.items() if e is not None}
+    with prerequisite("legacy_function.saved-tensors-version-check",
+                      what="a custom Function's refusal whose class is judged") as pre:
+        pre.check(bool(raised), "backward after a Function's saved input was modified in place raises")
+    wrong = {k: f"{type(e).__name__}: {str(e)[:80]}" for k, e in raised.items() if not isinstance(e, RuntimeError)}
+    assert not wrong, f"custom Function refusals that are not RuntimeError: {wrong}"
 
 
 @rule("engine.error-messages-say-what-to-do")

@@ -388,7 +388,7 @@ def test_inplace_change_of_packed_original(fw, adapter, device, observe):
     adapter.inplace(a, "mul_", 5)
     try:
         (g,) = fw.autograd.grad(fw.sum(y), x)
-    except RuntimeError:
+    except Exception:  # noqa: BLE001 - refused or not is the observation; no class rule here
         observe("raises")
     else:
         observe({"gradient": adapter.to_numpy(g).tolist()})
