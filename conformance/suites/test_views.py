@@ -7,6 +7,7 @@ through numpy; lifetimes through conformance/liveness.py.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from conformance import liveness
 from conformance.spelling import subject
@@ -134,15 +135,28 @@ def test_earlier_views_follow_in_place_changes(adapter, fw, device):
     close(adapter, a.grad, [3, 3, 0, 0], "gradient through b[:2] taken before b.mul_(3)")
 
 
+#: views of a leaf by each spelling users write (a framework may refuse one and accept another:
+#: OneFlow refuses ``a[:]`` but accepts ``a[:2]``, ``a.view`` and ``a.narrow``)
+LEAF_VIEWS = ("slice", "full-slice", "view", "narrow")
+
+
 @rule("views.inplace-on-view-of-leaf-refused")
-def test_view_of_leaf_refuses_in_place(adapter, fw, device):
+@subject("view", "narrow")
+@pytest.mark.parametrize("spelling", LEAF_VIEWS)
+def test_view_of_leaf_refuses_in_place(adapter, fw, device, spelling):
+    make_view, doubled = {   # the view, and the leaf of ones once the view's elements are doubled
+        "slice": (lambda a: a[:2], [2, 2, 1, 1]),
+        "full-slice": (lambda a: a[:], [2, 2, 2, 2]),
+        "view": (lambda a: a.view(2, 2), [2, 2, 2, 2]),
+        "narrow": (lambda a: a.narrow(0, 0, 2), [2, 2, 1, 1]),
+    }[spelling]
     a = fw.ones(4, requires_grad=True, device=device)
-    with raises(Exception, what="in-place op on a view of a leaf that requires grad"):
-        adapter.inplace(a[:2], "mul_", 2)
-    close(adapter, fw.detach(a), [1, 1, 1, 1], "the leaf's values after the refused op")
+    with raises(Exception, what=f"in-place op on a view of a leaf that requires grad ({spelling})"):
+        adapter.inplace(make_view(a), "mul_", 2)
+    close(adapter, fw.detach(a), [1, 1, 1, 1], f"the leaf's values after the refused op ({spelling})")
     with fw.no_grad():
-        adapter.inplace(a[:2], "mul_", 2)
-    close(adapter, fw.detach(a), [2, 2, 1, 1], "the leaf's values after the op under no_grad")
+        adapter.inplace(make_view(a), "mul_", 2)
+    close(adapter, fw.detach(a), doubled, f"the leaf's values after the op under no_grad ({spelling})")
 
 
 @rule("views.inplace-on-no-grad-view-refused")
