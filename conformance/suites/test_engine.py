@@ -659,16 +659,13 @@ def test_grads_have_no_graph(adapter, fw, device):
 
 # -- flags and validation -----------------------------------------------------------------
 
-#: the ways users write into a leaf: on the leaf, by item assignment, and in place on each view
-#: spelling (a framework may refuse one and accept another: OneFlow refuses ``x[:]`` and item
-#: assignment but accepts ``x[0:2]``, ``x.view`` and ``x.narrow``)
-LEAF_WRITES = ("leaf", "setitem", "full-slice", "slice", "view", "narrow")
-
-
 @rule("engine.leaf-inplace-error")
 @subject("view", "narrow")
-@pytest.mark.parametrize("spelling", LEAF_WRITES)
+@pytest.mark.parametrize("spelling", ["leaf", "setitem", "full-slice", "slice", "view", "narrow"])
 def test_inplace_on_leaf_raises(adapter, fw, device, spelling):
+    """Every way users write into a leaf is refused: on the leaf, by item assignment, and in place
+    on each view spelling (a framework may refuse one and accept another: OneFlow refuses ``x[:]``
+    and item assignment but accepts ``x[0:2]``, ``x.view`` and ``x.narrow``)."""
     def setitem(x):
         x[0:2] = 1.0
 

@@ -135,15 +135,12 @@ def test_earlier_views_follow_in_place_changes(adapter, fw, device):
     close(adapter, a.grad, [3, 3, 0, 0], "gradient through b[:2] taken before b.mul_(3)")
 
 
-#: views of a leaf by each spelling users write (a framework may refuse one and accept another:
-#: OneFlow refuses ``a[:]`` but accepts ``a[:2]``, ``a.view`` and ``a.narrow``)
-LEAF_VIEWS = ("slice", "full-slice", "view", "narrow")
-
-
 @rule("views.inplace-on-view-of-leaf-refused")
 @subject("view", "narrow")
-@pytest.mark.parametrize("spelling", LEAF_VIEWS)
+@pytest.mark.parametrize("spelling", ["slice", "full-slice", "view", "narrow"])
 def test_view_of_leaf_refuses_in_place(adapter, fw, device, spelling):
+    """Through each view spelling users write (a framework may refuse one and accept another:
+    OneFlow refuses ``a[:]`` but accepts ``a[:2]``, ``a.view`` and ``a.narrow``)."""
     make_view, doubled = {   # the view, and the leaf of ones once the view's elements are doubled
         "slice": (lambda a: a[:2], [2, 2, 1, 1]),
         "full-slice": (lambda a: a[:], [2, 2, 2, 2]),
