@@ -11,6 +11,7 @@ import pytest
 
 from conformance import liveness
 from conformance.spelling import subject
+from conformance.features import judged_without
 from conformance.api import Blocked, Unsupported, diverges_if_raises, prerequisite, raises, rule
 from conformance.suites._helpers import TENSOR_WEAKREF, producer
 
@@ -137,6 +138,7 @@ def test_earlier_views_follow_in_place_changes(adapter, fw, device):
 
 @rule("views.inplace-on-view-of-leaf-refused")
 @subject("view", "narrow")
+@judged_without("grad_modes")   # the no_grad half is guarded below
 @pytest.mark.parametrize("spelling", ["slice", "full-slice", "view", "narrow"])
 def test_view_of_leaf_refuses_in_place(adapter, fw, device, spelling):
     """Through each view spelling users write (a framework may refuse one and accept another:
@@ -151,6 +153,7 @@ def test_view_of_leaf_refuses_in_place(adapter, fw, device, spelling):
     with raises(Exception, what=f"in-place op on a view of a leaf that requires grad ({spelling})"):
         adapter.inplace(make_view(a), "mul_", 2)
     close(adapter, fw.detach(a), [1, 1, 1, 1], f"the leaf's values after the refused op ({spelling})")
+    adapter.require("grad_modes")   # the refusal is judged without it; the no_grad half needs it
     with fw.no_grad():
         adapter.inplace(make_view(a), "mul_", 2)
     close(adapter, fw.detach(a), doubled, f"the leaf's values after the op under no_grad ({spelling})")
