@@ -249,7 +249,7 @@ def test_custom_in_place_function_on_a_view_returns_one_tensor_only(adapter, fw,
 
     b = fw.ones(2, requires_grad=True, device=device)
     base = fw.ones(4, requires_grad=True, device=device) * 1
-    with raises(RuntimeError, what="a custom Function marking a view input dirty and returning two tensors"):
+    with raises(Exception, what="a custom Function marking a view input dirty and returning two tensors"):
         AddTwo.apply(base[:2], b)
     d, e = AddTwo.apply(fw.ones(2, requires_grad=True, device=device) * 1, b)  # not a view: accepted
     close(adapter, fw.detach(e), [3, 3], "the second output when the dirty input is no view")
