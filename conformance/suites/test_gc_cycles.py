@@ -482,6 +482,17 @@ def test_stashed_ctx_and_output_released(adapter, fw, device):
 
 @rule("gc_cycles.stashed-ctx-after-backward-raises")
 def test_stashed_ctx_after_backward_raises(adapter, fw, device):
+    with prerequisite("engine.backward-frees-saved-tensors",
+                      what="a plain backward frees what a Function saved") as pre:
+        seen = []
+        Keep = _stashing_fn(adapter, fw, seen, "forward")
+        adapter.backward(Keep.apply(fw.ones(1, requires_grad=True, device=device) * 1.0))
+        try:
+            adapter.saved_tensors(seen.pop())
+            freed = False
+        except Exception:  # noqa: BLE001 - any refusal says the saved tensors are gone
+            freed = True
+        pre.check(freed, "saved_tensors of a Function's ctx is refused after a non-retaining backward")
     box = []
     Keep = _stashing_fn(adapter, fw, box, "backward")
     p = fw.zeros(1, requires_grad=True, device=device)

@@ -19,9 +19,6 @@ KNOWN_WITHOUT_HOME = {
                             "engine.version-counter-error as a prerequisite (not yet)",
     },
     "paddle": {
-        "saved-tensors-access": "gc_cycles.stashed-ctx-after-backward-raises repeats the home rule's "
-                                "observation (no error when reading saved tensors after backward) "
-                                "for a ctx the user kept: one of the two rules states the other",
         "grads-keep-graph": "the four rules were drafted under one cause; not re-judged by hand yet",
         "reference-cycles-uncollected": "one mechanism (the C++ tensor holds its Python parts "
                                         "strongly) over six cycle shapes; whether each shape is its "
@@ -40,9 +37,6 @@ KNOWN_WITHOUT_HOME = {
         # Cascades of the home rule on OneFlow (re-run on 0.9.0 and 0.8.0, issue 27): each test needs
         # the home rule's behaviour to make its own observation, so it should take the home rule as a
         # prerequisite (suite changes, not made yet) and be BLOCKED.
-        "saved-tensors-readable-after-backward": "0.8.0: gc_cycles.stashed-ctx-after-backward-raises reads "
-            "saved_tensors of a ctx stashed in backward, as engine.backward-frees-saved-tensors does: "
-            "needs prerequisite('engine.backward-frees-saved-tensors')",
         "no-version-counter": "engine.version-counter-error-detail (no error, so no detail) and "
             "views.saved-view-version-checked (no in-place change is noticed at all): need "
             "prerequisite('engine.version-counter-error')",
