@@ -237,3 +237,54 @@ def custom_function_refusals(adapter, fw, device):
         else:
             errors[what] = None
     return errors
+
+
+def node_hooks_run(adapter, fw, device):
+    """Check, before a test judges node hooks on another kind of node, that a pre-hook and a
+    post-hook on a built-in node each run once in a plain backward."""
+    with prerequisite(NODE_HOOKS, what="node hooks on a built-in node") as pre:
+        a = fw.ones(1, requires_grad=True, device=device)
+        b = a * 2
+        calls = []
+        node_prehook(adapter, b.grad_fn, lambda grad_outputs: calls.append("pre"))
+        node_hook(adapter, b.grad_fn, lambda grad_inputs, grad_outputs: calls.append("post"))
+        adapter.backward(fw.sum(b))
+        pre.check(calls == ["pre", "post"],
+                  f"a node pre-hook then post-hook ran once each in one backward (calls: {calls})")
+
+
+def ctx_attributes_kept(adapter, fw, device):
+    """Check, before a test stores something on a custom Function's ctx to observe something
+    else, that an attribute set on ctx in forward is there in backward."""
+    with prerequisite("legacy_function.apply-with-plain-methods",
+                      what="an attribute set on ctx in forward, read in backward") as pre:
+        class Scale(fw.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.k = 2.0
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.k
+
+        x = fw.ones(1, requires_grad=True, device=device)
+        adapter.backward(fw.sum(Scale.apply(x)))
+        pre.check(float(adapter.to_numpy(x.grad)[0]) == 2.0,
+                  f"backward read the ctx attribute set in forward (x.grad = {adapter.to_numpy(x.grad)})")
+
+
+def inplace_on_saved_refused(adapter, fw, device):
+    """Check, before a test judges a version check on some other path, that backward refuses a
+    graph whose saved intermediate was modified in place."""
+    with prerequisite("engine.version-counter-error",
+                      what="backward after a saved intermediate was modified in place") as pre:
+        a = fw.clone(fw.ones(3, requires_grad=True, device=device))
+        y = a * a
+        adapter.inplace(a, "add_", 1)
+        try:
+            adapter.backward(fw.sum(y))
+            refused = False
+        except Exception:  # noqa: BLE001 - any refusal is the version check here
+            refused = True
+        pre.check(refused, "backward refused the graph whose saved tensor changed in place")

@@ -21,7 +21,7 @@ from conformance.features import judged_without
 from conformance.spelling import subject
 from conformance.api import (Blocked, Diverges, Unsupported, diverges_if_raises, in_fresh_interpreter,
                             missing_method, prerequisite, raises, rule)
-from conformance.suites._helpers import TENSOR_WEAKREF, producer, set_attr
+from conformance.suites._helpers import TENSOR_WEAKREF, ctx_attributes_kept, producer, set_attr
 from conformance.liveness import (
     assert_alive, assert_freed, collect, gc_disabled, sentinel_attr, sentinel_in_metadata,
     weak,
@@ -275,6 +275,8 @@ def test_saved_dirty_view_freed_by_refcount(fw, adapter, device):
 @pytest.mark.parametrize("with_backward", [False, True], ids=["before-backward", "after-backward"])
 @rule("gc_cycles.ctx-attribute-cycle-collected")
 def test_ctx_attribute_cycle_collected(fw, adapter, device, with_backward):
+    ctx_attributes_kept(adapter, fw, device)
+
     def scope():
         meta = {}
 
@@ -319,6 +321,17 @@ def test_hook_closing_over_its_leaf_collectable(adapter, fw, device):
 
 @rule("gc_cycles.hook-self-closure-nonleaf-collectable")
 def test_hook_closing_over_its_nonleaf_collectable(adapter, fw, device):
+    with prerequisite("gc_cycles.hook-self-closure-leaf-collectable",
+                      what="a leaf whose hook closes over it") as pre:
+        def leaf_scope():
+            lx = fw.randn(3, requires_grad=True, device=device)
+            lx.register_hook(lambda g: g if lx is not None else None)
+            return watch(adapter, device, lx, "leaf whose hook closes over it")
+
+        with gc_disabled():
+            leaf = leaf_scope()
+        collect()
+        pre.check(not leaf.alive(), "gc.collect() frees a leaf whose hook closes over it")
     x = fw.randn(3, requires_grad=True, device=device)
 
     def scope():
@@ -469,6 +482,17 @@ def test_stashed_ctx_and_output_released(adapter, fw, device):
 
 @rule("gc_cycles.stashed-ctx-after-backward-raises")
 def test_stashed_ctx_after_backward_raises(adapter, fw, device):
+    with prerequisite("engine.backward-frees-saved-tensors",
+                      what="a plain backward frees what a Function saved") as pre:
+        seen = []
+        Keep = _stashing_fn(adapter, fw, seen, "forward")
+        adapter.backward(Keep.apply(fw.ones(1, requires_grad=True, device=device) * 1.0))
+        try:
+            adapter.saved_tensors(seen.pop())
+            freed = False
+        except Exception:  # noqa: BLE001 - any refusal says the saved tensors are gone
+            freed = True
+        pre.check(freed, "saved_tensors of a Function's ctx is refused after a non-retaining backward")
     box = []
     Keep = _stashing_fn(adapter, fw, box, "backward")
     p = fw.zeros(1, requires_grad=True, device=device)
@@ -559,6 +583,7 @@ def test_finalizer_collect_in_legacy_function(fw, adapter, device):
 
 @rule("gc_cycles.finalizer-collect-during-teardown-safe")
 def test_finalizer_collect_in_ctx_teardown(fw, adapter, device):
+    ctx_attributes_kept(adapter, fw, device)
     finalized = []
 
     class Collector:

@@ -14,7 +14,7 @@ from conformance import liveness, meanings
 from conformance.spelling import subject
 from conformance.api import Blocked, Unsupported, diverges_if_raises, prerequisite, rule
 from conformance.features import judged_without
-from conformance.suites._helpers import (BACKWARD_INPUTS, HOOK_REMOVE, expect_refusal, hook_handle, key_words,
+from conformance.suites._helpers import (BACKWARD_INPUTS, node_hooks_run, HOOK_REMOVE, expect_refusal, hook_handle, key_words,
                                          node_hook, refusal_of,
                                          leaf_hooks_fire_once, node_prehook, producer,
                                          remove_handle)
@@ -376,6 +376,8 @@ def test_node_pre_and_post_hooks_on_builtin_node(fw, adapter, device):
 
 @rule("hooks.node-hooks-custom-function")
 def test_node_pre_and_post_hooks_on_custom_function_node(fw, adapter, device):
+    node_hooks_run(adapter, fw, device)
+
     class Mul2(fw.autograd.Function):
         @staticmethod
         def forward(ctx, x):

@@ -16,7 +16,7 @@ from conformance.spelling import subject
 from conformance.api import Diverges, Unsupported, diverges_if_raises, prerequisite, raises, rule
 from conformance.features import judged_without
 from conformance.meanings import GRAPH_FREED_SAYS_WHAT_TO_DO, MISSING_BACKWARD, MISSING_FORWARD, NOT_AN_INPUT
-from conformance.suites._helpers import TENSOR_WEAKREF, key_words
+from conformance.suites._helpers import TENSOR_WEAKREF, ctx_attributes_kept, inplace_on_saved_refused, key_words
 
 # the meaning of the freed-saved-tensors message: what happened, and retain_graph as the remedy
 FREED_MEANING = GRAPH_FREED_SAYS_WHAT_TO_DO
@@ -275,6 +275,7 @@ def test_second_backward_without_retain_graph(fw, adapter, device):
 
 @rule("legacy_function.saved-tensors-version-check")
 def test_saved_tensors_version_check(adapter, fw, device):
+    inplace_on_saved_refused(adapter, fw, device)
     Sq = square_fn(adapter, fw)
     a = fw.ones(3, requires_grad=True, device=device)
     b = fw.clone(a)
@@ -562,6 +563,20 @@ def test_non_tensor_outputs_pass_through(adapter, fw, device):
 
 @rule("legacy_function.needs-input-grad")
 def test_needs_input_grad(adapter, fw, device):
+    with prerequisite("legacy_function.non-tensor-outputs-pass-through",
+                      what="apply with an int input and non-tensor outputs") as pre:
+        class Pass(fw.autograd.Function):
+            @staticmethod
+            def forward(ctx, t, scale):
+                return t * scale, "bar"
+
+            @staticmethod
+            def backward(ctx, g, g_str):
+                return g, None
+
+        out, tag = Pass.apply(fw.ones(2, requires_grad=True, device=device), 3)
+        pre.check(tag == "bar" and adapter.to_numpy(out).tolist() == [3.0, 3.0],
+                  f"apply passed the int in and the str out (got {tag!r})")
     log = {}
     F = _non_tensor_fn(adapter, fw, log)
     x = fw.ones(2, requires_grad=True, device=device)
@@ -721,6 +736,8 @@ def _ctx_style_cube(adapter, fw):
 @pytest.mark.parametrize("style", ["ctx-in-forward", "setup-context"])
 @rule("legacy_function.fresh-ctx-per-apply")
 def test_fresh_ctx_per_apply(fw, adapter, device, style):
+    if style == "ctx-in-forward":
+        ctx_attributes_kept(adapter, fw, device)
     if style == "setup-context":
         F, deriv = _setup_context_square(adapter, fw), (lambda v: 2 * v)
     else:

@@ -139,6 +139,17 @@ def test_packed_value_released_by_backward(fw, adapter, device):
 @rule("saved_tensors.packed-released-with-graph")
 def test_packed_value_released_with_graph(fw, adapter, device):
     hooks = _hooks(fw, adapter)
+    with prerequisite("saved_tensors.packed-released-after-backward",
+                      what="what pack returned is released at all") as pre:
+        first = Counter(fw)
+        x = fw.ones(3, requires_grad=True, device=device)
+        with hooks(first.pack, first.unpack):
+            y = fw.pow(x * 3, 2)
+        adapter.backward(fw.sum(y))
+        del x, y
+        liveness.collect()
+        pre.check(first.boxes and all(box() is None for box in first.boxes),
+                  "the packed values die once a backward ran and the graph, input and output are gone")
     counter = Counter(fw)
     x = fw.ones(3, requires_grad=True, device=device)
     with hooks(counter.pack, counter.unpack):

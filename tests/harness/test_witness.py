@@ -19,9 +19,6 @@ KNOWN_WITHOUT_HOME = {
                             "engine.version-counter-error as a prerequisite (not yet)",
     },
     "paddle": {
-        "saved-tensors-access": "gc_cycles.stashed-ctx-after-backward-raises repeats the home rule's "
-                                "observation (no error when reading saved tensors after backward) "
-                                "for a ctx the user kept: one of the two rules states the other",
         "grads-keep-graph": "the four rules were drafted under one cause; not re-judged by hand yet",
         "reference-cycles-uncollected": "one mechanism (the C++ tensor holds its Python parts "
                                         "strongly) over six cycle shapes; whether each shape is its "
@@ -40,33 +37,15 @@ KNOWN_WITHOUT_HOME = {
         # Cascades of the home rule on OneFlow (re-run on 0.9.0 and 0.8.0, issue 27): each test needs
         # the home rule's behaviour to make its own observation, so it should take the home rule as a
         # prerequisite (suite changes, not made yet) and be BLOCKED.
-        "saved-tensors-readable-after-backward": "0.8.0: gc_cycles.stashed-ctx-after-backward-raises reads "
-            "saved_tensors of a ctx stashed in backward, as engine.backward-frees-saved-tensors does: "
-            "needs prerequisite('engine.backward-frees-saved-tensors')",
-        "no-version-counter": "engine.version-counter-error-detail (no error, so no detail), "
-            "legacy_function.saved-tensors-version-check and views.saved-view-version-checked (no "
-            "in-place change is noticed at all): need prerequisite('engine.version-counter-error')",
-        "cycles-through-framework-invisible-to-gc": "hook-self-closure-nonleaf-collectable is the home "
-            "rule's cycle (tensor -> its hook -> tensor) on a non-leaf; both survive gc.collect() alike: "
-            "needs prerequisite('gc_cycles.hook-self-closure-leaf-collectable')",
-        "ctx-attributes-refused": "0.8.0: gc_cycles.ctx-attribute-cycle-collected[after-backward], "
-            "gc_cycles.finalizer-collect-during-teardown-safe and legacy_function.fresh-ctx-per-apply"
-            "[ctx-in-forward] store ctx attributes to observe something else: need "
-            "prerequisite('legacy_function.apply-with-plain-methods') (or a ctx-attributes rule)",
-        "no-node-hooks": "hooks.node-hooks-custom-function registers the same node hook on a custom "
-            "Function's node: needs prerequisite(NODE_HOOKS) (hooks.node-hooks-builtin)",
-        "apply-tensors-only": "legacy_function.needs-input-grad's test_needs_input_grad passes an int "
-            "to apply before it reads needs_input_grad: needs prerequisite("
-            "'legacy_function.non-tensor-outputs-pass-through') or tensor-only inputs",
+        "no-version-counter": "engine.version-counter-error-detail (no error, so no detail) and "
+            "views.saved-view-version-checked (no in-place change is noticed at all): need "
+            "prerequisite('engine.version-counter-error')",
         "inplace-on-view-not-recorded-in-base": "views.inplace-on-multi-output-view diverges in its "
             "'recorded' branch (the leaf's gradient through a write into unbind()[0]): needs "
             "prerequisite('views.inplace-on-view-rewrites-base')",
         "no-grad-view-inplace-accepted": "views.inplace-on-view-of-no-grad-view-refused: OneFlow refuses "
             "no in-place op on a no_grad view at all: needs "
             "prerequisite('views.inplace-on-no-grad-view-refused')",
-        "packed-value-never-released": "0.9.0: saved_tensors.packed-released-with-graph sees the same "
-            "never-released packed object after dropping a retained graph: needs "
-            "prerequisite('saved_tensors.packed-released-after-backward')",
     },
 }
 
