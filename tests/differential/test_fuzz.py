@@ -71,12 +71,12 @@ def test_database_is_a_directory_per_adapter_or_redis(tmp_path):
 
 
 def test_two_workers_share_one_database_for_a_bounded_time(tmp_path):
-    """`nox -s fuzz` in small: HypoFuzz with two processes on a planted bug, stopped 20 s after
+    """`nox -s fuzz` in small: HypoFuzz with two processes on a planted bug, stopped 40 s after
     both run; what they found is in the results file, shrunk, as scripts."""
     pytest.importorskip("hypofuzz", reason="install the fuzz extra: pip install -e .[fuzz]")
     results, db = tmp_path / "explore-reference.jsonl", tmp_path / "db"
     done = subprocess.run([sys.executable, "-m", "conformance.differential.fuzz", "--adapter",
-                           "reference", "--plant", TWICE, "--workers", "2", "--seconds", "20",
+                           "reference", "--plant", TWICE, "--workers", "2", "--seconds", "40",
                            "--startup", "120", "--max-steps", "8", "--database", str(db),
                            "--results", str(results)],
                           cwd=ROOT, capture_output=True, text=True, timeout=240,
