@@ -307,15 +307,21 @@ def test_ctx_attribute_cycle_collected(fw, adapter, device, with_backward):
     assert_freed(p, by="gc", context="(cycle out -> ctx.meta -> out)")
 
 
-@rule("gc_cycles.hook-self-closure-leaf-collectable")
-def test_hook_closing_over_its_leaf_collectable(adapter, fw, device):
+def _leaf_closing_over_itself(adapter, fw, device):
+    """A watch on a leaf whose tensor hook closes over the leaf, every other reference gone
+    (made with gc off, so only the collector can free the leaf -> hook -> leaf cycle)."""
     def scope():
         lx = fw.randn(3, requires_grad=True, device=device)
         lx.register_hook(lambda g: g if lx is not None else None)
         return watch(adapter, device, lx, "leaf whose hook closes over it")
 
     with gc_disabled():
-        p = scope()
+        return scope()
+
+
+@rule("gc_cycles.hook-self-closure-leaf-collectable")
+def test_hook_closing_over_its_leaf_collectable(adapter, fw, device):
+    p = _leaf_closing_over_itself(adapter, fw, device)
     assert_freed(p, by="gc", context="(leaf -> hook -> leaf)")
 
 
@@ -323,13 +329,7 @@ def test_hook_closing_over_its_leaf_collectable(adapter, fw, device):
 def test_hook_closing_over_its_nonleaf_collectable(adapter, fw, device):
     with prerequisite("gc_cycles.hook-self-closure-leaf-collectable",
                       what="a leaf whose hook closes over it") as pre:
-        def leaf_scope():
-            lx = fw.randn(3, requires_grad=True, device=device)
-            lx.register_hook(lambda g: g if lx is not None else None)
-            return watch(adapter, device, lx, "leaf whose hook closes over it")
-
-        with gc_disabled():
-            leaf = leaf_scope()
+        leaf = _leaf_closing_over_itself(adapter, fw, device)
         collect()
         pre.check(not leaf.alive(), "gc.collect() frees a leaf whose hook closes over it")
     x = fw.randn(3, requires_grad=True, device=device)

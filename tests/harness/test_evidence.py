@@ -46,25 +46,30 @@ def torch_213():
     return torch
 
 
-@pytest.fixture(scope="module")
-def fresh_outputs(torch_213, tmp_path_factory):
-    """rule -> what its snippet printed, every snippet run in ONE fresh interpreter (the
-    evidence runner, as ``python -m conformance.evidence --check`` and the history do): snippets
-    change process-wide state (forward-AD levels, threads, grad mode), and other tests sharing
-    an xdist worker with them must neither disturb them nor be disturbed."""
+def _outputs(entries, out: Path, timeout: float) -> dict:
+    """rule -> what its snippet printed, ``entries`` run in ONE fresh interpreter (the evidence
+    runner, as ``python -m conformance.evidence --check`` and the history do)."""
     import json
     import subprocess
     import sys
 
     from conformance.evidence import runner
 
-    out = tmp_path_factory.mktemp("evidence") / "outputs.jsonl"
     job = {"prelude": ev.PRELUDE, "module": "torch", "out": str(out),
-           "snippets": [[rule, entry.snippet, ""] for rule, entry in sorted(EVIDENCE.items())]}
+           "snippets": [[entry.rule, entry.snippet, ""] for entry in entries]}
     subprocess.run([sys.executable, runner.__file__], input=json.dumps(job), text=True,
-                   capture_output=True, timeout=900)
+                   capture_output=True, timeout=timeout)
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     return {line["rule"]: line["output"] for line in lines if "rule" in line}
+
+
+@pytest.fixture(scope="module")
+def fresh_outputs(torch_213, tmp_path_factory):
+    """Every snippet's output, all run in one fresh interpreter: snippets change process-wide
+    state (forward-AD levels, threads, grad mode), and other tests sharing an xdist worker with
+    them must neither disturb them nor be disturbed."""
+    out = tmp_path_factory.mktemp("evidence") / "outputs.jsonl"
+    return _outputs([entry for _, entry in sorted(EVIDENCE.items())], out, timeout=900)
 
 
 @pytest.mark.parametrize("rule_id", sorted(EVIDENCE))
@@ -82,21 +87,10 @@ def test_snippet_prints_the_recorded_output(rule_id, fresh_outputs):
 
 def _run_alone(entry):
     """What ``entry``'s snippet prints in a fresh interpreter of its own."""
-    import json
-    import subprocess
-    import sys
     import tempfile
 
-    from conformance.evidence import runner
-
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "outputs.jsonl"
-        job = {"prelude": ev.PRELUDE, "module": "torch", "out": str(out),
-               "snippets": [[entry.rule, entry.snippet, ""]]}
-        subprocess.run([sys.executable, runner.__file__], input=json.dumps(job), text=True,
-                       capture_output=True, timeout=300)
-        lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    return next((line["output"] for line in lines if line.get("rule") == entry.rule), "")
+        return _outputs([entry], Path(tmp) / "outputs.jsonl", timeout=300).get(entry.rule, "")
 
 
 def test_only_a_snippet_with_a_race_is_run_again():
