@@ -127,9 +127,16 @@ from adapters.base import builtin_adapter_classes  # noqa: E402  (standard libra
 CONFORMANCE_ARGS = ["-p", "no:cacheprovider", "-n", "1", "--conformance-timeout=60", "conformance/suites"]
 
 
+def _install_release(session: nox.Session, requirements) -> None:
+    """Install a framework release exactly as pinned. A machine-wide pip constraints file (this
+    workplace caps torch at the release it keeps on disk) would refuse a newer pin, so the pins
+    are installed with an empty constraints file: they name their versions exactly."""
+    session.install(*requirements, env={"PIP_CONSTRAINT": os.devnull})
+
+
 def _conformance(session: nox.Session, adapter: str, run: dict) -> None:
     if run["install"]:
-        session.install(*run["install"])
+        _install_release(session, run["install"])
     session.install("-e", ".[test]")
     results = f"reports/results/{run['label']}.jsonl"
     session.run("pytest", f"--adapter={adapter}", f"--results={results}", *CONFORMANCE_ARGS,
@@ -235,7 +242,7 @@ def _history_releases() -> dict:
 def _record_history(session: nox.Session, adapter: str, release: dict) -> None:
     """Install the release in this session's venv (its own Python), then run the snippets in
     it from the harness's interpreter (nox's own: the harness needs Python >= 3.10)."""
-    session.install(*release["install"])
+    _install_release(session, release["install"])
     root = os.path.dirname(os.path.abspath(__file__))
     python = os.path.join(session.virtualenv.bin, "python")
     session.run(sys.executable, "-m", "conformance.history", "record", adapter, release["version"],
