@@ -6,8 +6,8 @@ import warnings
 from reference.autograd import forward_ad, graph
 from reference.autograd.function import Function, FunctionCtx, once_differentiable
 from reference.grad_mode import (
-    detect_anomaly, enable_grad, inference_mode, is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled,
-    set_multithreading_enabled,
+    detect_anomaly, enable_grad, inference_mode, is_grad_enabled, is_multithreading_enabled, no_grad, set_detect_anomaly,
+    set_grad_enabled, set_multithreading_enabled,
 )
 from reference import creation, overrides as _overrides
 from reference.array_backend import namespace_of
@@ -22,6 +22,7 @@ __all__ = [
     "Variable", "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad", "inference_mode",
     "detect_anomaly", "set_detect_anomaly",
     "set_grad_enabled", "is_grad_enabled", "forward_ad", "graph", "SavedTensor", "set_multithreading_enabled",
+    "is_multithreading_enabled",
 ]
 
 SavedTensor = graph.RawSavedTensor  # torch.autograd.SavedTensor: the class of grad_fn._raw_saved_*

@@ -25,3 +25,11 @@ def test_set_multithreading_enabled_is_thread_local_and_restored_as_torch():
     with R.autograd.set_multithreading_enabled(False):
         (x * 2).sum().backward()  # backward runs in this thread either way
     assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_is_multithreading_enabled_is_public_as_torch():
+    """torch.autograd.is_multithreading_enabled reads the switch; code ported from torch calls it."""
+    assert R.autograd.is_multithreading_enabled() is True
+    with R.autograd.set_multithreading_enabled(False):
+        assert R.autograd.is_multithreading_enabled() is False
+    assert R.autograd.is_multithreading_enabled() is True
