@@ -339,3 +339,17 @@ def test_a_known_stale_view_stops_in_place_changes_of_viewed_tensors(prog):
             bases.add(step.src)
         assert not (isinstance(step, P.Inplace) and step.dst in bases), str(prog)
         assert not (isinstance(step, P.ObserveValue) and step.alias == "detach"), str(prog)
+
+
+def test_every_expected_divergence_names_an_entry_of_its_expectations_file():
+    """A mapped signature is shown [expected] with its rule's reason: the rule must have an
+    entry with that root cause (tinygrad's leaf in-place once showed the rule's no-narrow
+    entry, its weakref cause a rule the file does not list)."""
+    from conformance.differential.compare import Divergence
+    from conformance.differential.runner import EXPECTED_DIVERGENCES, expectation_for
+
+    for adapter, mapped in EXPECTED_DIVERGENCES.items():
+        for prefix, rule, cause in mapped:
+            found = expectation_for(adapter, Divergence(0, "error", "engine", prefix, ""))
+            assert found == {"rule": rule, "root_cause": cause, "reason": found["reason"]}
+            assert found["reason"], f"{adapter}: {rule} has no entry with root_cause {cause!r}"
