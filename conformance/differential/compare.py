@@ -23,6 +23,7 @@ RECORD_SUITES = {
     "hook": "hooks", "post": "hooks", "node": "hooks", "prehook": "hooks",
     "grad": "engine", "agrad": "engine", "meta": "engine", "ctx": "engine",
     "is": "identity", "kept": "identity", "alive": "gc_cycles", "tangent": "forward_levels",
+    "value": "views",
 }
 
 
@@ -112,6 +113,8 @@ def _record_difference(expected: list, actual: list, dtype: str) -> tuple[str, s
         if kind in NUMERIC_KINDS:
             ev, av = e[-1], a[-1]
             detail = "none" if (ev is None) != (av is None) else "values"
+            if kind == "value":  # a view and a detach() alias not following are two causes
+                detail = e[2]
             return suite, f"{kind}:{detail}", f"expected {e}, got {a}"
         if kind in ("hook", "post", "node", "prehook") and e[1] != a[1]:
             return suite, f"order:{kind}", f"expected {e}, got {a}"

@@ -32,6 +32,8 @@ Records (``ev`` entries), first field the kind:
   ['alive', w, bool]                 weakref w still resolves
   ['tangent', 't<n>', values|None]   unpack_dual(t).tangent
   ['ctx', f, [shape]]                shapes of a stashed ctx's saved_tensors
+  ['value', 't<n>', alias, values]   t's values; alias: 'view' (a View step's result), 'detach'
+                                     (a detach() result) or 'tensor' (splits the signature by cause)
 Numeric payloads (``NUMERIC_KINDS``) are always the last field.
 """
 from __future__ import annotations
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 VALUES = (0.5, -1.25, 2.0, 1.5, -0.75, 1.0, -2.0, 0.25, 1.75)
-NUMERIC_KINDS = frozenset({"grad", "agrad", "kept", "tangent"})
+NUMERIC_KINDS = frozenset({"grad", "agrad", "kept", "tangent", "value"})
 FWAD = "autograd.forward_ad"
 
 
@@ -345,6 +347,20 @@ class ObserveGrad(Step):
 
 META = {"requires_grad": "{t}.requires_grad", "is_leaf": "{t}.is_leaf",
         "grad_fn": "{t}.grad_fn is None"}
+
+
+@dataclass(frozen=True)
+class ObserveValue(Step):
+    """t's values: whether a view or a ``detach()`` alias follows an in-place change of the
+    tensor it shares memory with (torch: always, whatever the framework has computed yet)."""
+
+    suite: ClassVar[str] = "views"
+    slot: int
+    alias: str = "tensor"  # "view" | "detach" | "tensor": what t is, recorded for the signature
+
+    def render(self, fw="fw"):
+        t = f"t{self.slot}"
+        return [f"ev.append(['value', '{t}', '{self.alias}', {t}.tolist()])"]
 
 
 @dataclass(frozen=True)

@@ -42,18 +42,21 @@ from conformance.outputs import reports_dir
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_VERSION = _results.EXPLORE_SCHEMA  # the findings file (conformance.results)
 
-# Divergences torch shows on purpose, mapped to the rule whose expectation explains them:
-# (adapter, signature prefix) -> rule id (its reason comes from adapters/expectations/).
-# tinygrad's: the causes its expectations file names (root_cause), each confirmed by hand with
-# plain tinygrad (docs/differential.md, "Found against tinygrad").
-EXPECTED_DIVERGENCES: dict[str, list[tuple[str, str]]] = {
+# Divergences a framework shows for a known cause, mapped to the expectation that explains
+# them: adapter -> (signature prefix, rule id, root cause); the reason comes from that rule's
+# entry with that root_cause in adapters/expectations/<adapter>.toml (a rule may have several).
+# tinygrad's: the causes its expectations file names, each confirmed by hand with plain
+# tinygrad (docs/differential.md, "Found against tinygrad"; tests/differential holds the
+# mapping to the file).
+EXPECTED_DIVERGENCES: dict[str, list[tuple[str, str, str]]] = {
     "torch": [],
     "tinygrad": [
-        ("engine|Backward/Grad|error:freed/none", "engine.second-backward-error"),
-        ("engine|Backward/Grad|error:unused/none", "engine.grad-unused-inputs"),
-        ("engine|Backward/Grad|error:version/none", "engine.version-counter-error"),
-        ("engine|Inplace|error:leaf-inplace/none", "engine.leaf-inplace-error"),
-        ("gc_cycles|ObserveAlive|alive:value", "gc_cycles.saved-tensors-freed-with-graph"),
+        ("engine|Backward/Grad|error:freed/none", "engine.second-backward-error", "graph-never-freed"),
+        ("engine|Backward/Grad|error:unused/none", "engine.grad-unused-inputs", "unused-inputs-get-zeros"),
+        ("engine|Backward/Grad|error:version/none", "engine.version-counter-error", "no-version-check"),
+        ("engine|Inplace|error:leaf-inplace/none", "engine.leaf-inplace-error", "leaf-inplace-allowed"),
+        ("gc_cycles|ObserveAlive|alive:value", "identity.weakref-survives-framework-ownership",
+         "graph-keeps-uops-not-tensors"),
     ],
 }
 
@@ -255,16 +258,16 @@ def shrink_greedy(program: Program, oracle, target, signature: str) -> tuple[Pro
 
 # -- expectations ------------------------------------------------------------------------
 def expectation_for(adapter: str, divergence: Divergence) -> dict | None:
-    for prefix, rule in EXPECTED_DIVERGENCES.get(adapter, ()):
+    """``{"rule", "reason", "root_cause"}`` of the expectation that explains ``divergence``
+    (EXPECTED_DIVERGENCES), or None; ``reason`` None where the file has no such entry."""
+    for prefix, rule, cause in EXPECTED_DIVERGENCES.get(adapter, ()):
         if divergence.signature.startswith(prefix):
             path = ROOT / "adapters" / "expectations" / f"{adapter}.toml"
-            reason = cause = None
-            if path.exists():
-                entry = tomllib.loads(path.read_text()).get(rule)
-                if isinstance(entry, list) and entry:   # the root-cause form: [[rule]] tables
-                    entry = entry[0]
-                if isinstance(entry, dict):
-                    reason, cause = entry.get("reason"), entry.get("root_cause")
+            entries = tomllib.loads(path.read_text()).get(rule) if path.exists() else None
+            if isinstance(entries, dict):   # the plain form: one table per rule
+                entries = [entries]
+            reason = next((e.get("reason") for e in entries or () if isinstance(e, dict)
+                           and e.get("root_cause", cause) == cause), None)
             return {"rule": rule, "reason": reason, "root_cause": cause}
     return None
 

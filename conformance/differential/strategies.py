@@ -9,8 +9,10 @@ updates the model. Drawing the whole program first lets it run unchanged on two 
 
 The model is deliberately approximate: it only keeps programs away from constructs where the
 reference differs from torch on purpose (README, "Where the reference deliberately
-differs"): no in-place op on a view or on a tensor that has views (torch rewrites the base's
-history with CopySlices), no weakref to a node, no hook that closes over its own tensor.
+differs"): no in-place op on a view (torch rewrites the base's history with CopySlices), no
+weakref to a node, no hook that closes over its own tensor. An in-place op on a tensor that
+has views is generated (its views must follow it: ``ObserveValue``, gradients through them)
+where that tensor is not a leaf requiring grad and no forward-AD level is open.
 Everything else, errors included, is compared.
 
 Features (``ALL_FEATURES``, the feature registry's names where one exists) switch rule
@@ -56,6 +58,8 @@ AVOID = {
     "error:unused/": "unused",               # grad only for inputs the output depends on
     "error:version/": "version",             # no in-place change of a non-leaf requiring grad
     "grad:none": "nonleaf-grad",             # .grad read on leaves only
+    "value:view": "view-inplace",            # no in-place change of a tensor that has views
+    "value:detach": "detach-value",          # no values read of a detach() alias
 }
 
 
@@ -89,6 +93,9 @@ class Slot:
     deps: frozenset = frozenset()   # slots (requiring grad) this one's history reaches
     tan: bool = False               # carries a tangent of the open level
     aliased: bool = False           # a result of autograd.grad (see r_grad)
+    base: int = -1                  # a View step's result: the tensor whose memory it shares
+    viewed: bool = False            # a View step made a view of this tensor
+    detached: bool = False          # a detach() result (shares its source's memory)
 
 
 def _broadcast(a: tuple, b: tuple):
@@ -179,7 +186,7 @@ def r_unary(draw, m):
     no_grad = m.flag(draw, f"Unary.{op}", "no_grad", st.integers(0, 5).map(lambda i: i == 0))
     res = _result(m, m.slots[src].shape, [src], no_grad or op == "detach")
     if op == "detach":  # shares the array: a gradient's aliasing carries over (see r_grad)
-        res = replace(res, aliased=m.slots[src].aliased)
+        res = replace(res, aliased=m.slots[src].aliased, detached=True)
     return P.Unary(_with_self(m, m.add(res)), src, op, no_grad)
 
 
@@ -224,13 +231,18 @@ def _view_ops(m, shape):
 
 
 def r_view(draw, m):
-    src = _pick(draw, m.where(lambda s: bool(_view_ops(m, s.shape))))
+    sources = m.where(lambda s: bool(_view_ops(m, s.shape)))
+    # half the time of a tensor that may later change in place (not a leaf requiring grad)
+    changeable = [n for n in sources if not (m.slots[n].rg and m.slots[n].leaf)]
+    src = _pick(draw, changeable if changeable and draw(st.booleans()) else sources)
     shape = m.slots[src].shape
     op = draw(st.sampled_from(_view_ops(m, shape)))
     new_shape = {"flat": (max(1, Slot_numel(shape)),), "unsqueeze": (1,) + shape,
                  "index": shape[1:], "t": shape[::-1]}[op]
-    res = replace(_result(m, new_shape, [src]), view=True, aliased=m.slots[src].aliased)
-    m.slots[src] = replace(m.slots[src], had_view=True)
+    root = m.slots[src].base if m.slots[src].base >= 0 else src
+    res = replace(_result(m, new_shape, [src]), view=True, aliased=m.slots[src].aliased, base=root)
+    if root in m.slots:
+        m.slots[root] = replace(m.slots[root], viewed=True)
     return P.View(_with_self(m, m.add(res)), src, op)
 
 
@@ -241,16 +253,31 @@ def Slot_numel(shape) -> int:  # noqa: N802
     return n
 
 
+def _views_of(m, n) -> list[int]:
+    return m.where(lambda s: s.view and s.base == n)
+
+
+def _viewed_ok(m, n, s) -> bool:
+    """An in-place change of a tensor that has views: not of a leaf requiring grad (torch
+    regenerates its views' nodes even under no_grad), not with forward AD in play."""
+    return ("view-inplace" not in m.avoid and not (s.rg and s.leaf) and not m.level_open
+            and not s.tan and not any(m.slots[v].tan for v in _views_of(m, n)))
+
+
 def _inplace_targets(m):
     leaf_rg_ok = "leaf-inplace" not in m.avoid or m.allowed("Inplace.mul_+no_grad")
-    return m.where(lambda s: not s.view and not s.had_view and not s.aliased
-                   and bool(_inplace_ops(m, s.shape)[1])
-                   and (leaf_rg_ok or not (s.rg and s.leaf))
-                   and ("version" not in m.avoid or not (s.rg and not s.leaf)))
+    return [n for n, s in sorted(m.slots.items())
+            if not s.view and not s.had_view and not s.aliased
+            and (not s.viewed or _viewed_ok(m, n, s))
+            and bool(_inplace_ops(m, s.shape, n)[1])
+            and (leaf_rg_ok or not (s.rg and s.leaf))
+            and ("version" not in m.avoid or not (s.rg and not s.leaf))]
 
 
-def _inplace_ops(m, shape):
-    srcs = m.where(lambda s: _broadcast(s.shape, shape) == shape)
+def _inplace_ops(m, shape, dst=-1):
+    # a source sharing dst's memory (one of its views) would be a partial overlap: left out
+    srcs = [n for n in m.where(lambda s: _broadcast(s.shape, shape) == shape)
+            if not (dst >= 0 and m.slots[n].view and m.slots[n].base == dst)]
     return srcs, m.ops("Inplace", ["mul_", "add_", "zero_"] + (["add_t"] if srcs else []))
 
 
@@ -262,9 +289,10 @@ def r_inplace(draw, m):
         others = [n for n in targets if not (m.slots[n].rg and m.slots[n].leaf)]
         if others and draw(st.integers(0, 3)) > 0:
             targets = others
-    dst = _pick(draw, targets)
+    viewed = [n for n in targets if m.slots[n].viewed]
+    dst = _pick(draw, viewed if viewed and draw(st.booleans()) else targets)
     d = m.slots[dst]
-    srcs, ops = _inplace_ops(m, d.shape)
+    srcs, ops = _inplace_ops(m, d.shape, dst)
     op = draw(st.sampled_from(ops))
     # a leaf that requires grad is changed under no_grad where the framework has grad modes
     # (torch refuses it otherwise: the program would end there); without grad modes the
@@ -277,14 +305,19 @@ def r_inplace(draw, m):
     if not no_grad:
         inputs = [dst] + ([src] if src >= 0 else [])
         res = _result(m, d.shape, inputs)
+        views = _views_of(m, dst)
         if res.rg:
-            if d.rg and not d.leaf:
-                # the tensor in dst now has a new grad_fn: results computed before the change
-                # reached its old node, not this one, so grad(earlier, dst) is an unused input
-                for n, other in list(m.slots.items()):
-                    if n != dst and dst in other.deps:
-                        m.slots[n] = replace(other, deps=other.deps - {dst})
-            m.slots[dst] = replace(d, rg=True, leaf=False, deps=res.deps | {dst})
+            # the tensor in dst (and each of its views) now has a new grad_fn: results
+            # computed before the change reached the old node, so grad(earlier, dst) is an
+            # unused input
+            changed = {dst} | set(views) if d.rg else set()
+            for n, other in list(m.slots.items()):
+                if n not in changed and changed & other.deps:
+                    m.slots[n] = replace(other, deps=other.deps - changed)
+            deps = res.deps - set(views)
+            m.slots[dst] = replace(d, rg=True, leaf=False, deps=deps | {dst})
+            for v in views:   # a view follows its base's history: torch regenerates its node
+                m.slots[v] = replace(m.slots[v], rg=True, leaf=False, deps=deps | {dst, v})
         if res.tan:
             m.slots[dst] = replace(m.slots[dst], tan=True)
     return P.Inplace(dst, op, src, no_grad)
@@ -386,6 +419,22 @@ def r_observe_grad(draw, m):
     return P.ObserveGrad(_pick(draw, _grad_readable(m)))
 
 
+def _value_slots(m):
+    """Views and detach() aliases first (what an in-place change must reach), then the rest."""
+    shared = m.where(lambda s: (s.view and s.base >= 0)
+                     or (s.detached and "detach-value" not in m.avoid))
+    rest = m.where(lambda s: not (s.detached and "detach-value" in m.avoid))
+    return shared, rest
+
+
+def r_observe_value(draw, m):
+    shared, rest = _value_slots(m)
+    slot = _pick(draw, shared if shared and draw(st.booleans()) else rest)
+    s = m.slots[slot]
+    alias = "view" if s.view and s.base >= 0 else "detach" if s.detached else "tensor"
+    return P.ObserveValue(slot, alias)
+
+
 def r_meta(draw, m):
     return P.ObserveMeta(_pick(draw, m.slots), draw(st.sampled_from(m.ops("ObserveMeta", sorted(P.META)))))
 
@@ -477,6 +526,7 @@ RULES = (
     (r_backward, 6, lambda m: m.allowed("Backward") and bool(m.where(lambda s: s.rg))),
     (r_hook, 8, lambda m: bool(m.where(lambda s: s.rg)) and bool(_hook_kinds(m))),
     (r_observe_grad, 4, lambda m: m.allowed("ObserveGrad") and bool(m.slots)),
+    (r_observe_value, 2, lambda m: m.allowed("ObserveValue") and bool(_value_slots(m)[1])),
     (r_remove_hook, 2, lambda m: m.allowed("RemoveHook") and bool(m.hooks)),
     (r_retain_grad, 2, lambda m: m.allowed("RetainGrad") and bool(m.where(lambda s: s.rg))),
     (r_matmul, 2, lambda m: m.allowed("Matmul") and bool(_matmul_pairs(m))),

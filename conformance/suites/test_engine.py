@@ -412,10 +412,14 @@ def test_inplace_under_no_grad_on_saved_leaf_raises(adapter, fw, device):
     x = fw.ones(5, requires_grad=True, device=device)
     w = fw.ones(5, requires_grad=True, device=device)
     z = fw.sum(x * w)
-    with fw.no_grad():
-        # an in-place method, not ``x *= 2``: augmented assignment may rebind x to a new tensor
-        # (Paddle), which changes nothing the graph saved and says nothing about the rule
-        adapter.inplace(x, "mul_", 2)
+    # a framework that refuses the change (MyGrad: the graph's arrays are read-only) breaks
+    # the leaf rule's "under no_grad it is allowed", not this one
+    with prerequisite("engine.leaf-inplace-error", "an in-place change of a saved leaf under no_grad") as pre:
+        with fw.no_grad():
+            # an in-place method, not ``x *= 2``: augmented assignment may rebind x to a new
+            # tensor (Paddle), which changes nothing the graph saved and says nothing about the rule
+            adapter.inplace(x, "mul_", 2)
+        pre.check(np.allclose(adapter.to_numpy(x), 2), "the leaf's values doubled")
     with raises(Exception, what="backward after a no_grad in-place on a saved leaf"):
         adapter.backward(z)
 
@@ -1064,8 +1068,12 @@ def test_backward_of_tensor_without_grad_raises(adapter, fw, device):
 # -- what the engine's errors say (torch's classes and key words) ------------------------------
 
 def _error_of(call):
+    """The exception ``call`` raised (None if none); a case the framework lacks a feature
+    for (``Unsupported``, a ``MissingName`` of its namespace) is no engine error: None too."""
     try:
         call()
+    except Unsupported:
+        return None
     except Exception as exc:  # noqa: BLE001 - the error is what the rule is about
         return exc
     return None
