@@ -180,6 +180,13 @@ def features_of(test, index=None) -> tuple[str, ...]:
     return tuple(sorted(implied(surface, attributes | set(test.subjects)) | set(test.needs)))
 
 
+def needed_by(test, index=None) -> tuple[str, ...]:
+    """The features ``test`` needs to be judged at all: :func:`features_of` less those its
+    ``@judged_without`` names (it guards them itself). What a reproduction script checks before
+    calling the test, as the plugin does before running it (:func:`needed_by_item`)."""
+    return tuple(f for f in features_of(test, index) if f not in test.without)
+
+
 def features_by_test(index=None) -> dict[tuple[str, str], tuple[str, ...]]:
     """(suite, test function name) -> the features it needs, for every suite test."""
     from conformance import suite_index

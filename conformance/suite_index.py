@@ -31,6 +31,10 @@ from conformance.repro.source import SUITES, SourceUnavailable, Tree, WorkingTre
 FIXTURES = ("fw", "adapter", "device", "observe")
 #: The names whose attribute chains are the framework surface the suites use (fw_surface).
 SURFACE_ROOTS = ("fw", "adapter")
+#: The decorators whose string arguments the index reads, by what they say about a test.
+MARKERS = {"needs": ("needs", "features.needs"),
+           "without": ("judged_without", "features.judged_without"),
+           "subjects": ("subject", "spelling.subject")}
 
 
 class SuiteSourceError(Exception):
@@ -149,8 +153,7 @@ def is_harness_decorator(dec: ast.AST) -> bool:
     @pytest.mark.*, @pytest.fixture."""
     target = dec.func if isinstance(dec, ast.Call) else dec
     text = ast.unparse(target)
-    return (text in ("rule", "api.rule", "needs", "features.needs", "judged_without",
-                     "features.judged_without", "subject", "spelling.subject")
+    return (text in ("rule", "api.rule", *(n for names in MARKERS.values() for n in names))
             or text.startswith(("pytest.mark.", "pytest.fixture")))
 
 
@@ -188,6 +191,8 @@ class SuiteTest:
     #: ``y.grad_fn``, ``t.register_hook(...)``; see :func:`attributes_of`
     attributes: frozenset[str] = frozenset()
     needs: tuple[str, ...] = ()   # the features its ``@needs(...)`` decorators name
+    #: the features its ``@judged_without(...)`` decorators name (guarded by the test itself)
+    without: tuple[str, ...] = ()
     #: what its ``@subject(...)`` decorators name (``"view"``, ``"grad="``): the methods and
     #: assignments it uses as themselves, which a feature of the registry may name
     subjects: tuple[str, ...] = ()
@@ -263,30 +268,36 @@ def _tests_of(mod: ModuleSource, relpath: str) -> list[SuiteTest]:
             parametrize=parametrize, ids=_ids(node),
             uses=frozenset(uses_of(node, mod)), surface=frozenset(surface_of(node)),
             attributes=frozenset(attributes_of(node, mod)), needs=needs_of(node),
-            subjects=subjects_of(node)))
+            without=judged_without_of(node), subjects=subjects_of(node)))
     return out
+
+
+def _marker_args(node: ast.AST, kind: str) -> tuple[str, ...]:
+    """The string literals given to ``node``'s decorators of ``kind`` (a key of MARKERS)."""
+    found: list[str] = []
+    for dec in getattr(node, "decorator_list", []):
+        if isinstance(dec, ast.Call) and ast.unparse(dec.func) in MARKERS[kind]:
+            found += [a.value for a in dec.args
+                      if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return tuple(found)
 
 
 def needs_of(node: ast.AST) -> tuple[str, ...]:
     """The feature names of ``@needs("a", "b")`` decorators of ``node`` (string literals)."""
-    found: list[str] = []
-    for dec in getattr(node, "decorator_list", []):
-        if isinstance(dec, ast.Call) and ast.unparse(dec.func) in ("needs", "features.needs"):
-            found += [a.value for a in dec.args
-                      if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-    return tuple(found)
+    return _marker_args(node, "needs")
+
+
+def judged_without_of(node: ast.AST) -> tuple[str, ...]:
+    """The feature names of ``@judged_without(...)`` decorators of ``node``: features the test
+    touches but guards itself, so they are not needs (conformance.features)."""
+    return _marker_args(node, "without")
 
 
 def subjects_of(node: ast.AST) -> tuple[str, ...]:
     """The names a test's ``@subject(...)`` decorators give (``"grad="`` for assigning
     ``.grad``): an assignment reads as a plain attribute statically, so only the marker tells a
     test about assigning ``.grad`` from one that reads it."""
-    found: list[str] = []
-    for dec in getattr(node, "decorator_list", []):
-        if isinstance(dec, ast.Call) and ast.unparse(dec.func) in ("subject", "spelling.subject"):
-            found += [a.value for a in dec.args
-                      if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-    return tuple(found)
+    return _marker_args(node, "subjects")
 
 
 def attributes_of(root: ast.AST, mod: ModuleSource) -> set[str]:
