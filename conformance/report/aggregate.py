@@ -88,7 +88,9 @@ def only_one(data: Combined, table) -> list[dict[str, Any]]:
     return out
 
 
-def _version_key(version: str | None) -> tuple:
+def version_key(version: str | None) -> tuple:
+    """A framework version's sort key: numeric parts as numbers (0.10 after 0.9); the page
+    orders a framework's columns by it."""
     parts = []
     for piece in re.split(r"[.+-]", version or ""):
         parts.append((0, int(piece), "") if piece.isdigit() else (1, 0, piece))
@@ -112,7 +114,7 @@ def version_changes(data, table) -> list[dict[str, Any]]:
             by_framework[run.framework].append(run)
     out = []
     for framework, runs in by_framework.items():
-        runs = sorted(runs, key=lambda r: _version_key(r.framework_version))
+        runs = sorted(runs, key=lambda r: version_key(r.framework_version))
         for old, new in zip(runs, runs[1:]):
             diff = {"framework": framework, "old": old.label, "new": new.label,
                     "old_title": old.title, "new_title": new.title,

@@ -137,7 +137,7 @@ def context(data: Combined) -> dict[str, Any]:
     # the newest version of each framework first (most causes first), older versions after
     newest = {}
     for run in data.runs:
-        key = aggregate._version_key(run.framework_version)
+        key = aggregate.version_key(run.framework_version)
         if run.framework not in newest or key > newest[run.framework][0]:
             newest[run.framework] = (key, run.label)
     latest = {label for _, label in newest.values()}
