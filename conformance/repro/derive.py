@@ -249,18 +249,6 @@ class _Collector:
         self.imports.setdefault(stmt, name)
 
 
-def _autouse_fixtures(mod: ModuleSource) -> list[str]:
-    out = []
-    for node in mod.tree.body:
-        if isinstance(node, ast.FunctionDef):
-            for dec in node.decorator_list:
-                if (isinstance(dec, ast.Call) and ast.unparse(dec.func) == "pytest.fixture"
-                        and any(k.arg == "autouse" and ast.literal_eval(k.value)
-                                for k in dec.keywords)):
-                    out.append(node.name)
-    return out
-
-
 def tests_by_rule(tree: Tree | None = None) -> dict[str, tuple[str, list[str]]]:
     """rule id -> (suite module path in the tree, names of its test functions): the suite
     index's (:mod:`conformance.suite_index`)."""
@@ -298,7 +286,7 @@ def _assemble(rule_id: str, tree: Tree, key: tuple, names: tuple | None) -> Asse
     try:
         mod = index.modules[relpath]
         tests: list[TestCase] = []
-        autouse = _autouse_fixtures(mod)
+        autouse = list(suite_index.autouse_fixtures(mod))
         for test in found:
             own = {n.strip() for argnames, _ in test.parametrize for n in argnames.split(",")}
             unknown = [p for p in test.params if p not in FIXTURES and p not in own]
