@@ -130,42 +130,14 @@ def implied(surface: Iterable[str], attributes: Iterable[str]) -> set[str]:
 
 def _touched(index, test) -> tuple[set[str], set[str]]:
     """The surface chains and attribute names ``test`` touches, with those of the suite
-    definitions it reads (its module's and ``conformance.suites`` helper modules'), followed
-    transitively."""
+    definitions it reads (:meth:`conformance.suite_index.SuiteIndex.helpers_of`)."""
     from conformance import suite_index
 
     surface, attributes = set(test.surface), set(test.attributes)
-    seen: set[tuple[str, str]] = set()
-    todo = list(test.uses)
-    while todo:
-        module, name = todo.pop()
-        if (module, name) in seen or not module.startswith("conformance.suites"):
-            continue
-        seen.add((module, name))
-        mod = next((m for m in index.modules.values() if m.name == module), None) \
-            or suite_index.find_module(index.tree, module)
-        if mod is None or name not in mod.definitions:
-            continue
-        node = mod.definitions[name].node
-        surface |= suite_index.surface_of(node)
-        attributes |= suite_index.attributes_of(node, mod)
-        todo.extend(suite_index.uses_of(node, mod) if hasattr(node, "decorator_list")
-                    and hasattr(node, "args") else _uses_of_statement(node, mod))
+    for mod, definition in index.helpers_of(test):
+        surface |= suite_index.surface_of(definition.node)
+        attributes |= suite_index.attributes_of(definition.node, mod)
     return surface, attributes
-
-
-def _uses_of_statement(node, mod) -> set[tuple[str, str]]:
-    """(module, name) pairs a class or assignment reads (``uses_of`` wants a function)."""
-    import ast
-
-    found = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name):
-            if sub.id in mod.definitions:
-                found.add((mod.name, sub.id))
-            elif sub.id in mod.imports and mod.imports[sub.id][1] is not None:
-                found.add((mod.imports[sub.id][0], mod.imports[sub.id][1]))
-    return found
 
 
 def features_of(test, index=None) -> tuple[str, ...]:
@@ -178,6 +150,13 @@ def features_of(test, index=None) -> tuple[str, ...]:
     # a subject such as "grad=" (assigning .grad) is a name a feature can list: reading .grad
     # and assigning it look alike statically
     return tuple(sorted(implied(surface, attributes | set(test.subjects)) | set(test.needs)))
+
+
+def needed_by(test, index=None) -> tuple[str, ...]:
+    """The features ``test`` needs to be judged at all: :func:`features_of` less those its
+    ``@judged_without`` names (it guards them itself). What a reproduction script checks before
+    calling the test, as the plugin does before running it (:func:`needed_by_item`)."""
+    return tuple(f for f in features_of(test, index) if f not in test.without)
 
 
 def features_by_test(index=None) -> dict[tuple[str, str], tuple[str, ...]]:

@@ -22,7 +22,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from conformance import cli
+from conformance import cli, suite_index
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "conformance" / "suites"
@@ -89,14 +89,6 @@ def instead_of(name: str) -> str | None:
     return THROUGH_ADAPTER.get(name)
 
 
-def _subjects(node: ast.AST) -> set[str]:
-    found: set[str] = set()
-    for dec in getattr(node, "decorator_list", []):
-        if isinstance(dec, ast.Call) and ast.unparse(dec.func) in ("subject", "spelling.subject"):
-            found |= {a.value for a in dec.args if isinstance(a, ast.Constant)}
-    return found
-
-
 def _plain(receiver: ast.AST, plain_names: set[str]) -> bool:
     """A receiver that is plainly not a framework object."""
     if isinstance(receiver, ast.Name):
@@ -139,7 +131,7 @@ def _scopes(tree: ast.Module):
     """(node, subjects, plain names) for each top-level definition (a test's decorators apply
     to everything in it) and the module's own statements."""
     for node in tree.body:
-        yield node, _subjects(node), _plain_names(node)
+        yield node, set(suite_index.subjects_of(node)), _plain_names(node)
 
 
 def spellings_in(path: Path, relpath: str | None = None) -> list[Spelling]:

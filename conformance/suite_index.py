@@ -31,6 +31,14 @@ from conformance.repro.source import SUITES, SourceUnavailable, Tree, WorkingTre
 FIXTURES = ("fw", "adapter", "device", "observe")
 #: The names whose attribute chains are the framework surface the suites use (fw_surface).
 SURFACE_ROOTS = ("fw", "adapter")
+#: The decorators whose string arguments the index reads, by what they say about a test.
+MARKERS = {"needs": ("needs", "features.needs"),
+           "without": ("judged_without", "features.judged_without"),
+           "subjects": ("subject", "spelling.subject")}
+
+
+#: Modules under this dotted prefix are the suites' own (tests and helpers), not the harness.
+_SUITES_PACKAGE = "conformance.suites"
 
 
 class SuiteSourceError(Exception):
@@ -149,8 +157,7 @@ def is_harness_decorator(dec: ast.AST) -> bool:
     @pytest.mark.*, @pytest.fixture."""
     target = dec.func if isinstance(dec, ast.Call) else dec
     text = ast.unparse(target)
-    return (text in ("rule", "api.rule", "needs", "features.needs", "judged_without",
-                     "features.judged_without", "subject", "spelling.subject")
+    return (text in ("rule", "api.rule", *(n for names in MARKERS.values() for n in names))
             or text.startswith(("pytest.mark.", "pytest.fixture")))
 
 
@@ -188,6 +195,8 @@ class SuiteTest:
     #: ``y.grad_fn``, ``t.register_hook(...)``; see :func:`attributes_of`
     attributes: frozenset[str] = frozenset()
     needs: tuple[str, ...] = ()   # the features its ``@needs(...)`` decorators name
+    #: the features its ``@judged_without(...)`` decorators name (guarded by the test itself)
+    without: tuple[str, ...] = ()
     #: what its ``@subject(...)`` decorators name (``"view"``, ``"grad="``): the methods and
     #: assignments it uses as themselves, which a feature of the registry may name
     subjects: tuple[str, ...] = ()
@@ -224,6 +233,28 @@ class SuiteIndex:
         """rule id -> names of its test functions."""
         return {rule: {t.name for t in tests} for rule, tests in self.by_rule.items()}
 
+    def module(self, name: str) -> ModuleSource | None:
+        """Module ``name`` (dotted) of this tree: a suite module or a helper module."""
+        return next((m for m in self.modules.values() if m.name == name), None) \
+            or find_module(self.tree, name)
+
+    def helpers_of(self, test: SuiteTest) -> list[tuple[ModuleSource, Definition]]:
+        """The suite definitions ``test`` reads, followed transitively: its own module's and the
+        suites package's helper modules' (``conformance.suites._helpers``), not the harness's.
+        What it touches through them is what it touches (conformance.features)."""
+        out, seen, todo = [], set(), sorted(test.uses)
+        while todo:
+            module, name = todo.pop()
+            if (module, name) in seen or not module.startswith(_SUITES_PACKAGE):
+                continue
+            seen.add((module, name))
+            mod = self.module(module)
+            if mod is None or name not in mod.definitions:
+                continue
+            out.append((mod, mod.definitions[name]))
+            todo.extend(sorted(uses_of(mod.definitions[name].node, mod)))
+        return out
+
     def attributes_by_suite(self) -> dict[str, set[str]]:
         """attribute name -> suites whose module uses it on a non-namespace object
         (:func:`attributes_of` over each whole suite module)."""
@@ -246,47 +277,73 @@ class SuiteIndex:
 
 
 def _tests_of(mod: ModuleSource, relpath: str) -> list[SuiteTest]:
+    """The module's tests; a method of a ``Test*`` class also carries the class's markers
+    (``@rule``, ``@needs``, ``@judged_without``, ``@subject``), as pytest's items do."""
     suite = Path(relpath).stem[len("test_"):]
-    functions = []
+    functions = []  # (test function, its class or None)
     for node in mod.tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_"):
-            functions.append(node)
+            functions.append((node, None))
         elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
-            functions.extend(n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            functions.extend((n, node) for n in node.body
+                             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                              and n.name.startswith("test_"))
     out = []
-    for node in functions:
-        parametrize = parametrize_of(node)
+    for node, owner in functions:
+        marked = (owner, node) if owner is not None else (node,)
         out.append(SuiteTest(
-            name=node.name, rule=rule_of(node), suite=suite, file=relpath, line=node.lineno,
+            name=node.name, rule=rule_of(node) or (rule_of(owner) if owner else None),
+            suite=suite, file=relpath, line=node.lineno,
             module=mod.name, params=tuple(a.arg for a in node.args.args if a.arg != "self"),
-            parametrize=parametrize, ids=_ids(node),
+            parametrize=parametrize_of(node), ids=_ids(node),
             uses=frozenset(uses_of(node, mod)), surface=frozenset(surface_of(node)),
-            attributes=frozenset(attributes_of(node, mod)), needs=needs_of(node),
-            subjects=subjects_of(node)))
+            attributes=frozenset(attributes_of(node, mod)),
+            needs=tuple(f for n in marked for f in needs_of(n)),
+            without=tuple(f for n in marked for f in judged_without_of(n)),
+            subjects=tuple(f for n in marked for f in subjects_of(n))))
     return out
+
+
+def _marker_args(node: ast.AST, kind: str) -> tuple[str, ...]:
+    """The string literals given to ``node``'s decorators of ``kind`` (a key of MARKERS)."""
+    found: list[str] = []
+    for dec in getattr(node, "decorator_list", []):
+        if isinstance(dec, ast.Call) and ast.unparse(dec.func) in MARKERS[kind]:
+            found += [a.value for a in dec.args
+                      if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return tuple(found)
 
 
 def needs_of(node: ast.AST) -> tuple[str, ...]:
     """The feature names of ``@needs("a", "b")`` decorators of ``node`` (string literals)."""
-    found: list[str] = []
-    for dec in getattr(node, "decorator_list", []):
-        if isinstance(dec, ast.Call) and ast.unparse(dec.func) in ("needs", "features.needs"):
-            found += [a.value for a in dec.args
-                      if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-    return tuple(found)
+    return _marker_args(node, "needs")
+
+
+def autouse_fixtures(mod: ModuleSource) -> tuple[str, ...]:
+    """The names of ``mod``'s top-level ``@pytest.fixture(autouse=True)`` functions: what runs
+    around each of its tests (a reproduction script calls them around each test too)."""
+    out = []
+    for node in mod.tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for dec in node.decorator_list:
+                if (isinstance(dec, ast.Call) and ast.unparse(dec.func) == "pytest.fixture"
+                        and any(k.arg == "autouse" and isinstance(k.value, ast.Constant)
+                                and k.value.value is True for k in dec.keywords)):
+                    out.append(node.name)
+    return tuple(out)
+
+
+def judged_without_of(node: ast.AST) -> tuple[str, ...]:
+    """The feature names of ``@judged_without(...)`` decorators of ``node``: features the test
+    touches but guards itself, so they are not needs (conformance.features)."""
+    return _marker_args(node, "without")
 
 
 def subjects_of(node: ast.AST) -> tuple[str, ...]:
     """The names a test's ``@subject(...)`` decorators give (``"grad="`` for assigning
     ``.grad``): an assignment reads as a plain attribute statically, so only the marker tells a
     test about assigning ``.grad`` from one that reads it."""
-    found: list[str] = []
-    for dec in getattr(node, "decorator_list", []):
-        if isinstance(dec, ast.Call) and ast.unparse(dec.func) in ("subject", "spelling.subject"):
-            found += [a.value for a in dec.args
-                      if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-    return tuple(found)
+    return _marker_args(node, "subjects")
 
 
 def attributes_of(root: ast.AST, mod: ModuleSource) -> set[str]:
@@ -361,10 +418,16 @@ def _id(value: Any) -> str:
 
 
 def uses_of(node: ast.AST, mod: ModuleSource) -> set[tuple[str, str]]:
-    """(module, name) pairs a test reads: its own module's definitions, names it imports and
-    attributes of imported modules (``liveness.weak`` -> ("conformance.liveness", "weak"))."""
+    """(module, name) pairs a definition reads (a test, a helper function or class, an
+    assignment): its own module's definitions, names it imports and attributes of imported
+    modules (``liveness.weak`` -> ("conformance.liveness", "weak"))."""
     found = set()
-    roots = [d for d in node.decorator_list if not is_harness_decorator(d)] + [node.args, *node.body]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        roots = [d for d in node.decorator_list if not is_harness_decorator(d)] + [node.args, *node.body]
+    elif isinstance(node, ast.ClassDef):
+        roots = [*node.decorator_list, *node.bases, *node.keywords, *node.body]
+    else:
+        roots = [node]
     for sub in (s for root in roots for s in ast.walk(root)):
         if isinstance(sub, ast.Name):
             if sub.id in mod.definitions and sub.id != getattr(node, "name", None):

@@ -6,7 +6,6 @@ Violations become collection errors (they also travel through pytest-xdist worke
 """
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 from typing import Iterable
 
@@ -46,29 +45,13 @@ def item_problem(item, catalogue: Catalogue, suite: str) -> str | None:
     return None
 
 
-def _marks(obj) -> Iterable:
-    marks = getattr(obj, "pytestmark", [])
-    return marks if isinstance(marks, list) else [marks]
-
-
 def rule_ids_in_module(module) -> set[str]:
-    """Rule ids named anywhere in ``module`` (functions, classes, methods, module marks).
-
-    Read from the module object rather than from collected items, so that running one
-    test by node id does not make every other rule look untested.
-    """
-    found: set[str] = set()
-    objects = [module]
-    for value in vars(module).values():
-        if inspect.isfunction(value) or inspect.isclass(value):
-            objects.append(value)
-            if inspect.isclass(value):
-                objects.extend(v for v in vars(value).values() if inspect.isfunction(v))
-    for obj in objects:
-        for mark in _marks(obj):
-            if getattr(mark, "name", None) == "rule" and mark.args and isinstance(mark.args[0], str):
-                found.add(mark.args[0])
-    return found
+    """Rule ids the tests of suite module ``module`` check, from the suite index (the module's
+    source: the one rule->tests reader), not from the tests pytest collected, so that running
+    one test by node id does not make every other rule look untested."""
+    path = Path(module.__file__).resolve()
+    index = suite_index.index_of_dir(path.parent)
+    return {t.rule for t in index.tests if t.rule is not None and Path(t.file).name == path.name}
 
 
 def untested_rules(module, catalogue: Catalogue, suite: str) -> list[str]:

@@ -54,10 +54,10 @@ def suite_counts(data: Combined, table) -> dict[tuple[str, str], dict[str, Any]]
     """(suite, run label) -> rule outcome counts, rules held / rules, tests recorded / tests."""
     expected = _cells.expected_names(run.tests for run in data.runs)
     out = {}
-    suites = sorted({e["suite"] for e in data.catalogue})
+    suites = sorted({e.suite for e in data.catalogue})
     for run in data.runs:
         for suite in suites:
-            rules = [e["id"] for e in data.catalogue if e["suite"] == suite]
+            rules = [e.id for e in data.catalogue if e.suite == suite]
             counts = Counter(table[(r, run.label)].outcome for r in rules)
             actual = Counter(table[(r, run.label)].actual for r in rules)
             held = sum(table[(r, run.label)].actual in HELD for r in rules)
@@ -75,20 +75,22 @@ def only_one(data: Combined, table) -> list[dict[str, Any]]:
     versions) breaks, with who."""
     out = []
     for entry in data.catalogue:
-        who = [run for run in data.runs if table[(entry["id"], run.label)].broken]
+        who = [run for run in data.runs if table[(entry.id, run.label)].broken]
         frameworks = {run.framework for run in who}
         if len(who) == 1:
-            out.append({"rule": entry["id"], "suite": entry["suite"], "scope": "column",
+            out.append({"rule": entry.id, "suite": entry.suite, "scope": "column",
                         "who": who[0].title, "label": who[0].label})
         elif len(frameworks) == 1 and who:
-            out.append({"rule": entry["id"], "suite": entry["suite"], "scope": "framework",
+            out.append({"rule": entry.id, "suite": entry.suite, "scope": "framework",
                         "who": who[0].framework + " (all versions tested: "
                         + ", ".join(r.title for r in who) + ")",
                         "label": who[0].label})
     return out
 
 
-def _version_key(version: str | None) -> tuple:
+def version_key(version: str | None) -> tuple:
+    """A framework version's sort key: numeric parts as numbers (0.10 after 0.9); the page
+    orders a framework's columns by it."""
     parts = []
     for piece in re.split(r"[.+-]", version or ""):
         parts.append((0, int(piece), "") if piece.isdigit() else (1, 0, piece))
@@ -112,13 +114,13 @@ def version_changes(data, table) -> list[dict[str, Any]]:
             by_framework[run.framework].append(run)
     out = []
     for framework, runs in by_framework.items():
-        runs = sorted(runs, key=lambda r: _version_key(r.framework_version))
+        runs = sorted(runs, key=lambda r: version_key(r.framework_version))
         for old, new in zip(runs, runs[1:]):
             diff = {"framework": framework, "old": old.label, "new": new.label,
                     "old_title": old.title, "new_title": new.title,
                     "fixed": [], "regressed": [], "changed": []}
             for entry in data.catalogue:
-                a, b = table[(entry["id"], old.label)], table[(entry["id"], new.label)]
+                a, b = table[(entry.id, old.label)], table[(entry.id, new.label)]
                 if NOT_RUN in (a.actual, b.actual):
                     continue
                 kind = None
@@ -129,8 +131,8 @@ def version_changes(data, table) -> list[dict[str, Any]]:
                 elif a.actual not in HELD and a.actual != b.actual:
                     kind = "changed"
                 if kind:
-                    diff[kind].append({"rule": entry["id"], "suite": entry["suite"],
-                                       "level": entry["level"], "old": a.actual,
+                    diff[kind].append({"rule": entry.id, "suite": entry.suite,
+                                       "level": entry.level, "old": a.actual,
                                        "new": b.actual, "old_message": _first_message(a),
                                        "new_message": _first_message(b)})
             out.append(diff)

@@ -41,8 +41,10 @@ def _json_for_script(obj: Any) -> str:
 
 
 class _Rule:
+    """A catalogue entry with what the page adds to it (``diverges``, ``outcomes``)."""
+
     def __init__(self, entry, **extra):
-        self.__dict__.update(entry, **extra)
+        self.__dict__.update(entry.to_json(), **extra)
 
 
 def scripts_for(data: Combined) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
@@ -65,18 +67,18 @@ def scripts_for(data: Combined) -> tuple[dict[str, dict[str, str]], dict[str, di
         cells = _cells.of_run(run.tests)
         for entry in data.catalogue:
             rule = _Rule(entry)
-            names = cells[entry["id"]].names if entry["id"] in cells else None
+            names = cells[entry.id].names if entry.id in cells else None
             try:
-                scripts[label][entry["id"]] = repro.generate(rule, info, tree, names)
+                scripts[label][entry.id] = repro.generate(rule, info, tree, names)
             except (repro.ReproError, ValueError, KeyError) as exc:
-                errors[label][entry["id"]] = f"(no reproduction script: {exc})"
+                errors[label][entry.id] = f"(no reproduction script: {exc})"
     return scripts, errors
 
 
 def context(data: Combined) -> dict[str, Any]:
     table = aggregate.cells(data)
     counts = aggregate.suite_counts(data, table)
-    suites = sorted({e["suite"] for e in data.catalogue})
+    suites = sorted({e.suite for e in data.catalogue})
     columns = []
     for run in data.runs:
         header = run.header
@@ -89,8 +91,8 @@ def context(data: Combined) -> dict[str, Any]:
                         "adapter": run.framework, "title": run.title})
     rules_by_suite: dict[str, list] = {s: [] for s in suites}
     for e in data.catalogue:
-        row_cells = [table[(e["id"], c["label"])] for c in columns]
-        rules_by_suite[e["suite"]].append(_Rule(
+        row_cells = [table[(e.id, c["label"])] for c in columns]
+        rules_by_suite[e.suite].append(_Rule(
             e, diverges=any(c.broken for c in row_cells),
             outcomes=sorted({c.outcome for c in row_cells}
                             | {str(t.actual_outcome) for c in row_cells for t in c.tests})))
@@ -117,7 +119,7 @@ def context(data: Combined) -> dict[str, Any]:
         scripts, {r.label: repro.framework_of(repro.RunInfo.of(r).adapter_spec)[0]
                   for r in data.runs})
     details = {"cells": js_cells, "chunks": chunks, "scripts": script_refs, "modules": modules,
-               "script_errors": script_errors, "rules": {e["id"]: e for e in data.catalogue}}
+               "script_errors": script_errors, "rules": {e.id: e.to_json() for e in data.catalogue}}
     js = {"schema": SCHEMA, "version": data.version,
           "columns": {c["label"]: c for c in columns},
           "column_order": [c["label"] for c in columns],
@@ -137,7 +139,7 @@ def context(data: Combined) -> dict[str, Any]:
     # the newest version of each framework first (most causes first), older versions after
     newest = {}
     for run in data.runs:
-        key = aggregate._version_key(run.framework_version)
+        key = aggregate.version_key(run.framework_version)
         if run.framework not in newest or key > newest[run.framework][0]:
             newest[run.framework] = (key, run.label)
     latest = {label for _, label in newest.values()}

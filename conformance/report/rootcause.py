@@ -28,7 +28,7 @@ import re
 from typing import Any, Iterable
 
 from conformance.outcomes import HELD, Outcome
-from conformance.results.combined import Column
+from conformance.results.combined import Column, RuleEntry
 
 LEVELS = ("MUST", "SHOULD", "IMPLEMENTATION-DEFINED")
 #: The two kinds of root cause, in rank order: broken rules first, missing features after.
@@ -79,11 +79,12 @@ def _level_rank(level: str | None) -> int:
     return LEVELS.index(level) if level in LEVELS else len(LEVELS)
 
 
-def root_causes(run: Column, catalogue: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The ranked root causes of ``run`` (a column of results.json)."""
+def root_causes(run: Column, catalogue: Iterable[RuleEntry]) -> list[dict[str, Any]]:
+    """The ranked root causes of ``run`` (a column of results.json); ``catalogue``: its rules,
+    in suite order."""
     entries = list(catalogue)
-    order = {e["id"]: i for i, e in enumerate(entries)}
-    level_of = {e["id"]: e.get("level") for e in entries}
+    order = {e.id: i for i, e in enumerate(entries)}
+    level_of = {e.id: e.level or None for e in entries}
     groups: dict[tuple, dict[str, Any]] = {}
     cause_of_rule: dict[str, tuple] = {}
     blocked = []
@@ -95,18 +96,17 @@ def root_causes(run: Column, catalogue: Iterable[dict[str, Any]]) -> list[dict[s
             continue
         if actual not in CAUSES:
             continue
-        exp = t.expectation or {}
-        if exp.get("root_cause"):
-            key = ("expectation", exp["root_cause"])
-            summary, source, slug = exp.get("reason") or exp["root_cause"], "expectation", \
-                exp["root_cause"]
+        if t.expected_cause:
+            key = ("expectation", t.expected_cause)
+            summary, source, slug = t.expected_reason or t.expected_cause, "expectation", \
+                t.expected_cause
         else:
             text = normalise(t.message or "")
             missing = missing_feature(t.message or "")
             key = (("missing", actual, missing) if missing else
                    ("cluster", actual, text) if _informative(text) else ("cluster", actual, text,
                                                                          rule))
-            summary = exp.get("reason") or _summary(actual, t.message or "", rule)
+            summary = t.expected_reason or _summary(actual, t.message or "", rule)
             source, slug = "cluster", None
         group = groups.setdefault(key, {"slug": slug, "summary": summary, "source": source,
                                         "outcomes": set(), "rules": [], "tests": [],

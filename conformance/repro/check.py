@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from conformance import cli, outcomes
-from conformance.repro import derive
+from conformance.repro import derive, source
 from conformance.repro.run import run_all
 from conformance.results import ResultsSchemaError, RunHeader, cells as _cells, read_run
 from conformance.results.cells import Cell
@@ -89,7 +89,7 @@ def check_file(path: Path, size: int = 8, rules: list[str] | None = None,
     if catalogue is None:
         from conformance.rules import load_catalogue
 
-        catalogue = load_catalogue(derive._source.ROOT / "conformance" / "catalogue")
+        catalogue = load_catalogue(source.ROOT / "conformance" / "catalogue")
     work = Path(out_dir or tempfile.mkdtemp(prefix=f"repro-{label}-"))
     work.mkdir(parents=True, exist_ok=True)
     rows = []

@@ -16,7 +16,9 @@ the working tree when its digest matches, else ``git show <revision>:<path>``):
   :class:`conformance.repro.runtime.Repro`, which loads the adapter by the run's recorded spec
   (built-in, entry point or ``package.module:Class``) on the run's device and classifies each
   test with the harness's own :func:`conformance.outcomes.test_outcome` (and the run's timeout
-  and leak check). The one exception: a helper module of the suites package whose source at
+  and leak check), each test after checking the features it needs (listed per test in the
+  script, from the suite index: a ``@judged_without`` of one test drops no need of another).
+  The one exception: a helper module of the suites package whose source at
   the run's revision differs from the installed one (a run of an older revision) has the
   definitions the tests use copied from that revision, as the tests are. No list of modules
   says which is which. The script ends with ``RESULT: <OUTCOME>[: why]``: the outcome of the
@@ -42,7 +44,7 @@ import tokenize
 from pathlib import Path
 from typing import Any, Iterable
 
-from conformance import suite_index
+from conformance import features, suite_index
 from conformance.repro import source as _source
 from conformance.repro.source import SourceUnavailable, Tree, WorkingTree
 from conformance.suite_index import FIXTURES, Definition, ModuleSource, SuiteSourceError
@@ -94,6 +96,9 @@ class TestCase:
     name: str
     params: list[str]
     parametrize: list[tuple[str, list]]  # (argnames, values) from @pytest.mark.parametrize
+    #: the features this test needs (conformance.features.needed_by): the script's runtime
+    #: makes it UNSUPPORTED where the adapter lacks one, before it runs, as the plugin does
+    needs: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass
@@ -244,18 +249,6 @@ class _Collector:
         self.imports.setdefault(stmt, name)
 
 
-def _autouse_fixtures(mod: ModuleSource) -> list[str]:
-    out = []
-    for node in mod.tree.body:
-        if isinstance(node, ast.FunctionDef):
-            for dec in node.decorator_list:
-                if (isinstance(dec, ast.Call) and ast.unparse(dec.func) == "pytest.fixture"
-                        and any(k.arg == "autouse" and ast.literal_eval(k.value)
-                                for k in dec.keywords)):
-                    out.append(node.name)
-    return out
-
-
 def tests_by_rule(tree: Tree | None = None) -> dict[str, tuple[str, list[str]]]:
     """rule id -> (suite module path in the tree, names of its test functions): the suite
     index's (:mod:`conformance.suite_index`)."""
@@ -293,7 +286,7 @@ def _assemble(rule_id: str, tree: Tree, key: tuple, names: tuple | None) -> Asse
     try:
         mod = index.modules[relpath]
         tests: list[TestCase] = []
-        autouse = _autouse_fixtures(mod)
+        autouse = list(suite_index.autouse_fixtures(mod))
         for test in found:
             own = {n.strip() for argnames, _ in test.parametrize for n in argnames.split(",")}
             unknown = [p for p in test.params if p not in FIXTURES and p not in own]
@@ -301,7 +294,8 @@ def _assemble(rule_id: str, tree: Tree, key: tuple, names: tuple | None) -> Asse
                 raise ReproError(f"{test.name} takes fixture(s) {unknown} a script cannot provide")
             collector.add_definition(mod, test.name)
             tests.append(TestCase(test.name, list(test.params),
-                                  [(a, list(v)) for a, v in test.parametrize]))
+                                  [(a, list(v)) for a, v in test.parametrize],
+                                  features.needed_by(test, index)))
         for name in autouse:
             collector.add_definition(mod, name)
     except SuiteSourceError as exc:
@@ -584,7 +578,8 @@ def _call_lines(test: TestCase, module: str, fixtures: str) -> list[str]:
     lines = []
     for combo in combos:
         label = test.name + ("[" + "-".join(str(v) for v in combo.values()) + "]" if combo else "")
-        extra = f", fixtures={fixtures}" if fixtures else ""
+        extra = (f", fixtures={fixtures}" if fixtures else "") + \
+            (f", needs={test.needs!r}" if test.needs else "")
         lines.append(f"repro.check({label!r}, lambda: {test.name}({args(combo)}){extra})\n")
     return lines
 

@@ -7,6 +7,9 @@ from here, at run time, so a script can only say what the harness would say:
 * the adapter, loaded by the spec the run recorded (a built-in name, an entry point or
   ``package.module:Class``) with :func:`adapters.base.load_adapter`, the harness's loader:
   ``adapter``, ``fw`` (its namespace) and the device;
+* each test's feature needs, which the script lists per test (``needs=``, from the suite
+  index at the run's revision: :func:`conformance.features.needed_by`): a test needing a
+  feature the adapter declares missing is UNSUPPORTED before it runs, as in the run;
 * each test's outcome from :func:`conformance.outcomes.test_outcome`, the function the
   harness's plugin calls; a rule's outcome is :func:`conformance.results.cells.rule_outcome`
   of its tests', as the report's cell;
@@ -24,6 +27,8 @@ import sys
 from typing import Any, Callable
 
 from adapters.base import load_adapter
+from conformance import features
+from conformance.outcome_exceptions import Unsupported
 from conformance.outcomes import HELD, Outcome, first_lines, test_outcome
 from conformance.results.cells import rule_outcome
 
@@ -67,13 +72,18 @@ class Repro:
                  "observe": self.observe}
         return {p: given[p] for p in inspect.signature(fn).parameters if p in given}
 
-    def _once(self, call: Callable[[], Any], fixtures: tuple) -> tuple[Outcome, str]:
+    def _once(self, call: Callable[[], Any], fixtures: tuple,
+              needs: tuple = ()) -> tuple[Outcome, str]:
         """Set up the suite's autouse fixtures, call the test, tear them down; classify the
-        first phase that raised, as the harness does."""
+        first phase that raised, as the harness does. A test that ``needs`` a feature the
+        adapter declares missing is UNSUPPORTED before any of it runs (the plugin's setup)."""
         self._observed.clear()
         active = []
         exc: BaseException | None = None
         try:
+            missing = features.missing_for(self.adapter, needs)
+            if missing is not None:
+                raise Unsupported(features.unsupported_message(self.adapter, missing))
             for fixture in fixtures:
                 gen = fixture(**self._fixture_args(fixture))
                 next(gen)
@@ -94,11 +104,13 @@ class Repro:
             return Outcome.TIMEOUT, first_lines(f"{type(exc).__name__}: {exc}")
         return test_outcome(exc, self.rule, self.level, bool(self._observed))
 
-    def check(self, name: str, call: Callable[[], Any], fixtures: tuple = ()) -> tuple[str, str]:
-        """Run one test (``call``) and print and keep its outcome."""
+    def check(self, name: str, call: Callable[[], Any], fixtures: tuple = (),
+              needs: tuple = ()) -> tuple[str, str]:
+        """Run one test (``call``) and print and keep its outcome; ``needs``: the features the
+        test needs (the script lists them per test, from the suite index)."""
         disarm = self._arm()
         try:
-            actual, message = self._once(call, fixtures)
+            actual, message = self._once(call, fixtures, needs)
             if actual in HELD and self.leak_check:
                 actual, message = self._leak(call, fixtures, actual, message)
         finally:

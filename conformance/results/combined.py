@@ -166,11 +166,36 @@ def placeholder(label: str, framework: str, version: str | None, status: str,
                   tests=[])
 
 
+@dataclasses.dataclass(frozen=True)
+class RuleEntry:
+    """A rule as the ``catalogue`` of results.json has it: what the page, the root causes and
+    the scripts' headers show of it (the catalogue itself is conformance/catalogue/*.toml)."""
+
+    id: str
+    suite: str = ""
+    level: str = ""
+    statement: str = ""
+    rationale: str = ""
+    source: str = ""
+
+    @classmethod
+    def of(cls, rule) -> "RuleEntry":
+        """The entry of a catalogue rule (:class:`conformance.rules.Rule`)."""
+        return cls(**{f.name: getattr(rule, f.name) for f in dataclasses.fields(cls)})
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "RuleEntry":
+        return cls(**{f.name: str(obj.get(f.name) or "") for f in dataclasses.fields(cls)})
+
+    def to_json(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
+
+
 @dataclasses.dataclass
 class Combined:
     """results.json: the catalogue (rule entries) and one column per run."""
 
-    catalogue: list[dict[str, Any]]
+    catalogue: list[RuleEntry]
     runs: list[Column]
     generated: str = ""
     version: int = VERSION
@@ -179,11 +204,12 @@ class Combined:
 
     @property
     def rule_ids(self) -> list[str]:
-        return [entry["id"] for entry in self.catalogue]
+        return [entry.id for entry in self.catalogue]
 
     def to_json(self) -> dict[str, Any]:
         out = {"schema": SCHEMA, "version": self.version, "generated": self.generated,
-               "catalogue": self.catalogue, "runs": [r.to_json() for r in self.runs]}
+               "catalogue": [e.to_json() for e in self.catalogue],
+               "runs": [r.to_json() for r in self.runs]}
         if self.mutants:
             out["mutants"] = self.mutants
         if self.findings:
@@ -195,7 +221,7 @@ class Combined:
         """``data`` (any version this reader can migrate) checked and typed; ResultsSchemaError
         saying what is wrong and what to do."""
         data = migrate(data, where)
-        return cls(catalogue=data["catalogue"],
+        return cls(catalogue=[RuleEntry.from_json(e) for e in data["catalogue"]],
                    runs=[Column.from_json(r, where) for r in data["runs"]],
                    generated=str(data.get("generated") or ""), version=data["version"],
                    mutants=data.get("mutants"), findings=data.get("findings"))
@@ -207,9 +233,9 @@ class Combined:
         return json.dumps(data, indent=1, default=repr) + "\n"
 
 
-def catalogue_entries(catalogue) -> list[dict[str, str]]:
-    return [{"id": r.id, "suite": r.suite, "level": r.level, "statement": r.statement,
-             "rationale": r.rationale, "source": r.source} for r in catalogue.rules.values()]
+def catalogue_entries(catalogue) -> list[RuleEntry]:
+    """The entries of every rule of a catalogue (:class:`conformance.rules.Catalogue`)."""
+    return [RuleEntry.of(r) for r in catalogue.rules.values()]
 
 
 def build(runs: Iterable[Column], catalogue) -> Combined:

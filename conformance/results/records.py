@@ -205,6 +205,16 @@ class TestRecord(_Record):
         return self.actual or self.outcome
 
     @property
+    def expected_cause(self) -> str:
+        """The ``root_cause`` slug of the test's expectation entry ("" where it has none)."""
+        return str((self.expectation or {}).get("root_cause") or "")
+
+    @property
+    def expected_reason(self) -> str:
+        """The ``reason`` of the test's expectation entry ("" where it has none)."""
+        return str((self.expectation or {}).get("reason") or "")
+
+    @property
     def flaky(self) -> bool:
         """Whether the test's expectation says the framework does not behave the same in
         every run (such cells are left out of reproduction samples)."""

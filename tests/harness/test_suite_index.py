@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from conformance import fw_surface, spec, suite_index, traceability
 from conformance.repro import derive
 from conformance.repro.source import WorkingTree
@@ -71,22 +73,47 @@ def test_every_reader_gives_the_index_answer():
     assert path.read_text().splitlines()[line - 1].startswith(f"def {name}(")
 
 
+#: The decorators a suite test carries; reading one from source is the index's job.
+SUITE_DECORATORS = {"rule", "api.rule", *(n for names in suite_index.MARKERS.values() for n in names),
+                    "pytest.fixture", "pytest.mark.parametrize"}
+
+
+def decorator_readers(source: str) -> list[str]:
+    """Why ``source`` reads the suites' decorators or files itself (empty: it does not)."""
+    tree = ast.parse(source)
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+               and isinstance(n.value, str)}
+    attrs = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    found = []
+    if "decorator_list" in attrs | strings and strings & SUITE_DECORATORS:
+        found.append(f"matches {sorted(strings & SUITE_DECORATORS)} decorators")
+    if "parse" in attrs and "test_*.py" in strings:
+        found.append("parses the suite files")
+    return found
+
+
 def test_one_rule_to_tests_reader():
-    """No other module of the harness reads ``@rule(...)`` marks from source (decorator ASTs
-    compared with "rule") or parses the suite files itself."""
+    """No other module of the harness reads a suite test's decorators from source (``@rule``,
+    ``@needs``, ``@judged_without``, ``@subject``, fixtures, parametrize) or parses the suite
+    files itself."""
     offenders = []
     for path in sorted((ROOT / "conformance").rglob("*.py")) + sorted((ROOT / "adapters").rglob("*.py")):
         if path.name == "suite_index.py" or SUITES in path.parents:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
-                   and isinstance(n.value, str)}
-        attrs = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-        if "decorator_list" in attrs and strings & {"rule", "api.rule"}:
-            offenders.append(f"{path.relative_to(ROOT)} matches @rule decorators")
-        if "parse" in attrs and "test_*.py" in strings:
-            offenders.append(f"{path.relative_to(ROOT)} parses the suite files")
+        offenders += [f"{path.relative_to(ROOT)} {why}"
+                      for why in decorator_readers(path.read_text(encoding="utf-8"))]
     assert not offenders, offenders
+
+
+@pytest.mark.parametrize("planted", [
+    "[d for d in node.decorator_list if ast.unparse(d) == 'rule']",
+    "any(ast.unparse(d.func) in ('subject', 'spelling.subject') for d in node.decorator_list)",
+    "[d for d in getattr(node, 'decorator_list', []) if ast.unparse(d.func) == 'needs']",
+    "[d for d in node.decorator_list if ast.unparse(d.func) == 'pytest.fixture']",
+    "[ast.parse(p.read_text()) for p in suites.glob('test_*.py')]",
+])
+def test_the_reader_scan_catches_a_second_reader(planted):
+    assert decorator_readers(planted + "\n")
 
 
 def test_a_test_module_is_indexed_as_pytest_would(tmp_path):
@@ -144,3 +171,34 @@ def test_the_index_is_read_once_per_tree_and_again_when_a_suite_changes(tmp_path
     assert suite_index.index_of(WorkingTree(tmp_path)) is first
     module.write_text(module.read_text() + '\n\n@rule("demo.two")\ndef test_two():\n    pass\n')
     assert set(suite_index.index_of(WorkingTree(tmp_path)).by_rule) == {"demo.one", "demo.two"}
+
+
+def test_a_test_class_gives_its_markers_to_its_methods_as_pytest_does(tmp_path):
+    """pytest's items carry their class's marks: a method of a ``@rule`` class checks that
+    rule (collection's "every rule has a test" reads this index), and the class's ``@needs`` and
+    ``@judged_without`` count for every method (a reproduction script checks them per test)."""
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "test_demo.py").write_text(textwrap.dedent('''
+        from conformance.api import rule
+        from conformance.features import judged_without, needs
+
+        @rule("demo.one")
+        @needs("grad_modes")
+        class TestOne:
+            @judged_without("graph_nodes")
+            def test_method(self, fw):
+                pass
+
+        @rule("demo.two")
+        @judged_without("tensor_hooks")
+        def test_two(fw):
+            pass
+    '''))
+    index = suite_index.index_of_dir(suites)
+    method = index.by_rule["demo.one"][0]
+    assert (method.name, method.needs, method.without) == ("test_method", ("grad_modes",),
+                                                          ("graph_nodes",))
+    assert index.by_rule["demo.two"][0].without == ("tensor_hooks",)
+    module = type("Module", (), {"__file__": str(suites / "test_demo.py")})
+    assert traceability.rule_ids_in_module(module) == {"demo.one", "demo.two"}

@@ -11,11 +11,11 @@ from conformance.report import aggregate
 from conformance.repro import check
 from conformance.repro.runtime import Repro
 from conformance.results import RunHeader, TestRecord, cells
-from conformance.results.combined import Column, Combined
+from conformance.results.combined import Column, Combined, RuleEntry
 
 RULE = "demo.a"
-CATALOGUE = [{"id": RULE, "suite": "demo", "level": "MUST", "statement": "s", "rationale": "r",
-              "source": "x"}]
+CATALOGUE = [RuleEntry(RULE, suite="demo", level="MUST", statement="s", rationale="r",
+                       source="x")]
 
 
 def record(name: str, actual: str, outcome: str | None = None, **extra) -> TestRecord:

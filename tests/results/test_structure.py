@@ -16,14 +16,17 @@ from conformance.results.records import RunEnd, RunHeader, TestRecord
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "conformance" / "results"
 
-#: Every field name of the three records (and of the per-phase info).
+#: Every field name of the three records (and of the per-phase info), and the keys of a column
+#: of results.json that only it has (its others, ``label``, ``status``, ``tests``..., are common
+#: words: a column is read as :class:`conformance.results.combined.Column`).
 FIELDS = {*RunHeader.field_names(), *TestRecord.field_names(), *RunEnd.field_names(),
-          "fails", "crash"}
+          "fails", "crash", "root_causes", "witnesses"}
 #: Field names no other document of the project uses: a read of one is a record read wherever
 #: it is.
 DISTINCT = {"nodeid", "blocked_by", "observed", "exitstatus", "not_run", "interrupted",
             "adapter_spec", "suite_revision", "suite_dirty", "suite_digest", "python_executable",
-            "conformance_timeout", "leak_check", "framework_version"}
+            "conformance_timeout", "leak_check", "framework_version", "root_causes", "witnesses",
+            "expectations_note"}
 #: Names a record is held in; on these, any field name is a record read (``t["outcome"]``).
 RECORD_NAMES = {"t", "test", "tests", "record", "records", "rec", "line", "header", "end",
                 "info", "meta", "cell", "run"}
@@ -59,10 +62,15 @@ def _name(node: ast.AST) -> str:
     return ""
 
 
+#: Calls whose result is a record as a plain dict: any string-key read of one is a record read.
+AS_DICT = {"to_json", "to_entry", "asdict", "vars"}
+
+
 def record_reads(source: str, where: str = "<planted>", allowed=OTHER_DOCUMENTS) -> list[str]:
     """``file:line: name[key]`` for every string-key read of a record field in ``source``:
     ``x[key]`` and ``x.get(key)`` / ``.pop`` / ``.setdefault``, where the key is a distinct
-    field name, or any field name on a variable named like a record."""
+    field name, or any field name on a variable named like a record, or any key on a record
+    turned into a dict (``t.to_json()["outcome"]``)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
@@ -75,7 +83,9 @@ def record_reads(source: str, where: str = "<planted>", allowed=OTHER_DOCUMENTS)
         if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
             continue
         name = _name(holder)
-        if key.value in FIELDS and (key.value in DISTINCT or name in RECORD_NAMES) \
+        if isinstance(holder, ast.Call) and name in AS_DICT:
+            found.append(f"{where}:{node.lineno}: {name}()[{key.value!r}]")
+        elif key.value in FIELDS and (key.value in DISTINCT or name in RECORD_NAMES) \
                 and (where, name, key.value) not in allowed:
             found.append(f"{where}:{node.lineno}: {name}[{key.value!r}]")
     return found
@@ -96,6 +106,13 @@ def test_no_module_outside_the_results_package_reads_a_record_by_string_key():
 ])
 def test_the_scan_catches_a_planted_record_read(planted):
     assert record_reads(f"def f(t, record, header, x, run, end, cell, tests):\n    {planted}\n")
+
+
+def test_the_scan_catches_a_read_of_a_record_turned_into_a_dict():
+    assert record_reads('t.to_json()["outcome"]\nx = dataclasses.asdict(r).get("message")\n'
+                        'vars(record)["level"]\n') != []
+    assert len(record_reads('t.to_json()["outcome"]\nx = dataclasses.asdict(r).get("message")\n'
+                            'vars(record)["level"]\n')) == 3
 
 
 @pytest.mark.parametrize("innocent", [
@@ -195,3 +212,48 @@ def test_phase_info_carries_exactly_the_test_records_phase_fields():
         PhaseInfo(nonsense=1)
     info = PhaseInfo(**{name: None for name in TestRecord.phase_fields()}, fails=True)
     assert set(info.to_json()) == {*TestRecord.phase_fields(), "fails"}
+
+
+# -- raw results only inside the package -----------------------------------------------------------
+#: Every JSON parse of the harness outside this package, and what it parses: none is a results
+#: file (a record read by string key needs a raw dict, and outside this package a results line
+#: only exists typed). A new parse of a results file elsewhere fails the test below; a new
+#: parse of another document is added here with what it reads.
+JSON_PARSES = {
+    "conformance/history/record.py": (2, "a history file's lines; the child runner's answer"),
+    "conformance/history/__init__.py": (1, "a release's history file"),
+    "conformance/repro/run.py": (1, "the script runner's own lines (one per script run)"),
+    "conformance/report/build.py": (2, "nox's <label>.status.json; reports/mutants.json"),
+    "conformance/report/html.py": (2, "the page's own packed data, read back"),
+    "conformance/differential/worker.py": (1, "a request of the differential runner"),
+    "conformance/differential/fuzz.py": (1, "a fuzz worker's counts file"),
+    "conformance/differential/runner.py": (1, "a differential worker's answer"),
+    "conformance/mutants/generic.py": (3, "mutmut's meta and stats files"),
+    "conformance/mutants/__main__.py": (2, "the mutants baseline; reports/mutants.json"),
+    "conformance/torchtests/worker.py": (2, "a torchtests job and its chunks"),
+    "conformance/torchtests/run.py": (1, "a torchtests worker's event lines"),
+    "conformance/isolation.py": (1, "an isolation probe's answer"),
+    "conformance/witness.py": (1, "a witness child's answer"),
+    "conformance/evidence/runner.py": (1, "an evidence job"),
+    "noxfile.py": (1, "nox's <label>.stamp.json"),
+    ".ci/check_results.py": (1, "nox's <label>.status.json"),
+}
+
+
+def json_parses(source: str) -> int:
+    """How many ``json.load(...)`` / ``json.loads(...)`` calls ``source`` makes."""
+    return sum(1 for node in ast.walk(ast.parse(source))
+               if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+               and node.func.attr in ("load", "loads") and isinstance(node.func.value, ast.Name)
+               and node.func.value.id == "json")
+
+
+def test_no_module_outside_the_results_package_parses_a_results_file():
+    suites = ROOT / "conformance" / "suites"  # what the engines do, not results
+    found = {path.relative_to(ROOT).as_posix(): n for path in harness_files()
+             if suites not in path.parents and (n := json_parses(path.read_text(encoding="utf-8")))}
+    assert found == {where: n for where, (n, _) in JSON_PARSES.items()}, (
+        "a JSON parse outside conformance/results: read results through conformance.results "
+        "(read_run, combined.load, read_findings); for another document, list it in JSON_PARSES "
+        "with what it parses")
+    assert json_parses("import json\nrows = [json.loads(x) for x in open('r.jsonl')]\n") == 1
