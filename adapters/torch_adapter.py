@@ -30,11 +30,13 @@ class TorchAdapter(Adapter):
         {"label": "torch-1.13.1", "version": "1.13.1", "install": ["torch==1.13.1", "numpy<2"],
          "python": "3.10", "required": False},
     )
-    # oldest first; 1.1.0 is here because PR 22983 (custom Function ownership) is in 1.2.0
+    # oldest first; 1.1.0 is here because PR 22983 (custom Function ownership) is in 1.2.0,
+    # 1.8.0 as the first release with torch.autograd.forward_ad, 1.10.2 to date the changes
+    # seen between 1.9.0 and 1.11.0 (a ctx attribute cycle collected, among others)
     releases = tuple(_release(v, py) for v, py in (
         ("1.1.0", "3.7"), ("1.2.0", "3.7"), ("1.3.0", "3.7"), ("1.4.0", "3.7"), ("1.5.0", "3.7"),
-        ("1.7.1", "3.8"), ("1.9.0", "3.8"), ("1.11.0", "3.8"), ("1.13.1", "3.8"),
-        ("2.0.1", "3.8"), ("2.4.1", "3.8"), ("2.6.0", "3.11"), ("2.9.1", "3.11"),
+        ("1.7.1", "3.8"), ("1.8.0", "3.8"), ("1.9.0", "3.8"), ("1.10.2", "3.8"), ("1.11.0", "3.8"),
+        ("1.13.1", "3.8"), ("2.0.1", "3.8"), ("2.4.1", "3.8"), ("2.6.0", "3.11"), ("2.9.1", "3.11"),
         ("2.13.0", "3.11"), (NEWEST, "3.11"),
     ))
 

@@ -40,6 +40,21 @@ def test_the_ownership_change_of_pr_22983_is_listed():
     assert "22983" in c.upstream
 
 
+def test_the_2_0_hook_rework_is_listed():
+    changes = {(c.rule, c.after.version): c for c in render.changes(EVIDENCE)}
+    c = changes[("hooks.tensor-prehooks-before-node-prehooks", "2.0.1")]
+    assert c.kind == "changes" and "85849" in c.upstream
+
+
+def test_the_release_that_brought_forward_mode_ad_is_recorded():
+    """torch.autograd.forward_ad first ships in 1.8.0: absent in 1.7.1, there in 1.8.0."""
+    def status(version):
+        data = RELEASES[version]["observations"]["forward_levels.enter-exit-api"]
+        return history.status(data["output"], EVIDENCE["forward_levels.enter-exit-api"].output)
+
+    assert status("1.7.1") == "absent" and status("1.8.0") != "absent"
+
+
 @pytest.mark.parametrize("rule_id", sorted(EVIDENCE))
 def test_snippet_is_python_3_7(rule_id):
     ast.parse(EVIDENCE[rule_id].snippet, feature_version=(3, 7))
