@@ -779,9 +779,10 @@ def test_a_kept_handle_does_not_keep_its_hook_alive(fw, device):
 
 # -- module full backward hooks ------------------------------------------------------------
 
-def _two_output_module(adapter, fw):
+def _two_output_module(adapter, fw, *, pre_hooks=False):
     """A module ``m(a, k, b) -> (a * 2, b * 3)`` (``k`` a number); Unsupported without
-    ``nn.Module`` full backward hooks."""
+    ``nn.Module`` full backward hooks, or without their pre-hooks where the test uses them
+    (``pre_hooks``: torch 1.8-1.13 have the hooks but not the pre-hooks)."""
     base = adapter.feature("module_backward_hooks", lambda: fw.nn.Module)
 
     class TwoOut(base):
@@ -790,7 +791,8 @@ def _two_output_module(adapter, fw):
 
     m = TwoOut()
     adapter.feature("module_backward_hooks", m, "register_full_backward_hook")
-    adapter.feature("module_backward_hooks", m, "register_full_backward_pre_hook")
+    if pre_hooks:
+        adapter.feature("module_backward_hooks", m, "register_full_backward_pre_hook")
     return m
 
 
@@ -800,7 +802,7 @@ def _values(adapter, grads):
 
 @rule("hooks.module-full-backward-hook-order")
 def test_module_full_backward_hooks_order_and_contents(adapter, fw, device):
-    m = _two_output_module(adapter, fw)
+    m = _two_output_module(adapter, fw, pre_hooks=True)
     seen = []
     m.register_full_backward_hook(lambda mod, gi, go: seen.append(("hook", mod is m, _values(adapter, gi), _values(adapter, go))))
     m.register_full_backward_pre_hook(lambda mod, go: seen.append(("pre", mod is m, _values(adapter, go))))
@@ -819,7 +821,7 @@ def test_module_full_backward_hooks_order_and_contents(adapter, fw, device):
 
 @rule("hooks.module-full-backward-hook-order")
 def test_module_full_backward_hooks_replace_gradients(adapter, fw, device):
-    m = _two_output_module(adapter, fw)
+    m = _two_output_module(adapter, fw, pre_hooks=True)
     m.register_full_backward_pre_hook(lambda mod, go: (go[0] * 10, go[1]))
     m.register_full_backward_hook(lambda mod, gi, go: (gi[0], None, gi[2] * 100))
     a = fw.ones(2, requires_grad=True, device=device)
