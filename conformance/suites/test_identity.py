@@ -845,7 +845,8 @@ def test_second_backward_accumulates_into_same_object(adapter, fw, device):
     adapter.backward(y, fw.ones(5, device=device), retain_graph=True)
     g = x.grad
     adapter.backward(y, fw.ones(5, device=device))
-    assert g is x.grad, "accumulation replaced the .grad object"
+    if x.grad is x.grad:  # else every read is a new object: identity.grad-same-object's finding
+        assert g is x.grad, "accumulation replaced the .grad object"
     np.testing.assert_allclose(adapter.to_numpy(g), np.full(5, 2.0),
                                err_msg="the held reference does not see the accumulated sum")
 

@@ -19,11 +19,10 @@ KNOWN_WITHOUT_HOME = {
                             "engine.version-counter-error as a prerequisite (not yet)",
     },
     "paddle": {
-        "grads-keep-graph": "the four rules were drafted under one cause; not re-judged by hand yet",
         "reference-cycles-uncollected": "one mechanism (the C++ tensor holds its Python parts "
-                                        "strongly) over six cycle shapes; whether each shape is its "
-                                        "own finding is not re-judged yet (the finalizer test fails "
-                                        "on a count, which may be another cause)",
+                                        "strongly); the dict-cycle and finalizer tests are no longer "
+                                        "cascades (prerequisite / own grad_fn read removed), the ctx-"
+                                        "attribute and saved-output shapes are not re-judged yet",
         "no-pyobject-preservation": "ctx-saved-tensors-same-objects fails on a Paddle enforce error and "
                                     "data-assign-keeps-object on the version counter: both look like "
                                     "other causes, not re-judged yet",
