@@ -353,7 +353,11 @@ def test_write_into_an_output_of_unbind_is_refused_or_recorded(adapter, fw, devi
         adapter.inplace(parts[0], "mul_", 3)
     except RuntimeError:  # refused, as torch does: nothing written
         close(adapter, fw.detach(b), [1, 2, 1, 1], "the base's values after the refused op")
-    else:  # accepted: the base's history must include the write
+    else:  # accepted: the base's history must include the write (as a plain view's write does)
+        c = fw.ones(4, requires_grad=True, device=device)
+        d = c * 1
+        write_through_view(adapter, fw, c, d, lambda: adapter.inplace(d[:2], "mul_", 3), [3, 3, 1, 1],
+                           grad=[3, 3, 1, 1], what="a write through a plain view")
         adapter.backward(fw.sum(b * fw.arange(1.0, 5.0, device=device)))
         close(adapter, a.grad, [3, 2, 3, 4], "the leaf's gradient through a write into unbind()[0]")
     p = fw.zeros(4, device=device)
