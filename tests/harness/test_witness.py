@@ -24,9 +24,6 @@ KNOWN_WITHOUT_HOME = {
                                         "collected is a cascade, but the prerequisite that would block "
                                         "it turns OneFlow's per-holder independent verdict BLOCKED too "
                                         "(not re-run on OneFlow yet)",
-        "no-pyobject-preservation": "ctx-saved-tensors-same-objects fails on a Paddle enforce error and "
-                                    "data-assign-keeps-object on the version counter: both look like "
-                                    "other causes, not re-judged yet",
         "grad-node-naming": "legacy_function.grad-fn-name and identity.custom-function-node-name "
                             "state the same behaviour (one rule in two suites): the catalogue "
                             "should merge them",
