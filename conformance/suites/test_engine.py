@@ -318,6 +318,8 @@ def test_reduction_graph_backprops_twice(adapter, fw, device):
 @rule("engine.backward-keeps-leaves-leaves")
 def test_leaf_is_still_a_leaf_after_backward(adapter, fw, device):
     x = fw.ones(3, requires_grad=True, device=device)
+    with prerequisite("engine.leaf-inplace-error", what="a fresh leaf") as pre:
+        pre.check(x.grad_fn is None, "a leaf that requires grad has no grad_fn before any backward")
     adapter.backward(fw.sum(x * 2))
     adapter.backward(fw.sum(x))
     assert x.grad_fn is None, f"after backward the leaf has grad_fn {x.grad_fn!r}"

@@ -19,19 +19,14 @@ KNOWN_WITHOUT_HOME = {
                             "engine.version-counter-error as a prerequisite (not yet)",
     },
     "paddle": {
-        "grads-keep-graph": "the four rules were drafted under one cause; not re-judged by hand yet",
-        "reference-cycles-uncollected": "one mechanism (the C++ tensor holds its Python parts "
-                                        "strongly) over six cycle shapes; whether each shape is its "
-                                        "own finding is not re-judged yet (the finalizer test fails "
-                                        "on a count, which may be another cause)",
-        "no-pyobject-preservation": "ctx-saved-tensors-same-objects fails on a Paddle enforce error and "
-                                    "data-assign-keeps-object on the version counter: both look like "
-                                    "other causes, not re-judged yet",
+        "reference-cycles-uncollected": "Paddle's tensor type is not tracked by the collector (one "
+                                        "mechanism for every user-made cycle); ctx-attribute-cycle-"
+                                        "collected is a cascade, but the prerequisite that would block "
+                                        "it turns OneFlow's per-holder independent verdict BLOCKED too "
+                                        "(not re-run on OneFlow yet)",
         "grad-node-naming": "legacy_function.grad-fn-name and identity.custom-function-node-name "
                             "state the same behaviour (one rule in two suites): the catalogue "
                             "should merge them",
-        "inplace-view-semantics": "inplace-on-multi-output-view may diverge in its 'recorded' branch "
-                                  "(a cascade of the home rule) or in its refusal: not re-judged yet",
     },
     "oneflow": {
         # Cascades of the home rule on OneFlow (re-run on 0.9.0 and 0.8.0, issue 27): each test needs
@@ -40,9 +35,6 @@ KNOWN_WITHOUT_HOME = {
         "no-version-counter": "engine.version-counter-error-detail (no error, so no detail) and "
             "views.saved-view-version-checked (no in-place change is noticed at all): need "
             "prerequisite('engine.version-counter-error')",
-        "inplace-on-view-not-recorded-in-base": "views.inplace-on-multi-output-view diverges in its "
-            "'recorded' branch (the leaf's gradient through a write into unbind()[0]): needs "
-            "prerequisite('views.inplace-on-view-rewrites-base')",
         "no-grad-view-inplace-accepted": "views.inplace-on-view-of-no-grad-view-refused: OneFlow refuses "
             "no in-place op on a no_grad view at all: needs "
             "prerequisite('views.inplace-on-no-grad-view-refused')",
