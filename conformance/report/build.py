@@ -138,17 +138,70 @@ def build(results_dir: Path, out_dir: Path, columns=None, catalogue_dir: Path | 
 
 
 def mutants_summary(path: Path) -> dict | None:
-    """The score of ``nox -s mutants`` (reports/mutants.json), its survivors and date, if run."""
-    try:
-        found = json.loads(Path(path).read_text(encoding="utf-8"))
-        curated = found["curated"]
-    except (OSError, ValueError, KeyError, TypeError):
+    """The score of ``nox -s mutants`` (reports/mutants.json), its survivors and date, if run;
+    a file that is there but cannot be read is refused (ResultsSchemaError), not dropped."""
+    path = Path(path)
+    if not path.exists():
         return None
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        problem: str | None = f"not JSON ({type(exc).__name__})"
+    else:
+        problem = _mutants_problem(found)
+    if problem:
+        raise ResultsSchemaError(f"{path}: {problem}; not a mutants.json written by nox -s "
+                                 f"mutants: remove it or run nox -s mutants again")
+    curated = found.get("curated") or {}
     keep = ("id", "expected_rules", "reason")
     return {"date": found.get("date"), "killed": curated.get("killed"), "total": curated.get("total"),
             "score": curated.get("score"), "partial": found.get("partial", False),
-            "survivors": [{k: e.get(k) for k in keep} for e in curated.get("survivors", [])],
+            "survivors": [{k: e.get(k) for k in keep} for e in curated.get("survivors") or []],
             "baseline": found.get("baseline"), "generic": _generic_summary(found.get("generic"))}
+
+
+def _mutants_problem(found) -> str | None:
+    """Why ``found`` (mutants.json) cannot be shown: the first field of a type the page does
+    not expect, or None. Checked in order, so a field is looked into only once it is known
+    to be a list or an object."""
+    def wrong(name: str, value, *types) -> str | None:
+        if value is None or (isinstance(value, types) and (bool in types
+                                                           or not isinstance(value, bool))):
+            return None
+        return (f"field {name!r} is {type(value).__name__}, expected "
+                f"{' or '.join(t.__name__ for t in types)}")
+
+    def items(name: str, value, fields: dict) -> str | None:
+        for i, entry in enumerate(value or []):
+            problem = wrong(f"{name}[{i}]", entry, dict) or next(
+                (p for key, types in fields.items()
+                 if (p := wrong(f"{name}[{i}].{key}", entry.get(key), *types))), None)
+            if problem:
+                return problem
+        return None
+
+    if not isinstance(found, dict):
+        return f"a JSON {type(found).__name__}, not an object"
+    curated, generic = found.get("curated"), found.get("generic")
+    return (wrong("date", found.get("date"), str) or wrong("partial", found.get("partial"), bool)
+            or wrong("baseline", found.get("baseline"), dict)
+            or wrong("curated", curated, dict) or wrong("generic", generic, dict)
+            or (curated and (
+                wrong("curated.killed", curated.get("killed"), int)
+                or wrong("curated.total", curated.get("total"), int)
+                or wrong("curated.score", curated.get("score"), int, float)
+                or wrong("curated.survivors", curated.get("survivors"), list)
+                or items("curated.survivors", curated.get("survivors"),
+                         {"id": (str,), "expected_rules": (list,), "reason": (str,)})))
+            or (generic and (
+                wrong("generic.summary", generic.get("summary"), str)
+                or wrong("generic.survivors_by_function", generic.get("survivors_by_function"), dict)
+                or wrong("generic.not_reached_by_function",
+                         generic.get("not_reached_by_function"), dict)
+                or wrong("generic.survivors", generic.get("survivors"), list)
+                or items("generic.survivors", generic.get("survivors"),
+                         {"function": (str,), "change": (list,), "kind": (str,)})))
+            or None)
 
 
 def _generic_summary(generic) -> dict | None:
@@ -167,10 +220,11 @@ def findings_summary(results_dir: Path, per_adapter: int = 40) -> list[dict]:
     script that shows it."""
     found = []
     for path in sorted(Path(results_dir).glob(f"{_findings.EXPLORE_PREFIX}*.jsonl")):
-        try:
+        try:  # one that cannot be read is refused, never left out silently
             searches = _findings.read_findings(path)
-        except (OSError, ResultsSchemaError):
-            continue
+        except OSError as exc:
+            raise ResultsSchemaError(f"{path}: cannot read it ({exc.strerror or exc}); remove "
+                                     f"it or move it out of the results directory") from None
         if not searches:
             continue
         by_signature: dict = {}
