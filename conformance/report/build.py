@@ -20,7 +20,7 @@ lines this prints.
 
 Outputs (results.json, junit/<label>.xml, index.html) are all rendered in memory first and
 replaced together (:class:`conformance.outputs.Outputs`): a failure, or Ctrl-C, leaves the
-previous report whole.
+previous report whole. JUnit files of runs the new report lacks go with the replacement.
 """
 from __future__ import annotations
 
@@ -132,6 +132,8 @@ def build(results_dir: Path, out_dir: Path, columns=None, catalogue_dir: Path | 
     outputs = Outputs()
     outputs.add(out_dir / "results.json", data.dumps())
     junit.add_all(data, out_dir / "junit", outputs)
+    for stale in sorted((out_dir / "junit").glob("*.xml")):  # runs no longer in the report
+        outputs.remove(stale)
     page = outputs.add(out_dir / "index.html", html.render(data))
     outputs.commit()
     return data, page
