@@ -74,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {path}")
         return 0
     except (history.HistoryError, EvidenceError) as exc:
-        print(f"conformance.history: {exc}", file=sys.stderr)
-        return 4
+        return parser.fail(exc)
 
 
 if __name__ == "__main__":
