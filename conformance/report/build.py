@@ -159,7 +159,9 @@ def mutants_summary(path: Path) -> dict | None:
     return {"date": found.get("date"), "killed": curated.get("killed"), "total": curated.get("total"),
             "score": curated.get("score"), "partial": found.get("partial", False),
             "survivors": [{k: e.get(k) for k in keep} for e in curated.get("survivors") or []],
-            "baseline": found.get("baseline"), "generic": _generic_summary(found.get("generic"))}
+            "baseline": {k: baseline.get(k) for k in ("killed", "total", "date")}
+            if isinstance(baseline := found.get("baseline"), dict) else None,
+            "generic": _generic_summary(found.get("generic"))}
 
 
 def _mutants_problem(found) -> str | None:
@@ -175,9 +177,10 @@ def _mutants_problem(found) -> str | None:
 
     def items(name: str, value, fields: dict) -> str | None:
         for i, entry in enumerate(value or []):
-            problem = wrong(f"{name}[{i}]", entry, dict) or next(
-                (p for key, types in fields.items()
-                 if (p := wrong(f"{name}[{i}].{key}", entry.get(key), *types))), None)
+            if not isinstance(entry, dict):
+                return f"field '{name}[{i}]' is {type(entry).__name__}, expected dict"
+            problem = next((p for key, types in fields.items()
+                            if (p := wrong(f"{name}[{i}].{key}", entry.get(key), *types))), None)
             if problem:
                 return problem
         return None
@@ -212,7 +215,10 @@ def _generic_summary(generic) -> dict | None:
         return None
     kept = {k: v for k, v in generic.items() if k not in ("survivors", "detail")}
     kept["survivors_by_function"] = dict(list((generic.get("survivors_by_function") or {}).items())[:10])
-    kept["survivors_shown"] = [s for s in generic.get("survivors") or [] if s.get("kind") != "text"][:20]
+    kept["survivors_shown"] = [{"function": s.get("function"), "change": s.get("change"),
+                                "kind": s.get("kind")}
+                               for s in generic.get("survivors") or [] if s.get("kind") != "text"][:20]
+    kept.setdefault("summary", None)  # the page reads it (its template's undefined is strict)
     return kept
 
 
@@ -231,7 +237,7 @@ def findings_summary(results_dir: Path, per_adapter: int = 40) -> list[dict]:
             continue
         by_signature: dict = {}
         for search in searches:
-            engine = search["run"].get("engine", "random")
+            engine = search["run"].get("engine") or "random"
             for d in search["divergences"]:
                 if not isinstance(d.get("signature"), str):
                     continue
@@ -246,9 +252,9 @@ def findings_summary(results_dir: Path, per_adapter: int = 40) -> list[dict]:
         divergences = [{**{k: e["record"].get(k) for k in keep}, "times_found": e["times"],
                         "engines": sorted(e["engines"])} for e in by_signature.values()]
         divergences.sort(key=lambda d: (bool(d["expectation"]), d["category"] or "", d["signature"]))
-        runs = [{"engine": s["run"].get("engine", "random"), "started": s["run"].get("started"),
+        runs = [{"engine": s["run"].get("engine") or "random", "started": s["run"].get("started"),
                  "workers": s["run"].get("workers", 1), "host": s["run"].get("host"),
-                 "programs": (s["end"] or {}).get("examples", sum(w.get("examples", 0) for w in s["workers"])),
+                 "programs": (s["end"] or {}).get("examples", sum(w.get("examples") or 0 for w in s["workers"])),
                  "seconds": (s["end"] or {}).get("duration"), "divergences": len(s["divergences"]),
                  "complete": s["end"] is not None} for s in searches]
         found.append({"adapter": path.stem[len(_findings.EXPLORE_PREFIX):], "file": path.name,
