@@ -101,6 +101,21 @@ def existing_dir(text: str) -> Path:
     return path
 
 
+def executable(text: str) -> str:
+    """An interpreter to run: a path to an executable file, or a name on the PATH."""
+    import os
+    import shutil
+
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path (an unset variable?); give an interpreter")
+    found = shutil.which(text) if os.sep not in text else (
+        text if os.path.isfile(text) and os.access(text, os.X_OK) else None)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"{text!r}: no such interpreter (not an executable "
+                                         f"file, nor a name on the PATH)")
+    return text
+
+
 def output_file(text: str) -> Path:
     """A file the tool will write: not empty, not a directory, not under a file."""
     path = Path(text)

@@ -213,7 +213,7 @@ def main(argv=None) -> int:
                         help="JSON-lines file findings are appended to (default: "
                              "reports/results/explore-<adapter>.jsonl)")
     parser.add_argument("--max-steps", type=int, default=16, metavar="N", help="program length")
-    parser.add_argument("--python", default=None, metavar="PATH",
+    parser.add_argument("--python", default=None, metavar="PATH", type=cli.executable,
                         help="run the framework in a worker subprocess under this Python")
     parser.add_argument("--startup", type=float, default=300.0, metavar="S",
                         help="at most S seconds for the workers to start (collect the target, run "

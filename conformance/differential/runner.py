@@ -455,7 +455,7 @@ def main(argv=None) -> int:
                         help="time budget: no program starts after this many seconds")
     parser.add_argument("--seed", type=int, default=None, help="fixed seed (default: random)")
     parser.add_argument("--max-steps", type=cli.positive_int, default=16)
-    parser.add_argument("--python", default=None, help="run the framework in a worker under this Python")
+    parser.add_argument("--python", default=None, type=cli.executable, help="run the framework in a worker under this Python")
     parser.add_argument("--subprocess", action="store_true", help="run the framework in a worker subprocess")
     parser.add_argument("--plant", default=None, help="module:function called in the worker (tests)")
     parser.add_argument("--results", default=None, help="JSON-lines file (default reports/results/explore-<adapter>.jsonl)")

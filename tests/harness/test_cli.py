@@ -232,3 +232,16 @@ def test_an_internal_worker_run_by_hand_is_one_line(module, argv):
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     one_line(done.stderr, done.returncode, f"python -m {module}: ")
+
+
+@pytest.mark.parametrize("tool, argv", [
+    ("conformance.repro.check", ["{tmp}/run.jsonl", "--python", "{tmp}/no/python"]),
+    ("conformance.differential", ["--python", "{tmp}/run.jsonl"]),
+    ("conformance.history", ["record", "reference", "1.0", "--python", "no-such-python3.99"]),
+])
+def test_python_naming_no_interpreter_is_one_line(tool, argv, tmp_path, capsys):
+    """``--python`` of a missing interpreter (or a file that is not executable) was
+    ``[Errno 2] No such file or directory`` after the run had started."""
+    (tmp_path / "run.jsonl").write_text('{"type": "run", "schema": 1}\n')
+    code = call(tool, *[a.format(tmp=tmp_path) for a in argv])
+    one_line(capsys.readouterr().err, code, "argument --python: ", "no such interpreter")
