@@ -4,7 +4,8 @@ Why one module: the tools grew their own argument handling, and a user met exit 
 seven of them, 4 from two, and one that ignored its arguments. The convention, the same as
 the pytest plugin's usage errors: ``--help`` prints the usage (exit 0); an unknown option, a
 bad value or a bad path is ONE line on stderr, ``<tool>: <problem>; <what to do>``, exit 4,
-never a traceback; a tool that ran and found a problem (a stale page, a mismatch) exits 1.
+never a traceback; a tool that ran and found a problem (a stale page, a mismatch) exits 1;
+Ctrl-C is one line as well (the process still ends as interrupted).
 """
 from __future__ import annotations
 
@@ -24,12 +25,30 @@ def one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
+#: the tool whose Parser was made last: the one Ctrl-C interrupts (see :func:`_excepthook`)
+_TOOL = {"prog": None}
+
+
+def _excepthook(kind, value, traceback) -> None:
+    """Ctrl-C in a tool is one line, not a traceback (its outputs are replaced whole or not
+    at all: conformance.outputs); the interpreter still ends as interrupted. Any other
+    uncaught exception is shown as Python shows it."""
+    if issubclass(kind, KeyboardInterrupt) and _TOOL["prog"]:
+        print(f"{_TOOL['prog']}: interrupted (Ctrl-C); every output is whole: the previous one "
+              f"or the new one", file=sys.stderr)
+    else:
+        sys.__excepthook__(kind, value, traceback)
+
+
 class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line and exit 4 (see the module doc)."""
 
     def __init__(self, prog: str, description: str | None = None, **kwargs) -> None:
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(prog=prog, description=description, **kwargs)
+        _TOOL["prog"] = " ".join(prog.split()[:3])  # a subcommand's parser: its tool's name
+        if sys.excepthook is sys.__excepthook__:
+            sys.excepthook = _excepthook
 
     def error(self, message: str):  # noqa: D401 - argparse's hook
         self.exit(USAGE_ERROR, f"{self.prog}: {one_line(message)}; see {self.prog} --help\n")

@@ -245,3 +245,19 @@ def test_python_naming_no_interpreter_is_one_line(tool, argv, tmp_path, capsys):
     (tmp_path / "run.jsonl").write_text('{"type": "run", "schema": 1}\n')
     code = call(tool, *[a.format(tmp=tmp_path) for a in argv])
     one_line(capsys.readouterr().err, code, "argument --python: ", "no such interpreter")
+
+
+def test_ctrl_c_in_a_tool_is_one_line_and_ends_as_interrupted():
+    """Ctrl-C printed a traceback from wherever the tool was (its outputs were already safe:
+    conformance.outputs); other exceptions are shown as Python shows them."""
+    code = ("import sys\nfrom conformance import cli\n"
+            "cli.Parser('python -m conformance.demo').parse_args([])\n"
+            "raise KeyboardInterrupt if sys.argv[1] == 'int' else RuntimeError('boom')\n")
+    done = [subprocess.run([sys.executable, "-c", code, kind], cwd=ROOT, capture_output=True,
+                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+            for kind in ("int", "other")]
+    assert done[0].stderr.splitlines() == [
+        "python -m conformance.demo: interrupted (Ctrl-C); every output is whole: the previous "
+        "one or the new one"], done[0].stderr
+    assert done[0].returncode in (-2, 130)
+    assert "Traceback" in done[1].stderr and "RuntimeError: boom" in done[1].stderr
