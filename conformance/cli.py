@@ -4,7 +4,8 @@ Why one module: the tools grew their own argument handling, and a user met exit 
 seven of them, 4 from two, and one that ignored its arguments. The convention, the same as
 the pytest plugin's usage errors: ``--help`` prints the usage (exit 0); an unknown option, a
 bad value or a bad path is ONE line on stderr, ``<tool>: <problem>; <what to do>``, exit 4,
-never a traceback; a tool that ran and found a problem (a stale page, a mismatch) exits 1.
+never a traceback; a tool that ran and found a problem (a stale page, a mismatch) exits 1;
+Ctrl-C is one line as well (the process still ends as interrupted).
 """
 from __future__ import annotations
 
@@ -24,12 +25,30 @@ def one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
+#: the tool whose Parser was made last: the one Ctrl-C interrupts (see :func:`_excepthook`)
+_TOOL = {"prog": None}
+
+
+def _excepthook(kind, value, traceback) -> None:
+    """Ctrl-C in a tool is one line, not a traceback (its outputs are replaced whole or not
+    at all: conformance.outputs); the interpreter still ends as interrupted. Any other
+    uncaught exception is shown as Python shows it."""
+    if issubclass(kind, KeyboardInterrupt) and _TOOL["prog"]:
+        print(f"{_TOOL['prog']}: interrupted (Ctrl-C); every output is whole: the previous one "
+              f"or the new one", file=sys.stderr)
+    else:
+        sys.__excepthook__(kind, value, traceback)
+
+
 class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line and exit 4 (see the module doc)."""
 
     def __init__(self, prog: str, description: str | None = None, **kwargs) -> None:
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(prog=prog, description=description, **kwargs)
+        _TOOL["prog"] = " ".join(prog.split()[:3])  # a subcommand's parser: its tool's name
+        if sys.excepthook is sys.__excepthook__:
+            sys.excepthook = _excepthook
 
     def error(self, message: str):  # noqa: D401 - argparse's hook
         self.exit(USAGE_ERROR, f"{self.prog}: {one_line(message)}; see {self.prog} --help\n")
@@ -99,6 +118,21 @@ def existing_dir(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"{text!r} is not a directory" if text and path.exists()
                                          else f"{text!r}: no such directory")
     return path
+
+
+def executable(text: str) -> str:
+    """An interpreter to run: a path to an executable file, or a name on the PATH."""
+    import os
+    import shutil
+
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path (an unset variable?); give an interpreter")
+    found = shutil.which(text) if os.sep not in text else (
+        text if os.path.isfile(text) and os.access(text, os.X_OK) else None)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"{text!r}: no such interpreter (not an executable "
+                                         f"file, nor a name on the PATH)")
+    return text
 
 
 def output_file(text: str) -> Path:

@@ -19,7 +19,7 @@ import types
 import warnings
 
 from conformance import cli, features, suite_index
-from conformance.outputs import needs_checkout
+from conformance.outputs import needs_checkout, write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "conformance" / "suites"
@@ -151,7 +151,7 @@ def main(argv=None) -> int:
     if args.write and needs_checkout("--write"):
         return cli.usage_error(parser.prog, needs_checkout("--write"))
     if args.write:
-        DOC.write_text(text, encoding="utf-8")
+        write_text(DOC, text)  # whole or not at all
         return 0
     if args.check:
         current = DOC.read_text(encoding="utf-8") if DOC.is_file() else ""

@@ -153,11 +153,13 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else "nothing"
 
 
-def probe(spec: str, device: str = "cpu", timeout: float = 300.0) -> Facts | None:
+def probe(spec: str, device: str = "cpu", timeout: float = 300.0,
+          timeout_option: str | None = "--conformance-timeout") -> Facts | None:
     """Load adapter ``spec`` (module, framework, version, device) in a child interpreter.
 
     Returns its ``Facts``; raises ``ProbeFailed`` with one line if anything went wrong;
     None if no child can be started here (then the caller loads the adapter in-process).
+    ``timeout_option``: the calling tool's option that sets ``timeout`` (named when it passed).
     """
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
@@ -167,7 +169,8 @@ def probe(spec: str, device: str = "cpu", timeout: float = 300.0) -> Facts | Non
     except subprocess.TimeoutExpired:
         raise ProbeFailed(f"adapter {spec!r}: loading it and importing its framework did not "
                           f"finish within {timeout:g}s (checked in a child interpreter); it hangs "
-                          f"at import, or give a longer --conformance-timeout") from None
+                          f"at import" + (f", or give a longer {timeout_option}" if timeout_option
+                                          else "")) from None
     except OSError:
         return None
     stderr = done.stderr.decode("utf-8", "replace")

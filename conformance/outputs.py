@@ -126,10 +126,16 @@ class Outputs:
 
     def __init__(self) -> None:
         self.files: dict[Path, bytes] = {}
+        self.stale: list[Path] = []
 
     def add(self, path: Path, text: str | bytes) -> Path:
         self.files[Path(path)] = encode(text)
         return Path(path)
+
+    def remove(self, path: Path) -> None:
+        """Delete ``path`` with the renames (an output of the previous set this one lacks,
+        such as the JUnit file of a run no longer reported), never before them."""
+        self.stale.append(Path(path))
 
     def commit(self) -> list[Path]:
         """Write every file's temporary copy, then rename them all over their targets; on any
@@ -149,4 +155,8 @@ class Outputs:
         with _sigint_held():
             for path, temp in temps.items():
                 os.replace(temp, path)
+            for path in self.stale:
+                if path not in temps:
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
         return list(self.files)

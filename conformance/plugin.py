@@ -258,7 +258,8 @@ def pytest_configure(config):
         h.catalogue = load_catalogue(h.catalogue_dir)
         path = config.getoption("expectations")
         if path is not None and not Path(path).is_file():
-            raise FileError(f"--expectations {path}: no such file")
+            raise FileError(f"--expectations {path}: "
+                            + ("a directory; give a file" if Path(path).is_dir() else "no such file"))
         h.expectations = load_expectations(Path(path) if path else adapter.expectations_file(),
                                            h.catalogue.rules, version,
                                            traceability.test_names_by_rule(h.suites_dir))

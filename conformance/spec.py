@@ -172,13 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     except (CatalogueError, _evidence.EvidenceError, _reference_scope.ScopeError,
             ResultsSchemaError) as exc:
         # ResultsSchemaError: a results.json the report cannot read
-        print(f"conformance.spec: {exc}", file=sys.stderr)
-        return 4
+        return parser.fail(exc)
     try:
         write_text(args.out, page)  # whole or not at all
     except (OutputError, OSError) as exc:
-        print(f"conformance.spec: cannot write {args.out}: {exc}", file=sys.stderr)
-        return 4
+        return parser.fail(f"cannot write {args.out}: {exc}")
     print(f"spec: {args.out.resolve()}")
     return 0
 

@@ -319,12 +319,15 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--file", type=Path, help="an expectations file (default: the adapter's own)")
     parser.add_argument("--expect-clean", action="store_true",
                         help="every witness must exit 0 (a framework that follows the rules)")
-    parser.add_argument("--timeout", type=float, default=120, help="seconds per witness")
+    parser.add_argument("--timeout", type=cli.positive_float, default=120, help="seconds per witness")
     args = parser.parse_args(list(argv) if argv is not None else None)
     from adapters.base import load_adapter
+    from conformance import isolation
     from conformance.tomlfile import FileError
 
     try:
+        # loaded in a child interpreter first: a hang, a segfault or sys.exit is one line
+        isolation.probe(args.adapter, "cpu", timeout=args.timeout, timeout_option="--timeout")
         adapter = load_adapter(args.adapter)
         path = args.file or adapter.expectations_file()
         if not Path(path).is_file():
@@ -332,9 +335,8 @@ def main(argv: Iterable[str] | None = None) -> int:
         # the adapter's own file: only the causes whose entries apply to the installed version
         # (another file, run for --expect-clean on a clean framework, is judged whole)
         found = causes(Path(path), None if args.file else adapter.framework_version())
-    except (ValueError, FileError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 4
+    except (ValueError, FileError, isolation.ProbeFailed) as exc:
+        return parser.fail(exc)
     failed = 0
     for cause in found:
         if not cause.witness:

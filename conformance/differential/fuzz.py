@@ -213,7 +213,7 @@ def main(argv=None) -> int:
                         help="JSON-lines file findings are appended to (default: "
                              "reports/results/explore-<adapter>.jsonl)")
     parser.add_argument("--max-steps", type=int, default=16, metavar="N", help="program length")
-    parser.add_argument("--python", default=None, metavar="PATH",
+    parser.add_argument("--python", default=None, metavar="PATH", type=cli.executable,
                         help="run the framework in a worker subprocess under this Python")
     parser.add_argument("--startup", type=float, default=300.0, metavar="S",
                         help="at most S seconds for the workers to start (collect the target, run "
@@ -226,13 +226,11 @@ def main(argv=None) -> int:
     try:
         import hypofuzz  # noqa: F401
     except ImportError:
-        print("error: the fuzz workers need HypoFuzz: pip install hypofuzz (nox -s fuzz "
-              "installs it)", file=sys.stderr)
-        return 4
+        return parser.fail("the fuzz workers need HypoFuzz: pip install hypofuzz (nox -s fuzz "
+                           "installs it)")
     results = Path(args.results or default_results(args.adapter)).resolve()
     if results.is_dir():
-        print(f"error: --results {args.results}: is a directory; give a file path", file=sys.stderr)
-        return 4
+        return parser.fail(f"--results {args.results}: is a directory; give a file path")
     run = uuid.uuid4().hex[:12]
     spec = args.database
     if not spec.startswith(("redis://", "rediss://")):

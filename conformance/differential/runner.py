@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hyp_seed, s
 from hypothesis.errors import Flaky
 
 from adapters.base import FrameworkNotInstalled
-from conformance import cli, options, results as _results
+from conformance import cli, isolation, options, results as _results
 from conformance.differential.compare import Divergence, compare
 from conformance.differential.interpreter import CRASH, MISSING_API, TIMEOUT, probe_features, run_steps
 from conformance.differential.program import Program
@@ -440,6 +440,10 @@ def divergence_record(finding: Finding, target, reference_version: str) -> dict:
     }
 
 
+#: seconds the adapter's module and framework may take to load in the child (isolation.probe)
+PROBE_TIMEOUT = 300.0
+
+
 def main(argv=None) -> int:
     parser = cli.Parser("python -m conformance.differential",
                         "differential testing against the reference engine")
@@ -454,7 +458,7 @@ def main(argv=None) -> int:
                         help="time budget: no program starts after this many seconds")
     parser.add_argument("--seed", type=int, default=None, help="fixed seed (default: random)")
     parser.add_argument("--max-steps", type=cli.positive_int, default=16)
-    parser.add_argument("--python", default=None, help="run the framework in a worker under this Python")
+    parser.add_argument("--python", default=None, type=cli.executable, help="run the framework in a worker under this Python")
     parser.add_argument("--subprocess", action="store_true", help="run the framework in a worker subprocess")
     parser.add_argument("--plant", default=None, help="module:function called in the worker (tests)")
     parser.add_argument("--results", default=None, help="JSON-lines file (default reports/results/explore-<adapter>.jsonl)")
@@ -471,6 +475,13 @@ def main(argv=None) -> int:
     results = Path(args.results or _results.explore_path(reports_dir() / "results", args.adapter))
     examples = args.examples or (10 ** 9 if args.seconds else 200)
 
+    if args.python is None:
+        # the adapter's module and its framework are loaded in a child interpreter first
+        # (conformance/isolation.py): a hang, a segfault or sys.exit at import is one line
+        try:
+            isolation.probe(args.adapter, "cpu", timeout=PROBE_TIMEOUT, timeout_option=None)
+        except isolation.ProbeFailed as exc:
+            return parser.fail(exc)
     try:
         oracle = InProcessTarget("reference")
         target = make_target(args.adapter, args.python, args.subprocess, args.plant)
@@ -500,15 +511,20 @@ def main(argv=None) -> int:
         print(record["script"])
 
     search = Search(oracle, target, features, args.max_steps, on_finding=on_finding)
-    search.run(examples, args.seed, max_rounds=args.max_findings, seconds=args.seconds)
-    duration = time.monotonic() - started
-    _results.append_findings(results, {
-        "type": "end", "examples": search.examples, "statuses": search.statuses,
-        "unsupported": search.unsupported,
-        "divergences": len(search.findings),
-        "unexpected": sum(1 for f in search.findings if not f.expectation),
-        "crashes": getattr(target, "crashes", 0), "duration": round(duration, 1)})
-    target.close()
+    try:
+        search.run(examples, args.seed, max_rounds=args.max_findings, seconds=args.seconds)
+        duration = time.monotonic() - started
+        _results.append_findings(results, {
+            "type": "end", "examples": search.examples, "statuses": search.statuses,
+            "unsupported": search.unsupported,
+            "divergences": len(search.findings),
+            "unexpected": sum(1 for f in search.findings if not f.expectation),
+            "crashes": getattr(target, "crashes", 0), "duration": round(duration, 1)})
+    except OSError as exc:  # a disk that filled up mid-search: the lines written so far stay
+        return parser.fail(f"--results {results}: writing it failed mid-search "
+                           f"({exc.strerror or exc}); free space or choose another path")
+    finally:
+        target.close()
     for variant, missing in sorted(search.unsupported.items()):
         print(f"[unsupported] {variant}: {missing['feature'] or 'no registry feature'} "
               f"({missing['programs']} programs; {missing['message'][:100]})")

@@ -13,7 +13,6 @@ Standard library plus this repository's ``adapters`` and ``interpreter``: no hyp
 """
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import os
@@ -21,7 +20,11 @@ import sys
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser()
+    from conformance import cli
+
+    parser = cli.Parser("python -m conformance.differential.worker",
+                        "The differential tester's framework worker (started by python -m "
+                        "conformance.differential --subprocess; not a tool to run by hand).")
     parser.add_argument("--adapter", required=True)
     parser.add_argument("--fd", type=int, required=True)
     parser.add_argument("--plant", default=None)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conformance import cli
 from conformance import evidence as ev
-from conformance.outputs import needs_checkout
+from conformance.outputs import needs_checkout, write_text
 
 
 def _toml_string(text: str) -> str:
@@ -35,7 +35,7 @@ def write(path: Path, entries: list[ev.Evidence]) -> None:
         if e.notes:
             lines.append(f"notes = {json.dumps(e.notes, ensure_ascii=False)}")
         parts.append("\n".join(lines))
-    path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+    write_text(path, "\n\n".join(parts) + "\n")  # whole or not at all
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,30 +48,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
     except ImportError:
-        print("conformance.evidence: torch is not installed; the evidence is torch 2.13's output", file=sys.stderr)
-        return 4
+        return parser.fail("torch is not installed; the evidence is torch 2.13's output")
     if not torch.__version__.startswith(ev.TORCH_VERSION):
         if args.record:
-            print(f"conformance.evidence: torch {torch.__version__} found; the evidence is recorded "
-                  f"on torch {ev.TORCH_VERSION} (to keep another release's output, use "
-                  f"python -m conformance.history record)", file=sys.stderr)
-            return 4
+            return parser.fail(f"torch {torch.__version__} found; the evidence is recorded "
+                               f"on torch {ev.TORCH_VERSION} (to keep another release's output, "
+                               f"use python -m conformance.history record)")
         # re-running the evidence is the quickest way to see what another release changed
         print(f"torch {torch.__version__}: the evidence was recorded on torch {ev.TORCH_VERSION}; "
               f"each DIFFERS below is this release's behaviour (or a name it lacks)")
     if args.record and needs_checkout("--record"):
-        print(f"conformance.evidence: {needs_checkout('--record')}", file=sys.stderr)
-        return 4
+        return parser.fail(needs_checkout("--record"))
     try:
         entries = ev.load()
     except ev.EvidenceError as exc:
-        print(f"conformance.evidence: {exc}", file=sys.stderr)
-        return 4
+        return parser.fail(exc)
     suites = set(args.suites) or {e.suite for e in entries.values()}
     unknown = suites - {p.stem for p in ev.DIRECTORY.glob("*.toml")}
     if unknown:
-        print(f"conformance.evidence: no evidence file for suite(s) {', '.join(sorted(unknown))}", file=sys.stderr)
-        return 4
+        return parser.fail(f"no evidence file for suite(s) {', '.join(sorted(unknown))}")
     differing = 0
     by_file: dict[Path, list[ev.Evidence]] = {}
     for e in entries.values():

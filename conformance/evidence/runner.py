@@ -77,4 +77,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 or sys.stdin.isatty():  # run by hand: one line, as every tool's
+        sys.stderr.write("python -m conformance.evidence.runner: an internal worker that reads a "
+                         "JSON job on stdin; run python -m conformance.evidence or "
+                         "python -m conformance.history instead\n")
+        sys.exit(4)
     main()

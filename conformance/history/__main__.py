@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     rec = sub.add_parser("record", help="run the snippets under one release")
     rec.add_argument("adapter")
     rec.add_argument("version")
-    rec.add_argument("--python", required=True, help="interpreter that has the release installed")
+    rec.add_argument("--python", required=True, type=cli.executable, help="interpreter that has the release installed")
     rec.add_argument("--timeout", type=float, default=60.0, help="seconds a snippet may take")
     rec.add_argument("--directory", type=Path, default=None,
                      help="default: the checkout's conformance/history (installed: required)")
@@ -74,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {path}")
         return 0
     except (history.HistoryError, EvidenceError) as exc:
-        print(f"conformance.history: {exc}", file=sys.stderr)
-        return 4
+        return parser.fail(exc)
 
 
 if __name__ == "__main__":

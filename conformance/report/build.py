@@ -20,7 +20,7 @@ lines this prints.
 
 Outputs (results.json, junit/<label>.xml, index.html) are all rendered in memory first and
 replaced together (:class:`conformance.outputs.Outputs`): a failure, or Ctrl-C, leaves the
-previous report whole.
+previous report whole. JUnit files of runs the new report lacks go with the replacement.
 """
 from __future__ import annotations
 
@@ -132,23 +132,81 @@ def build(results_dir: Path, out_dir: Path, columns=None, catalogue_dir: Path | 
     outputs = Outputs()
     outputs.add(out_dir / "results.json", data.dumps())
     junit.add_all(data, out_dir / "junit", outputs)
+    for stale in sorted((out_dir / "junit").glob("*.xml")):  # runs no longer in the report
+        outputs.remove(stale)
     page = outputs.add(out_dir / "index.html", html.render(data))
     outputs.commit()
     return data, page
 
 
 def mutants_summary(path: Path) -> dict | None:
-    """The score of ``nox -s mutants`` (reports/mutants.json), its survivors and date, if run."""
-    try:
-        found = json.loads(Path(path).read_text(encoding="utf-8"))
-        curated = found["curated"]
-    except (OSError, ValueError, KeyError, TypeError):
+    """The score of ``nox -s mutants`` (reports/mutants.json), its survivors and date, if run;
+    a file that is there but cannot be read is refused (ResultsSchemaError), not dropped."""
+    path = Path(path)
+    if not path.exists():
         return None
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        problem: str | None = f"not JSON ({type(exc).__name__})"
+    else:
+        problem = _mutants_problem(found)
+    if problem:
+        raise ResultsSchemaError(f"{path}: {problem}; not a mutants.json written by nox -s "
+                                 f"mutants: remove it or run nox -s mutants again")
+    curated = found.get("curated") or {}
     keep = ("id", "expected_rules", "reason")
     return {"date": found.get("date"), "killed": curated.get("killed"), "total": curated.get("total"),
             "score": curated.get("score"), "partial": found.get("partial", False),
-            "survivors": [{k: e.get(k) for k in keep} for e in curated.get("survivors", [])],
-            "baseline": found.get("baseline"), "generic": _generic_summary(found.get("generic"))}
+            "survivors": [{k: e.get(k) for k in keep} for e in curated.get("survivors") or []],
+            "baseline": {k: baseline.get(k) for k in ("killed", "total", "date")}
+            if isinstance(baseline := found.get("baseline"), dict) else None,
+            "generic": _generic_summary(found.get("generic"))}
+
+
+def _mutants_problem(found) -> str | None:
+    """Why ``found`` (mutants.json) cannot be shown: the first field of a type the page does
+    not expect, or None. Checked in order, so a field is looked into only once it is known
+    to be a list or an object."""
+    def wrong(name: str, value, *types) -> str | None:
+        if value is None or (isinstance(value, types) and (bool in types
+                                                           or not isinstance(value, bool))):
+            return None
+        return (f"field {name!r} is {type(value).__name__}, expected "
+                f"{' or '.join(t.__name__ for t in types)}")
+
+    def items(name: str, value, fields: dict) -> str | None:
+        for i, entry in enumerate(value or []):
+            if not isinstance(entry, dict):
+                return f"field '{name}[{i}]' is {type(entry).__name__}, expected dict"
+            problem = next((p for key, types in fields.items()
+                            if (p := wrong(f"{name}[{i}].{key}", entry.get(key), *types))), None)
+            if problem:
+                return problem
+        return None
+
+    if not isinstance(found, dict):
+        return f"a JSON {type(found).__name__}, not an object"
+    curated, generic = found.get("curated"), found.get("generic")
+    return (wrong("date", found.get("date"), str) or wrong("partial", found.get("partial"), bool)
+            or wrong("baseline", found.get("baseline"), dict)
+            or wrong("curated", curated, dict) or wrong("generic", generic, dict)
+            or (curated and (
+                wrong("curated.killed", curated.get("killed"), int)
+                or wrong("curated.total", curated.get("total"), int)
+                or wrong("curated.score", curated.get("score"), int, float)
+                or wrong("curated.survivors", curated.get("survivors"), list)
+                or items("curated.survivors", curated.get("survivors"),
+                         {"id": (str,), "expected_rules": (list,), "reason": (str,)})))
+            or (generic and (
+                wrong("generic.summary", generic.get("summary"), str)
+                or wrong("generic.survivors_by_function", generic.get("survivors_by_function"), dict)
+                or wrong("generic.not_reached_by_function",
+                         generic.get("not_reached_by_function"), dict)
+                or wrong("generic.survivors", generic.get("survivors"), list)
+                or items("generic.survivors", generic.get("survivors"),
+                         {"function": (str,), "change": (list,), "kind": (str,)})))
+            or None)
 
 
 def _generic_summary(generic) -> dict | None:
@@ -157,7 +215,10 @@ def _generic_summary(generic) -> dict | None:
         return None
     kept = {k: v for k, v in generic.items() if k not in ("survivors", "detail")}
     kept["survivors_by_function"] = dict(list((generic.get("survivors_by_function") or {}).items())[:10])
-    kept["survivors_shown"] = [s for s in generic.get("survivors") or [] if s.get("kind") != "text"][:20]
+    kept["survivors_shown"] = [{"function": s.get("function"), "change": s.get("change"),
+                                "kind": s.get("kind")}
+                               for s in generic.get("survivors") or [] if s.get("kind") != "text"][:20]
+    kept.setdefault("summary", None)  # the page reads it (its template's undefined is strict)
     return kept
 
 
@@ -167,15 +228,16 @@ def findings_summary(results_dir: Path, per_adapter: int = 40) -> list[dict]:
     script that shows it."""
     found = []
     for path in sorted(Path(results_dir).glob(f"{_findings.EXPLORE_PREFIX}*.jsonl")):
-        try:
+        try:  # one that cannot be read is refused, never left out silently
             searches = _findings.read_findings(path)
-        except (OSError, ResultsSchemaError):
-            continue
+        except OSError as exc:
+            raise ResultsSchemaError(f"{path}: cannot read it ({exc.strerror or exc}); remove "
+                                     f"it or move it out of the results directory") from None
         if not searches:
             continue
         by_signature: dict = {}
         for search in searches:
-            engine = search["run"].get("engine", "random")
+            engine = search["run"].get("engine") or "random"
             for d in search["divergences"]:
                 if not isinstance(d.get("signature"), str):
                     continue
@@ -190,9 +252,9 @@ def findings_summary(results_dir: Path, per_adapter: int = 40) -> list[dict]:
         divergences = [{**{k: e["record"].get(k) for k in keep}, "times_found": e["times"],
                         "engines": sorted(e["engines"])} for e in by_signature.values()]
         divergences.sort(key=lambda d: (bool(d["expectation"]), d["category"] or "", d["signature"]))
-        runs = [{"engine": s["run"].get("engine", "random"), "started": s["run"].get("started"),
+        runs = [{"engine": s["run"].get("engine") or "random", "started": s["run"].get("started"),
                  "workers": s["run"].get("workers", 1), "host": s["run"].get("host"),
-                 "programs": (s["end"] or {}).get("examples", sum(w.get("examples", 0) for w in s["workers"])),
+                 "programs": (s["end"] or {}).get("examples", sum(w.get("examples") or 0 for w in s["workers"])),
                  "seconds": (s["end"] or {}).get("duration"), "divergences": len(s["divergences"]),
                  "complete": s["end"] is not None} for s in searches]
         found.append({"adapter": path.stem[len(_findings.EXPLORE_PREFIX):], "file": path.name,

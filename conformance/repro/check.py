@@ -129,7 +129,7 @@ def main(argv=None) -> int:
     parser.add_argument("results", nargs="+", type=cli.existing_file, help="--results files of runs")
     parser.add_argument("--sample", type=cli.positive_int, default=8, help="cells per file (default 8)")
     parser.add_argument("--rules", default="", help="comma-separated rule ids instead of a sample")
-    parser.add_argument("--python", help="interpreter to run the scripts (default: the run's)")
+    parser.add_argument("--python", type=cli.executable, help="interpreter to run the scripts (default: the run's)")
     parser.add_argument("--include-timeouts", action="store_true")
     parser.add_argument("--out", type=cli.output_dir, help="keep the scripts here (one folder per file)")
     args = parser.parse_args(argv)

@@ -42,16 +42,48 @@ def append_findings(path: Path, *records: dict[str, Any], lock: bool = True) -> 
             out.write(text)
 
 
+#: The fields readers use, per line type, and the JSON types each may hold (None is always
+#: allowed): a line with another type (edited, or written by something else) is refused with
+#: its line number instead of surfacing as a TypeError in the report (issue 28).
+FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "run": {"schema": (int,), "engine": (str,), "started": (str,), "workers": (int,),
+            "host": (str,), "fuzz_run": (str,)},
+    "divergence": {"signature": (str,), "category": (str,), "summary": (str,),
+                   "script": (str,), "script_lines": (int,), "found": (str,),
+                   "framework_version": (str,), "worker": (str,), "expectation": (dict,),
+                   "fuzz_run": (str,)},
+    "fuzz-worker": {"examples": (int,), "fuzz_run": (str,)},
+    "end": {"examples": (int,), "duration": (int, float), "fuzz_run": (str,)},
+}
+
+
+def _field_problem(record: dict[str, Any]) -> str | None:
+    """Why ``record`` cannot be read (a field of the wrong type), or None."""
+    kind = record.get("type")
+    for name, types in (FIELDS.get(kind, {}) if isinstance(kind, str) else {}).items():
+        value = record.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            return (f"field {name!r} is {type(value).__name__} {shown}, expected "
+                    f"{' or '.join(t.__name__ for t in types)}")
+    return None
+
+
 def read_findings(path: Path) -> list[dict[str, Any]]:
     """The searches of one findings file, oldest first: each ``{"run", "divergences",
     "workers", "end"}`` (``end`` None while a search runs or after it died). HypoFuzz searches
     are told apart by ``fuzz_run``; their lines interleave with others'. A line that is not JSON
-    (one cut off by a killed process) is skipped; a schema newer than this reader's is refused."""
-    records = findings_lines(Path(path))
+    (one cut off by a killed process) is skipped; a schema newer than this reader's, or a line
+    with a field of the wrong type (:data:`FIELDS`), is refused naming ``file:line``."""
     searches: list[dict[str, Any]] = []
     by_fuzz_run: dict[str, dict[str, Any]] = {}
     current = None
-    for record in records:
+    for number, record in _numbered(Path(path)):
+        problem = _field_problem(record)
+        if problem:
+            raise ResultsSchemaError(f"{path}:{number}: {problem}; the line was not written by "
+                                     f"the differential search (or was edited): remove the "
+                                     f"file or move it out of the results directory")
         kind, fuzz_run = record.get("type"), record.get("fuzz_run")
         if kind == "run":
             schema = record.get("schema", 0)
@@ -81,12 +113,17 @@ def read_findings(path: Path) -> list[dict[str, Any]]:
 
 def findings_lines(path: Path) -> list[dict[str, Any]]:
     """Every JSON object of a findings file, in order (a line cut off mid-write is skipped)."""
+    return [record for _, record in _numbered(Path(path))]
+
+
+def _numbered(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, JSON object) of every whole line of a findings file."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except IsADirectoryError:
         raise ResultsSchemaError(f"{path}: a directory, not a findings file") from None
     records = []
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -94,5 +131,5 @@ def findings_lines(path: Path) -> list[dict[str, Any]]:
         except ValueError:
             continue
         if isinstance(record, dict):
-            records.append(record)
+            records.append((number, record))
     return records

@@ -17,6 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from conformance import cli
+from conformance.outputs import OutputError, write_text
 from conformance.torchtests import run as runner
 from conformance.torchtests import selection as sel
 from conformance.torchtests import source
@@ -83,7 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     result = runner.run(Path(args.path), selection, args.timeout, args.only)
     print(render(result))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        try:  # whole or not at all
+            write_text(Path(args.json), json.dumps(result, indent=1) + "\n")
+        except OutputError as exc:
+            return _usage_error(str(exc))
     return 0
 
 

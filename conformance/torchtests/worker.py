@@ -276,4 +276,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 or sys.stdin.isatty():  # run by hand: one line, as every tool's
+        sys.stderr.write("python -m conformance.torchtests.worker: an internal worker that reads "
+                         "a JSON job on stdin; run python -m conformance.torchtests instead\n")
+        sys.exit(4)
     sys.exit(main())

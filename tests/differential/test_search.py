@@ -155,6 +155,47 @@ def test_the_command_line_writes_a_run_line_and_an_end_line(tmp_path, capsys):
     assert records[-1]["examples"] >= 20 and records[-1]["divergences"] == 0
 
 
+BROKEN_AT_IMPORT = {
+    "segfaults": ("import ctypes\nctypes.string_at(0)\n", "crashed the interpreter (SIGSEGV"),
+    "exits": ("import sys\nsys.exit('no licence')\n", "loading it called sys.exit('no licence')"),
+    "hangs": ("import time\ntime.sleep(600)\n", "did not finish within 3s"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(BROKEN_AT_IMPORT))
+def test_an_adapter_module_that_breaks_at_import_is_one_line(tmp_path, capsys, monkeypatch, how):
+    """The tester loaded the adapter in its own process: a segfault there was a bare exit 139,
+    a hang hung it, sys.exit ended it with status 1 (issue 28). Now it is loaded in a child
+    interpreter first, under a time limit."""
+    import conformance.differential.runner as runner
+
+    source, words = BROKEN_AT_IMPORT[how]
+    (tmp_path / "brokenfw.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(runner, "PROBE_TIMEOUT", 3.0)
+    results = tmp_path / "explore.jsonl"
+    assert main(["--adapter", "brokenfw:Adapter", "--examples", "2", "--results",
+                 str(results)]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err and "Traceback" not in err, err
+    assert not results.exists()
+
+
+def test_a_disk_that_fills_up_mid_search_is_one_line(tmp_path, capsys, monkeypatch):
+    import conformance.differential.runner as runner
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runner.Search, "run", full)
+    results = tmp_path / "explore.jsonl"
+    assert main(["--adapter", "reference", "--examples", "2", "--results", str(results)]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "writing it failed mid-search (No space left on device)" \
+        in err, err
+    assert json.loads(results.read_text().splitlines()[0])["type"] == "run"
+
+
 def test_the_command_line_stops_at_its_time_budget(tmp_path):
     results = tmp_path / "explore-reference.jsonl"
     assert main(["--adapter", "reference", "--seconds", "3", "--seed", "3",

@@ -192,3 +192,72 @@ def test_repro_check_bad_results_line_names_the_tool(tmp_path, capsys):
     bad.write_text('{"type": "run", "schema": 1, "adapter": 7}\n')
     code = call("conformance.repro.check", str(bad))
     one_line(capsys.readouterr().err, code, "python -m conformance.repro.check: ", "run.jsonl:1")
+
+
+def _corrupt_results_json(tmp_path):
+    (tmp_path / "results.json").write_text('{"schema": 1')
+    return ["--out", str(tmp_path / "spec.html")]
+
+
+def _no_hypofuzz(tmp_path, monkeypatch=None):
+    return ["--results", str(tmp_path), "--seconds", "1"]
+
+
+@pytest.mark.parametrize("tool, make_argv, words", [
+    ("conformance.spec", _corrupt_results_json, "results.json: not JSON"),
+    ("conformance.history", lambda tmp: ["merge", str(tmp / "nope")], "not a folder"),
+    ("conformance.history", lambda tmp: ["releases", "nosuch"], "no built-in adapter 'nosuch'"),
+    ("conformance.witness", lambda tmp: ["--adapter", "nosuch"], "unknown adapter 'nosuch'"),
+    ("conformance.differential.fuzz", _no_hypofuzz, ""),
+])
+def test_a_problem_found_after_parsing_is_the_tools_own_line(tool, make_argv, words, tmp_path,
+                                                            capsys):
+    """Bad input found after the arguments parsed is the same ``python -m TOOL: ...`` line as a
+    bad option (the spec, history, evidence, witness and fuzz tools printed ``error: ...`` or
+    ``conformance.X: ...``)."""
+    code = call(tool, *make_argv(tmp_path))
+    one_line(capsys.readouterr().err, code, f"python -m {tool}: ", words)
+    assert not (tmp_path / "spec.html").exists()
+
+
+@pytest.mark.parametrize("module, argv", [
+    ("conformance.differential.worker", ["--bogus"]),
+    ("conformance.torchtests.worker", ["--help"]),
+    ("conformance.evidence.runner", ["--help"]),
+])
+def test_an_internal_worker_run_by_hand_is_one_line(module, argv):
+    """The tools' workers read a job from their parent; run by hand they waited on stdin or
+    printed a traceback (exit 1) or argparse's two lines (exit 2)."""
+    done = subprocess.run([sys.executable, "-W", "ignore", "-m", module, *argv], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    one_line(done.stderr, done.returncode, f"python -m {module}: ")
+
+
+@pytest.mark.parametrize("tool, argv", [
+    ("conformance.repro.check", ["{tmp}/run.jsonl", "--python", "{tmp}/no/python"]),
+    ("conformance.differential", ["--python", "{tmp}/run.jsonl"]),
+    ("conformance.history", ["record", "reference", "1.0", "--python", "no-such-python3.99"]),
+])
+def test_python_naming_no_interpreter_is_one_line(tool, argv, tmp_path, capsys):
+    """``--python`` of a missing interpreter (or a file that is not executable) was
+    ``[Errno 2] No such file or directory`` after the run had started."""
+    (tmp_path / "run.jsonl").write_text('{"type": "run", "schema": 1}\n')
+    code = call(tool, *[a.format(tmp=tmp_path) for a in argv])
+    one_line(capsys.readouterr().err, code, "argument --python: ", "no such interpreter")
+
+
+def test_ctrl_c_in_a_tool_is_one_line_and_ends_as_interrupted():
+    """Ctrl-C printed a traceback from wherever the tool was (its outputs were already safe:
+    conformance.outputs); other exceptions are shown as Python shows them."""
+    code = ("import sys\nfrom conformance import cli\n"
+            "cli.Parser('python -m conformance.demo').parse_args([])\n"
+            "raise KeyboardInterrupt if sys.argv[1] == 'int' else RuntimeError('boom')\n")
+    done = [subprocess.run([sys.executable, "-c", code, kind], cwd=ROOT, capture_output=True,
+                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+            for kind in ("int", "other")]
+    assert done[0].stderr.splitlines() == [
+        "python -m conformance.demo: interrupted (Ctrl-C); every output is whole: the previous "
+        "one or the new one"], done[0].stderr
+    assert done[0].returncode in (-2, 130)
+    assert "Traceback" in done[1].stderr and "RuntimeError: boom" in done[1].stderr

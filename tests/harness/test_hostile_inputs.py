@@ -1,8 +1,9 @@
 """Property: whatever the harness is fed, it answers with one line and exit 4, or works.
 
 Its own inputs, as a hostile but realistic user or a damaged file gives them (issue 28):
-results lines (random and mutated JSON objects, raw bytes), expectations TOML (random
-documents, mutations of the real files), command-line values of the tools, and adapter specs.
+results lines (random and mutated JSON objects, raw bytes), the report's other inputs (a
+differential findings file, mutants.json), expectations TOML (random documents, mutations of
+the real files), command-line values of the tools, and adapter specs.
 Asserted: exit status 4 (0 where the input happens to be valid), the error exactly one line,
 no traceback, and no output replaced by a refused run. Bounded: a few dozen examples each,
 tools called in-process where they can be, so that ``nox -s tests`` stays fast.
@@ -123,6 +124,64 @@ def test_report_of_a_damaged_results_file(content):
 
     with workspace() as path:
         (path / "results" / "torch.jsonl").write_bytes(content)
+        before = outputs(path / "out")
+        code, out, err = call(main, ["--results-dir", "results", "--out", "out"])
+        assert_convention(code, out, err)
+        if code == 4:
+            assert outputs(path / "out") == before
+
+
+# -- the report's other inputs: differential findings and mutants.json --------------------
+FINDINGS = [
+    {"type": "run", "schema": 1, "engine": "hypofuzz", "fuzz_run": "a", "workers": 2,
+     "started": "2026-11-28T10:00:00+00:00", "host": "h"},
+    {"type": "divergence", "schema": 1, "fuzz_run": "a", "signature": "hooks|Backward|order:hook",
+     "category": "hooks", "summary": "hook order", "script": "import torch\n", "script_lines": 1,
+     "expectation": None, "found": "2026-11-28T10:01:00+00:00", "framework_version": "2.13.0",
+     "worker": "h:1"},
+    {"type": "fuzz-worker", "fuzz_run": "a", "worker": "h:1", "examples": 40},
+    {"type": "end", "fuzz_run": "a", "examples": 40, "duration": 3.5},
+]
+MUTANTS = {"type": "mutants", "date": "2026-11-28", "partial": False,
+           "curated": {"killed": 9, "total": 10, "score": 0.9,
+                       "survivors": [{"id": "m1", "expected_rules": ["a.b"], "reason": "r"}]},
+           "baseline": {"killed": 8, "total": 10, "date": "2026-11-01"},
+           "generic": {"summary": "3/4 killed", "survivors_by_function": {"f": 1},
+                       "not_reached_by_function": {"g": 2},
+                       "survivors": [{"function": "f", "change": ["-a", "+b"], "kind": "behaviour"}]}}
+
+
+def _mutated(draw, value, depth=0):
+    """``value`` with one field, at any depth, replaced by a random JSON value."""
+    if isinstance(value, dict) and value and (depth == 0 or draw(st.booleans())):
+        key = draw(st.sampled_from(sorted(value)))
+        return {**value, key: _mutated(draw, value[key], depth + 1)}
+    if isinstance(value, list) and value and draw(st.booleans()):
+        i = draw(st.integers(0, len(value) - 1))
+        return value[:i] + [_mutated(draw, value[i], depth + 1)] + value[i + 1:]
+    return draw(json_values)
+
+
+@st.composite
+def side_inputs(draw) -> tuple[bytes, bytes | None]:
+    lines = [json.dumps(line) for line in FINDINGS]
+    index = draw(st.integers(0, len(lines) - 1))
+    lines[index] = json.dumps(_mutated(draw, FINDINGS[index]))
+    mutants = json.dumps(_mutated(draw, MUTANTS)).encode() if draw(st.booleans()) else None
+    return "\n".join(lines).encode() + b"\n", mutants
+
+
+@settings(WHOLE_TOOL, max_examples=30)
+@given(side_inputs())
+def test_report_of_a_damaged_findings_file_or_mutants_json(inputs):
+    from conformance.report.build import main
+
+    findings, mutants = inputs
+    with workspace() as path:
+        (path / "results" / "torch.jsonl").write_bytes(RUN.read_bytes())
+        (path / "results" / "explore-torch.jsonl").write_bytes(findings)
+        if mutants is not None:
+            (path / "out" / "mutants.json").write_bytes(mutants)
         before = outputs(path / "out")
         code, out, err = call(main, ["--results-dir", "results", "--out", "out"])
         assert_convention(code, out, err)

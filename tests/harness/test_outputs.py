@@ -51,3 +51,21 @@ def test_permissions_are_those_of_the_file_replaced_or_of_a_new_file(tmp_path):
     plain = tmp_path / "plain.txt"
     plain.write_text("y")  # what open() gives under this umask
     assert new.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
+
+
+def test_a_removal_happens_with_the_renames_and_never_when_the_set_fails(tmp_path):
+    (tmp_path / "old.xml").write_text("a run no longer reported")
+    (tmp_path / "blocker").write_text("a file where a directory should be")
+    failing = Outputs()
+    failing.add(tmp_path / "blocker" / "b.txt", "new b")
+    failing.remove(tmp_path / "old.xml")
+    with pytest.raises(OutputError):
+        failing.commit()
+    assert (tmp_path / "old.xml").exists()
+    out = Outputs()
+    out.add(tmp_path / "new.xml", "new")
+    out.remove(tmp_path / "old.xml")
+    out.remove(tmp_path / "new.xml")  # a file of the new set is never removed
+    out.remove(tmp_path / "gone.xml")  # nor is one already gone an error
+    out.commit()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker", "new.xml"]

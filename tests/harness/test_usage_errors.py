@@ -186,6 +186,13 @@ def test_expectations_file_of_the_wrong_encoding_or_type(project, content, words
     assert_usage_error(err, result.ret, words)
 
 
+def test_expectations_naming_a_directory_says_so(project):
+    """It said "no such file" of a directory that was there."""
+    result, err = run(project, "suites", f"--expectations={project.pytester.path}")
+    assert_usage_error(err, result.ret, f"--expectations {project.pytester.path}: a directory; "
+                       "give a file")
+
+
 # -- the report and the differential command line ------------------------------------------
 def test_report_of_a_binary_results_file(tmp_path):
     results = tmp_path / "results"

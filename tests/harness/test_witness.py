@@ -327,3 +327,17 @@ def test_the_adapters_own_file_runs_only_the_causes_of_its_version(tmp_path, cap
     assert capsys.readouterr().out == ""
     assert witness.main(["--adapter", "reference", "--file", str(path)]) == 1   # a file given: whole
     assert "other-release: does not reproduce (fixed?)" in capsys.readouterr().out
+
+
+def test_an_adapter_that_segfaults_or_hangs_at_import_is_one_line(tmp_path, capsys, monkeypatch):
+    """The witness runner loaded the adapter in its own process: a segfault was a bare exit
+    139 and a hang hung it (issue 28); it is loaded in a child interpreter first."""
+    (tmp_path / "segvfw.py").write_text("import ctypes\nctypes.string_at(0)\n")
+    (tmp_path / "hangfw.py").write_text("import time\ntime.sleep(600)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert witness.main(["--adapter", "segvfw:Adapter"]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "crashed the interpreter (SIGSEGV" in err, err
+    assert witness.main(["--adapter", "hangfw:Adapter", "--timeout", "2"]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "within 2s" in err and "longer --timeout" in err, err

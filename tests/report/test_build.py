@@ -104,3 +104,18 @@ def test_out_naming_a_file_is_one_line(results_dir, tmp_path, capsys):
     (tmp_path / "taken").write_text("x")
     err = one_line_error(*main(capsys, "--results-dir", results_dir, "--out", tmp_path / "taken"))
     assert "taken' is a file; give a directory" in err and (tmp_path / "taken").read_text() == "x"
+
+
+def test_the_junit_file_of_a_run_no_longer_reported_goes_with_the_new_report(results_dir, tmp_path,
+                                                                           capsys):
+    """junit/ is part of the report's set: a run removed (or --exclude'd) since the last report
+    left its stale JUnit file beside the new ones, for CI to pick up as current."""
+    write_run(results_dir / "mine.jsonl", "reference", "0.1", [(RULE, "test_a", "PASS", "PASS", "")])
+    out = tmp_path / "out"
+    assert main(capsys, "--results-dir", results_dir, "--out", out)[0] == 0
+    assert (out / "junit" / "mine.xml").is_file()
+    (out / "junit" / "notes.txt").write_text("not ours")
+    code, captured = main(capsys, "--results-dir", results_dir, "--out", out, "--exclude", "mine")
+    assert code == 0, captured.err
+    assert not (out / "junit" / "mine.xml").exists()
+    assert (out / "junit" / "torch.xml").is_file() and (out / "junit" / "notes.txt").is_file()

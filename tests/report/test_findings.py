@@ -4,6 +4,9 @@ script, in results.json and on the page; and the long mutation mode's survivors.
 from __future__ import annotations
 
 import json
+import re
+
+import pytest
 
 from conformance import results as R
 from conformance.report.build import build
@@ -40,7 +43,7 @@ def test_searches_are_read_apart_even_when_fuzz_workers_interleave(tmp_path):
     assert fuzz_b["end"] is None  # still running, or died
 
     (tmp_path / "runs").mkdir()
-    results_dir = make_dir(tmp_path / "runs")
+    results_dir = make_dir(tmp_path)
     (results_dir / path.name).write_text(path.read_text())
     data, page = build(results_dir, tmp_path / "out")
     (torch,) = data.findings
@@ -56,7 +59,7 @@ def test_searches_are_read_apart_even_when_fuzz_workers_interleave(tmp_path):
     assert "hypofuzz (2 workers)" in text
 
 
-def test_a_newer_findings_schema_is_refused_and_left_out_of_the_report(tmp_path):
+def test_a_newer_findings_schema_is_refused(tmp_path):
     path = R.explore_path(tmp_path, "paddle")
     R.append_findings(path, {"type": "run", "schema": R.EXPLORE_SCHEMA + 1})
     try:
@@ -65,6 +68,86 @@ def test_a_newer_findings_schema_is_refused_and_left_out_of_the_report(tmp_path)
         assert "newer" in str(exc)
     else:
         raise AssertionError("a newer schema was read")
+
+
+@pytest.mark.parametrize("line, words", [
+    ({"type": "end", "examples": [1]}, ":2: field 'examples' is list [1], expected int"),
+    ({"type": "end", "examples": True}, ":2: field 'examples' is bool True, expected int"),
+    (divergence("a|b", "x", script_lines="3"), ":2: field 'script_lines' is str '3'"),
+    (divergence("a|b", "x", category=["hooks"]), ":2: field 'category' is list"),
+    ({"type": "fuzz-worker", "fuzz_run": {"a": 1}}, ":2: field 'fuzz_run' is dict"),
+])
+def test_a_findings_line_with_a_field_of_the_wrong_type_is_refused_with_its_line(
+        tmp_path, capsys, line, words):
+    """The report summed, sorted and hashed these fields: such a line was a traceback, and a
+    file it could not read vanished from the page (issue 28). Now: file:line, exit 4, and the
+    previous report stays whole."""
+    from conformance.report.build import main
+
+    results = make_dir(tmp_path)
+    path = R.explore_path(results, "myfw")
+    R.append_findings(path, {"type": "run", "schema": 1, "engine": "random"}, line)
+    with pytest.raises(R.ResultsSchemaError, match=re.escape(words)):
+        R.read_findings(path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "index.html").write_text("previous")
+    assert main(["--results-dir", str(results), "--out", str(out)]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}:2: " in err and "Traceback" not in err, err
+    assert [p.name for p in out.iterdir()] == ["index.html"]
+    assert (out / "index.html").read_text() == "previous"
+
+
+def test_a_findings_file_with_a_newer_schema_stops_the_report_instead_of_vanishing(tmp_path, capsys):
+    from conformance.report.build import main
+
+    results = make_dir(tmp_path)
+    R.append_findings(R.explore_path(results, "paddle"), {"type": "run", "schema": 99})
+    assert main(["--results-dir", str(results), "--out", str(tmp_path / "out")]) == 4
+    assert "explore-paddle.jsonl: findings schema 99, newer" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("content, words", [
+    ("not json", "mutants.json: not JSON"),
+    ("[1]", "mutants.json: a JSON list, not an object"),
+    ('{"curated": 5}', "field 'curated' is int, expected dict"),
+    ('{"curated": {"survivors": [5]}}', "field 'curated.survivors[0]' is int, expected dict"),
+    ('{"curated": {"killed": 1, "total": 2, "score": "x"}}', "field 'curated.score' is str"),
+    ('{"curated": null, "generic": {"survivors": 5}}', "field 'generic.survivors' is int"),
+    ('{"curated": null, "generic": {"survivors_by_function": []}}',
+     "field 'generic.survivors_by_function' is list, expected dict"),
+])
+def test_a_damaged_mutants_json_is_one_line_and_replaces_nothing(tmp_path, capsys, content, words):
+    """reports/mutants.json with a field of another type was a traceback (AttributeError,
+    TypeError) from the report; one that was not JSON was silently left out."""
+    from conformance.report.build import main
+
+    results = make_dir(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mutants.json").write_text(content)
+    (out / "index.html").write_text("previous")
+    assert main(["--results-dir", str(results), "--out", str(out)]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err and "Traceback" not in err, err
+    assert sorted(p.name for p in out.iterdir()) == ["index.html", "mutants.json"]
+    assert (out / "index.html").read_text() == "previous"
+
+
+def test_a_mutants_json_of_the_long_mode_alone_is_shown(tmp_path):
+    """``nox -s mutants -- --long-only`` before any curated run writes ``"curated": null``."""
+    d = make_dir(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mutants.json").write_text(json.dumps({
+        "type": "mutants", "schema": 1, "curated": None, "baseline": None,
+        "generic": {"summary": "300/400 killed (75.0%)", "survivors_by_function": {"f": 2}}}))
+    data, page = build(d, out)
+    text = page.read_text()
+    assert "No run of the curated planted bugs yet" in text and "None/None" not in text
+    assert "300/400 killed (75.0%)" in text
 
 
 def test_the_long_mutation_mode_shows_its_survivors_by_function(tmp_path):
