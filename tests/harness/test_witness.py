@@ -33,20 +33,6 @@ KNOWN_WITHOUT_HOME = {
         "inplace-view-semantics": "inplace-on-multi-output-view may diverge in its 'recorded' branch "
                                   "(a cascade of the home rule) or in its refusal: not re-judged yet",
     },
-    "oneflow": {
-        # Cascades of the home rule on OneFlow (re-run on 0.9.0 and 0.8.0, issue 27): each test needs
-        # the home rule's behaviour to make its own observation, so it should take the home rule as a
-        # prerequisite (suite changes, not made yet) and be BLOCKED.
-        "no-version-counter": "engine.version-counter-error-detail (no error, so no detail) and "
-            "views.saved-view-version-checked (no in-place change is noticed at all): need "
-            "prerequisite('engine.version-counter-error')",
-        "inplace-on-view-not-recorded-in-base": "views.inplace-on-multi-output-view diverges in its "
-            "'recorded' branch (the leaf's gradient through a write into unbind()[0]): needs "
-            "prerequisite('views.inplace-on-view-rewrites-base')",
-        "no-grad-view-inplace-accepted": "views.inplace-on-view-of-no-grad-view-refused: OneFlow refuses "
-            "no in-place op on a no_grad view at all: needs "
-            "prerequisite('views.inplace-on-no-grad-view-refused')",
-    },
 }
 
 
