@@ -13,11 +13,6 @@ EXPECTATIONS = sorted((Path(__file__).resolve().parents[2] / "adapters" / "expec
 #: An entry here that no longer breaks it fails the test below (remove it).
 KNOWN_WITHOUT_HOME = {
     # file stem -> {slug: reason}
-    "tinygrad": {
-        "no-version-check": "engine.version-counter-error-detail repeats the home rule's observation "
-                            "(no error at all, so no detail); its test should take "
-                            "engine.version-counter-error as a prerequisite (not yet)",
-    },
     "paddle": {
         "grads-keep-graph": "the four rules were drafted under one cause; not re-judged by hand yet",
         "reference-cycles-uncollected": "one mechanism (the C++ tensor holds its Python parts "
