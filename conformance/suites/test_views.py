@@ -220,6 +220,11 @@ def test_slice_assignment_of_grad_values_records_history(adapter, fw, device):
         f"after p[1:3] = w: requires_grad={p.requires_grad}, is_leaf={p.is_leaf}"
     adapter.backward(fw.sum(p * fw.arange(4.0, device=device)))
     close(adapter, w.grad, [1, 2], "w.grad through p[1:3] = w")
+    # the same write on a base that requires grad must be recorded at all (else the home rule's finding)
+    a2 = fw.ones(4, requires_grad=True, device=device)
+    b2 = a2 * 1
+    write_through_view(adapter, fw, a2, b2, lambda: adapter.inplace(b2[:2], "mul_", 3),
+                       [3, 3, 1, 1], grad=[3, 3, 1, 1], what="b[:2].mul_(3) on a base that requires grad")
     q = fw.zeros(4, device=device)
     with diverges_if_raises(RuntimeError, what="in-place op with a grad-requiring value on a view of a plain tensor"):
         adapter.inplace(q[:2], "add_", w)
