@@ -185,6 +185,10 @@ def test_attribute_on_backward_grad_survives(adapter, fw, device):
 @rule("identity.subclass-survives-framework-ownership")
 @subject("grad=")
 def test_subclass_survives_as_grad(adapter, fw, device):
+    with prerequisite("identity.grad-assignment-keeps-object", what="y.grad = t (a plain tensor)") as pre:
+        t, y = fw.ones(2, device=device), fw.ones(2, device=device)
+        y.grad = t
+        pre.check(y.grad is t, "y.grad is the plain tensor just assigned to it")  # else no class can survive
     cls, s = as_subclass(adapter, fw, fw.ones(2, device=device))
     tag = Tag(s)
     sid = id(s)

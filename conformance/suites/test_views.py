@@ -13,7 +13,7 @@ from conformance import liveness
 from conformance.spelling import subject
 from conformance.features import judged_without
 from conformance.api import Blocked, Unsupported, diverges_if_raises, prerequisite, raises, rule
-from conformance.suites._helpers import TENSOR_WEAKREF, producer
+from conformance.suites._helpers import TENSOR_WEAKREF, inplace_on_saved_refused, producer
 
 #: An in-place op on a view writes the base and rewrites its history.
 VIEW_WRITE = "views.inplace-on-view-rewrites-base"
@@ -177,12 +177,31 @@ def test_view_made_under_no_grad_refuses_recorded_in_place(adapter, fw, device):
     close(adapter, p, [1, 1, 0, 0], "a plain tensor after a plain in-place op on its no_grad view")
 
 
+def no_grad_view_refuses(adapter, fw, device):
+    """Prerequisite: the no_grad view itself refuses an in-place op in grad mode (else a view of it
+    accepting one is the same finding, BLOCKED by the no_grad-view rule)."""
+    with prerequisite("views.inplace-on-no-grad-view-refused",
+                      what="in-place op in grad mode on the no_grad view itself") as pre:
+        b = fw.ones(4, requires_grad=True, device=device) * 1
+        with fw.no_grad():
+            v = b[:2]
+        try:
+            adapter.inplace(v, "mul_", 2)
+            refused = False
+        except (Unsupported, Blocked):
+            raise
+        except Exception:  # noqa: BLE001 - any refusal is what the prerequisite needs
+            refused = True
+        pre.check(refused, "the no_grad view itself refused an in-place op in grad mode")
+
+
 @rule("views.inplace-on-view-of-no-grad-view-refused")
 @subject("view")
 def test_view_of_a_no_grad_view_refuses_recorded_in_place(adapter, fw, device):
     b = fw.ones(4, requires_grad=True, device=device) * 1
     with fw.no_grad():
         v = b[:2]
+    no_grad_view_refuses(adapter, fw, device)
     w = v.view(2)  # made in grad mode, of the no_grad view
     with raises(Exception, what="in-place op in grad mode on a view of a view made under no_grad"):
         adapter.inplace(w, "mul_", 2)
@@ -201,6 +220,11 @@ def test_slice_assignment_of_grad_values_records_history(adapter, fw, device):
         f"after p[1:3] = w: requires_grad={p.requires_grad}, is_leaf={p.is_leaf}"
     adapter.backward(fw.sum(p * fw.arange(4.0, device=device)))
     close(adapter, w.grad, [1, 2], "w.grad through p[1:3] = w")
+    # the same write on a base that requires grad must be recorded at all (else the home rule's finding)
+    a2 = fw.ones(4, requires_grad=True, device=device)
+    b2 = a2 * 1
+    write_through_view(adapter, fw, a2, b2, lambda: adapter.inplace(b2[:2], "mul_", 3),
+                       [3, 3, 1, 1], grad=[3, 3, 1, 1], what="b[:2].mul_(3) on a base that requires grad")
     q = fw.zeros(4, device=device)
     with diverges_if_raises(RuntimeError, what="in-place op with a grad-requiring value on a view of a plain tensor"):
         adapter.inplace(q[:2], "add_", w)
@@ -257,6 +281,7 @@ def test_custom_in_place_function_on_a_view_returns_one_tensor_only(adapter, fw,
 
 @rule("views.saved-view-version-checked")
 def test_writes_through_an_alias_invalidate_saved_values(adapter, fw, device):
+    inplace_on_saved_refused(adapter, fw, device)  # no version check at all: the home rule's finding
     a = fw.ones(4, requires_grad=True, device=device)
     b = a * 1
     v = b[:2]
@@ -353,11 +378,12 @@ def test_write_into_an_output_of_unbind_is_refused_or_recorded(adapter, fw, devi
         adapter.inplace(parts[0], "mul_", 3)
     except RuntimeError:  # refused, as torch does: nothing written
         close(adapter, fw.detach(b), [1, 2, 1, 1], "the base's values after the refused op")
-    else:  # accepted: the base's history must include the write (as a plain view's write does)
-        c = fw.ones(4, requires_grad=True, device=device)
-        d = c * 1
-        write_through_view(adapter, fw, c, d, lambda: adapter.inplace(d[:2], "mul_", 3), [3, 3, 1, 1],
-                           grad=[3, 3, 1, 1], what="a write through a plain view")
+    else:  # accepted: the base's history must include the write
+        # ... which needs writes through a plain (single-output) view recorded at all
+        a2 = fw.ones(4, requires_grad=True, device=device)
+        b2 = a2 * 1
+        write_through_view(adapter, fw, a2, b2, lambda: adapter.inplace(b2[:2], "mul_", 3),
+                           [3, 3, 1, 1], grad=[3, 3, 1, 1], what="b[:2].mul_(3) (a single-output view)")
         adapter.backward(fw.sum(b * fw.arange(1.0, 5.0, device=device)))
         close(adapter, a.grad, [3, 2, 3, 4], "the leaf's gradient through a write into unbind()[0]")
     p = fw.zeros(4, device=device)

@@ -13,11 +13,6 @@ EXPECTATIONS = sorted((Path(__file__).resolve().parents[2] / "adapters" / "expec
 #: An entry here that no longer breaks it fails the test below (remove it).
 KNOWN_WITHOUT_HOME = {
     # file stem -> {slug: reason}
-    "tinygrad": {
-        "no-version-check": "engine.version-counter-error-detail repeats the home rule's observation "
-                            "(no error at all, so no detail); its test should take "
-                            "engine.version-counter-error as a prerequisite (not yet)",
-    },
     "paddle": {
         "reference-cycles-uncollected": "Paddle's tensor type is not tracked by the collector (one "
                                         "mechanism for every user-made cycle); ctx-attribute-cycle-"
@@ -27,17 +22,6 @@ KNOWN_WITHOUT_HOME = {
         "grad-node-naming": "legacy_function.grad-fn-name and identity.custom-function-node-name "
                             "state the same behaviour (one rule in two suites): the catalogue "
                             "should merge them",
-    },
-    "oneflow": {
-        # Cascades of the home rule on OneFlow (re-run on 0.9.0 and 0.8.0, issue 27): each test needs
-        # the home rule's behaviour to make its own observation, so it should take the home rule as a
-        # prerequisite (suite changes, not made yet) and be BLOCKED.
-        "no-version-counter": "engine.version-counter-error-detail (no error, so no detail) and "
-            "views.saved-view-version-checked (no in-place change is noticed at all): need "
-            "prerequisite('engine.version-counter-error')",
-        "no-grad-view-inplace-accepted": "views.inplace-on-view-of-no-grad-view-refused: OneFlow refuses "
-            "no in-place op on a no_grad view at all: needs "
-            "prerequisite('views.inplace-on-no-grad-view-refused')",
     },
 }
 
