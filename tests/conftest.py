@@ -95,3 +95,23 @@ class ConformanceProject:
 @pytest.fixture
 def conformance_project(pytester, monkeypatch) -> ConformanceProject:
     return ConformanceProject(pytester, monkeypatch)
+
+
+@pytest.fixture
+def run_tool_without():
+    """``run(tool, missing)``: ``python -m tool`` (no arguments) in a child interpreter where
+    importing ``missing`` fails as if it were not installed (``sys.modules[name] = None``), as in
+    an installed wheel without that optional extra; returns the finished process."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+
+    def run(tool: str, missing: str):
+        code = (f"import runpy, sys; sys.modules[{missing!r}] = None; sys.argv = ['x']; "
+                f"runpy.run_module({tool!r}, run_name='__main__')")
+        return subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                              text=True, timeout=120)
+
+    return run

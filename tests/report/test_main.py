@@ -2,19 +2,9 @@
 one line saying what to install, exit 4, no traceback."""
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def test_without_jinja2_it_says_what_to_install(tmp_path):
-    # sys.modules[name] = None makes ``import name`` raise ImportError, as if not installed
-    code = ("import runpy, sys; sys.modules['jinja2'] = None; sys.argv = ['x']; "
-            "runpy.run_module('conformance.report', run_name='__main__')")
-    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120)
+def test_without_jinja2_it_says_what_to_install(run_tool_without):
+    run = run_tool_without("conformance.report", "jinja2")
     assert run.returncode == 4, (run.stdout, run.stderr)
     assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
     assert "autograd-conformance[report]" in run.stderr, run.stderr
