@@ -18,16 +18,6 @@ KNOWN_WITHOUT_HOME = {
                             "(no error at all, so no detail); its test should take "
                             "engine.version-counter-error as a prerequisite (not yet)",
     },
-    "paddle": {
-        "reference-cycles-uncollected": "Paddle's tensor type is not tracked by the collector (one "
-                                        "mechanism for every user-made cycle); ctx-attribute-cycle-"
-                                        "collected is a cascade, but the prerequisite that would block "
-                                        "it turns OneFlow's per-holder independent verdict BLOCKED too "
-                                        "(not re-run on OneFlow yet)",
-        "grad-node-naming": "legacy_function.grad-fn-name and identity.custom-function-node-name "
-                            "state the same behaviour (one rule in two suites): the catalogue "
-                            "should merge them",
-    },
     "oneflow": {
         # Cascades of the home rule on OneFlow (re-run on 0.9.0 and 0.8.0, issue 27): each test needs
         # the home rule's behaviour to make its own observation, so it should take the home rule as a
