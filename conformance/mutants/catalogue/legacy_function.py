@@ -5,7 +5,7 @@ Importing the module registers them; the package imports the areas in a fixed or
 """
 from __future__ import annotations
 
-from conformance.mutants import edit, mutant, replace, single_edit
+from conformance.mutants import edit, mutant, original, replace, single_edit
 from conformance.mutants.catalogue.shared import accepted_or_raised, fresh_alias, fw, leaf, warnings_count
 
 
@@ -328,3 +328,28 @@ single_edit("legacy_function.saved-tensors-unchecked", "reference.autograd.funct
             models="ctx.saved_tensors skipping the version check built-in nodes make (custom functions "
                    "read overwritten inputs)",
             rules="legacy_function.saved-tensors-version-check", probe=_probe_custom_version)
+
+
+def _probe_subclass_node_name():
+    class Sub(_double_cls()):
+        pass
+
+    return Sub.apply(leaf()).grad_fn.name()
+
+
+@mutant("legacy_function.subclass-node-named-after-base",
+        models="a framework that makes one node class per Function that defines forward, so a "
+               "subclass's nodes carry its base's name",
+        rules=("legacy_function.grad-fn-name",), probe=_probe_subclass_node_name)
+def _():
+    """A subclass of a Function that defines forward reuses its base's node class."""
+    from reference.autograd.function import Function
+
+    init = original("reference.autograd.function:FunctionMeta.__init__")
+
+    def init_named_after_base(cls, name, bases, attrs):
+        init(cls, name, bases, attrs)
+        if bases and bases[0] is not Function and "forward" in vars(bases[0]):
+            cls._backward_cls = bases[0]._backward_cls
+
+    replace("reference.autograd.function:FunctionMeta.__init__", init_named_after_base)
