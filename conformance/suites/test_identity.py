@@ -175,6 +175,8 @@ def test_attribute_survives_as_another_tensors_grad(adapter, fw, device):
     set_attr(x, "foo", 2)
     y = fw.ones(2, device=device)
     y.grad = x
+    with prerequisite("identity.grad-assignment-keeps-object", what="y.grad = x") as pre:
+        pre.check(y.grad is x, "y.grad is the tensor just assigned to it")  # else nothing to survive
     old_id = id(x)
     del x                                   # dead in Python, alive as y.grad
     churn(adapter, fw, device)
@@ -192,6 +194,8 @@ def test_attribute_on_backward_grad_survives(adapter, fw, device):
     a = fw.ones(2, 3, requires_grad=True, device=device)
     adapter.backward(fw.sum(a * 3))
     g = a.grad
+    with prerequisite("identity.grad-same-object", what="a.grad read twice while held") as pre:
+        pre.check(a.grad is g, "a.grad is the object read before")  # else each read is a new object
     set_attr(g, "tag", "mine")
     gid = id(g)
     del g
