@@ -56,15 +56,31 @@ FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "end": {"examples": (int,), "duration": (int, float), "fuzz_run": (str,)},
 }
 
+#: A divergence's ``expectation`` (``runner.expectation_for``): the rule the page names, the
+#: reason and root cause beside it; a dict without a rule is refused like a wrong type.
+EXPECTATION_FIELDS: dict[str, tuple[type, ...]] = {"rule": (str,), "reason": (str,),
+                                                   "root_cause": (str,)}
+
 
 def _field_problem(record: dict[str, Any]) -> str | None:
     """Why ``record`` cannot be read (a field of the wrong type), or None."""
     kind = record.get("type")
-    for name, types in (FIELDS.get(kind, {}) if isinstance(kind, str) else {}).items():
+    problem = _type_problem(record, FIELDS.get(kind, {}) if isinstance(kind, str) else {}, "")
+    expectation = record.get("expectation") if kind == "divergence" else None
+    if problem is None and expectation is not None:
+        if expectation.get("rule") is None:
+            return "field 'expectation' has no 'rule'"
+        problem = _type_problem(expectation, EXPECTATION_FIELDS, "expectation.")
+    return problem
+
+
+def _type_problem(record: dict[str, Any], fields: dict[str, tuple[type, ...]],
+                  prefix: str) -> str | None:
+    for name, types in fields.items():
         value = record.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
             shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-            return (f"field {name!r} is {type(value).__name__} {shown}, expected "
+            return (f"field {prefix + name!r} is {type(value).__name__} {shown}, expected "
                     f"{' or '.join(t.__name__ for t in types)}")
     return None
 

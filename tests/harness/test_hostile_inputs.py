@@ -120,15 +120,21 @@ def results_files(draw) -> bytes:
 @settings(WHOLE_TOOL, max_examples=30)
 @given(results_files())
 def test_report_of_a_damaged_results_file(content):
-    from conformance.report.build import main
-
     with workspace() as path:
         (path / "results" / "torch.jsonl").write_bytes(content)
-        before = outputs(path / "out")
-        code, out, err = call(main, ["--results-dir", "results", "--out", "out"])
-        assert_convention(code, out, err)
-        if code == 4:
-            assert outputs(path / "out") == before
+        _report_refuses_or_renders(path)
+
+
+def _report_refuses_or_renders(path):
+    """The report over ``path/results``: one line and exit 4 with nothing in ``path/out``
+    replaced, or a rendered page."""
+    from conformance.report.build import main
+
+    before = outputs(path / "out")
+    code, out, err = call(main, ["--results-dir", "results", "--out", "out"])
+    assert_convention(code, out, err)
+    if code == 4:
+        assert outputs(path / "out") == before
 
 
 # -- the report's other inputs: differential findings and mutants.json --------------------
@@ -174,19 +180,13 @@ def side_inputs(draw) -> tuple[bytes, bytes | None]:
 @settings(WHOLE_TOOL, max_examples=30)
 @given(side_inputs())
 def test_report_of_a_damaged_findings_file_or_mutants_json(inputs):
-    from conformance.report.build import main
-
     findings, mutants = inputs
     with workspace() as path:
         (path / "results" / "torch.jsonl").write_bytes(RUN.read_bytes())
         (path / "results" / "explore-torch.jsonl").write_bytes(findings)
         if mutants is not None:
             (path / "out" / "mutants.json").write_bytes(mutants)
-        before = outputs(path / "out")
-        code, out, err = call(main, ["--results-dir", "results", "--out", "out"])
-        assert_convention(code, out, err)
-        if code == 4:
-            assert outputs(path / "out") == before
+        _report_refuses_or_renders(path)
 
 
 @WHOLE_TOOL

@@ -76,6 +76,9 @@ def test_a_newer_findings_schema_is_refused(tmp_path):
     (divergence("a|b", "x", script_lines="3"), ":2: field 'script_lines' is str '3'"),
     (divergence("a|b", "x", category=["hooks"]), ":2: field 'category' is list"),
     ({"type": "fuzz-worker", "fuzz_run": {"a": 1}}, ":2: field 'fuzz_run' is dict"),
+    # the page names the expectation's rule: one without it was a template error
+    (divergence("a|b", "x", expectation={"x": 1}), ":2: field 'expectation' has no 'rule'"),
+    (divergence("a|b", "x", expectation={"rule": 3}), ":2: field 'expectation.rule' is int 3"),
 ])
 def test_a_findings_line_with_a_field_of_the_wrong_type_is_refused_with_its_line(
         tmp_path, capsys, line, words):
