@@ -396,20 +396,22 @@ def report(session: nox.Session) -> None:
     import sys
     from pathlib import Path
 
+    _harness()
+    from conformance.results import column_status
+
     force = "--force" in session.posargs
     results_dir = Path("reports/results")
     results_dir.mkdir(parents=True, exist_ok=True)
     for label, (name, spec) in REPORT_COLUMNS.items():
         results = results_dir / f"{label}.jsonl"
         stamp = results_dir / f"{label}.stamp.json"
-        status = results_dir / f"{label}.status.json"
         digest = _suite_digest(spec)
         if (not force and _complete(results) and stamp.is_file()
                 and json.loads(stamp.read_text()).get("digest") == digest):
             session.log(f"{label}: reusing {results} (suites and framework unchanged)")
             continue
         results.unlink(missing_ok=True)
-        status.unlink(missing_ok=True)
+        column_status.clear_status(results_dir, label)
         session.log(f"{label}: running nox -s {name!r}")
         # divergences fail the pytest run: that is the point, not a reason to stop the report
         output = session.run(sys.executable, "-m", "nox", "-s", name, external=True,
@@ -423,8 +425,8 @@ def report(session: nox.Session) -> None:
             or "ERROR: " in output
         detail = (f"nox -s {name!r} could not install {' '.join(spec)}: " if installing
                   else f"nox -s {name!r} produced no results: ") + tail[-600:]
-        _write_whole(status, {"status": "not-installed" if installing else "missing",
-                              "detail": detail})
+        column_status.write_status(results_dir, label, column_status.ColumnStatus(
+            column_status.NOT_INSTALLED if installing else column_status.MISSING, detail))
         session.warn(f"{label}: {detail}")
     session.install("-e", ".[report]")
     session.run("python", "-m", "conformance.report")

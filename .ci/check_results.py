@@ -11,7 +11,6 @@ one of each outcome the run has, then others), in the interpreter the run record
 venv), and on a committed torch run recorded at an older suite revision (OLD_RUN: its scripts
 come from ``git show`` of that revision), in the torch run's interpreter.
 """
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from adapters.base import report_runs  # noqa: E402  (standard library only)
 from conformance.results import end_line as _end_line  # noqa: E402  (standard library only)
+from conformance.results import why_not_complete  # noqa: E402  (standard library only)
+from conformance.results.column_status import read_status  # noqa: E402  (standard library only)
 
 RESULTS = Path("reports/results")
 REQUIRED = [run["label"] for _, run in report_runs() if run.get("required", True)]
@@ -75,14 +76,16 @@ def main() -> int:
     failed = []
     for label in REQUIRED + OPTIONAL:
         end = end_line(label)
-        status_file = RESULTS / f"{label}.status.json"
-        if end is None and label in OPTIONAL and status_file.is_file():
-            status = json.loads(status_file.read_text())
-            if status.get("status") == "not-installed":
-                print(f"WARNING {label}: not installed here: {status.get('detail', '')[:300]}")
-                continue
+        status = read_status(RESULTS, label)
+        if end is None and label in OPTIONAL and status is not None and status.not_installed:
+            print(f"WARNING {label}: not installed here: {status.detail[:300]}")
+            continue
         if end is None:
-            failed.append(f"{label}: no complete results in {RESULTS}/{label}.jsonl")
+            # CI keeps only the tail of its log: this line says why, and what nox printed
+            detail = status.detail if status else ""
+            failed.append(f"{label}: no complete results in {RESULTS}/{label}.jsonl: "
+                          f"{why_not_complete(RESULTS / f'{label}.jsonl')}"
+                          + (f"; nox said: {detail[-600:]}" if detail else ""))
         elif end.exitstatus != 0:
             failed.append(f"{label}: the run ended with exit status {end.exitstatus} "
                           f"(counts {end.counts}): an outcome differs from the expectations")
@@ -95,4 +98,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from conformance.results import ResultsSchemaError  # noqa: E402  (standard library only)
+
+    try:
+        sys.exit(main())
+    except ResultsSchemaError as exc:  # a damaged file under reports/results: one line
+        print(f"check_results: {exc}", file=sys.stderr)
+        sys.exit(4)

@@ -31,7 +31,9 @@ from pathlib import Path
 
 from conformance import cli
 from conformance.outputs import OutputError, Outputs, reports_dir
-from conformance.results import ResultsSchemaError, combined, findings as _findings, read_run
+from conformance.results import (ResultsSchemaError, combined, findings as _findings,
+                                 first_wrong, first_wrong_item, read_run)
+from conformance.results.column_status import MISSING, read_status
 from conformance.rules import load_catalogue
 from conformance.report import html, junit, rootcause
 
@@ -48,41 +50,25 @@ def _default_columns() -> dict[str, tuple[str, str | None]]:
 DEFAULT_COLUMNS = _default_columns()
 
 
-def status_path(results_dir: Path, label: str) -> Path:
-    return Path(results_dir) / f"{label}.status.json"
-
-
-def _status_file(path: Path) -> dict[str, str]:
-    """``<label>.status.json`` (written by nox -s report): {"status", "detail"}, or {}."""
-    try:
-        info = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, ValueError) as exc:
-        raise ResultsSchemaError(f"{path}: not a status file written by nox -s report "
-                                 f"({type(exc).__name__}); remove it") from None
-    if not isinstance(info, dict) or not all(isinstance(info.get(k, ""), str)
-                                             for k in ("status", "detail")):
-        raise ResultsSchemaError(f"{path}: not a status file written by nox -s report; remove it")
-    return info
-
-
 def collect_runs(results_dir: Path, columns: dict[str, tuple[str, str | None]]
                  ) -> list[combined.Column]:
     runs = []
     for label, (framework, version) in columns.items():
         lines = Path(results_dir) / f"{label}.jsonl"
-        info = _status_file(status_path(results_dir, label))
-        if info.get("status") == "not-installed":
-            runs.append(combined.placeholder(label, framework, version, "not-installed",
-                                             info.get("detail", "")))
+        status = read_status(results_dir, label)
+        if status is not None and status.not_installed:
+            runs.append(combined.placeholder(label, framework, version, status.status,
+                                             status.detail))
         elif lines.is_file():
             run = combined.column_of(lines, label, framework)
-            if info.get("detail") and run.status != "complete":
-                run.detail = info["detail"]
+            if status is not None and status.detail and run.status != "complete":
+                run.detail = status.detail
             runs.append(run)
         else:
             runs.append(combined.placeholder(
-                label, framework, version, "missing",
-                info.get("detail") or f"no results file {lines.name}; run nox -s report"))
+                label, framework, version, MISSING,
+                (status.detail if status else "")
+                or f"no results file {lines.name}; run nox -s report"))
     return runs
 
 
@@ -168,44 +154,22 @@ def _mutants_problem(found) -> str | None:
     """Why ``found`` (mutants.json) cannot be shown: the first field of a type the page does
     not expect, or None. Checked in order, so a field is looked into only once it is known
     to be a list or an object."""
-    def wrong(name: str, value, *types) -> str | None:
-        if value is None or (isinstance(value, types) and (bool in types
-                                                           or not isinstance(value, bool))):
-            return None
-        return (f"field {name!r} is {type(value).__name__}, expected "
-                f"{' or '.join(t.__name__ for t in types)}")
-
-    def items(name: str, value, fields: dict) -> str | None:
-        for i, entry in enumerate(value or []):
-            if not isinstance(entry, dict):
-                return f"field '{name}[{i}]' is {type(entry).__name__}, expected dict"
-            problem = next((p for key, types in fields.items()
-                            if (p := wrong(f"{name}[{i}].{key}", entry.get(key), *types))), None)
-            if problem:
-                return problem
-        return None
-
     if not isinstance(found, dict):
         return f"a JSON {type(found).__name__}, not an object"
     curated, generic = found.get("curated"), found.get("generic")
-    return (wrong("date", found.get("date"), str) or wrong("partial", found.get("partial"), bool)
-            or wrong("baseline", found.get("baseline"), dict)
-            or wrong("curated", curated, dict) or wrong("generic", generic, dict)
+    return (first_wrong(found, {"date": (str,), "partial": (bool,), "baseline": (dict,),
+                                "curated": (dict,), "generic": (dict,)})
             or (curated and (
-                wrong("curated.killed", curated.get("killed"), int)
-                or wrong("curated.total", curated.get("total"), int)
-                or wrong("curated.score", curated.get("score"), int, float)
-                or wrong("curated.survivors", curated.get("survivors"), list)
-                or items("curated.survivors", curated.get("survivors"),
-                         {"id": (str,), "expected_rules": (list,), "reason": (str,)})))
+                first_wrong(curated, {"killed": (int,), "total": (int,), "score": (int, float),
+                                      "survivors": (list,)}, "curated.")
+                or first_wrong_item("curated.survivors", curated.get("survivors"),
+                                    {"id": (str,), "expected_rules": (list,), "reason": (str,)})))
             or (generic and (
-                wrong("generic.summary", generic.get("summary"), str)
-                or wrong("generic.survivors_by_function", generic.get("survivors_by_function"), dict)
-                or wrong("generic.not_reached_by_function",
-                         generic.get("not_reached_by_function"), dict)
-                or wrong("generic.survivors", generic.get("survivors"), list)
-                or items("generic.survivors", generic.get("survivors"),
-                         {"function": (str,), "change": (list,), "kind": (str,)})))
+                first_wrong(generic, {"summary": (str,), "survivors_by_function": (dict,),
+                                      "not_reached_by_function": (dict,), "survivors": (list,)},
+                            "generic.")
+                or first_wrong_item("generic.survivors", generic.get("survivors"),
+                                    {"function": (str,), "change": (list,), "kind": (str,)})))
             or None)
 
 

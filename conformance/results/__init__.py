@@ -23,6 +23,10 @@ concept per module:
   of format migrations for both documents.
 * :mod:`~conformance.results.findings`: the differential search's findings files.
 * :mod:`~conformance.results.locks`: the locks beside a results file.
+* :mod:`~conformance.results.json_fields`: the one JSON type check (and its wording) of every
+  file the harness reads back: results lines, findings lines, ``mutants.json``.
+* :mod:`~conformance.results.column_status`: ``<label>.status.json``, why ``nox -s report``
+  has no results for a column (not installed, or missing).
 
 Standard library only (with :mod:`conformance.outcomes`): the noxfile and ``.ci/`` read
 results with a bare Python. The header does not depend on the tools that read it: the suite
@@ -35,19 +39,22 @@ from conformance.results.findings import (EXPLORE_PREFIX, EXPLORE_SCHEMA, append
                                           explore_path, findings_lines, is_explore,
                                           read_findings)
 from conformance.results.locks import locked
+from conformance.results.json_fields import first_wrong, first_wrong_item
 from conformance.results.migrations import COMBINED, COMBINED_VERSION, LINES, MIGRATIONS
 from conformance.results.naming import function_name, test_name
 from conformance.results.phases import PROPERTY, PhaseInfo, chain_of, phase_info
 from conformance.results.records import (SCHEMA_VERSION, RunEnd, RunHeader, TestRecord,
                                          WitnessRecord)
 from conformance.results.run_file import (ResultsFile, ResultsInUse, Run, Tally, TestRecords,
-                                          end_line, git_revision, read_results, read_run)
+                                          end_line, git_revision, read_results, read_run,
+                                          why_not_complete)
 
 __all__ = [
     "COMBINED", "COMBINED_VERSION", "EXPLORE_PREFIX", "EXPLORE_SCHEMA", "LINES", "MIGRATIONS",
     "PROPERTY", "SCHEMA_VERSION", "PhaseInfo", "ResultsFile", "ResultsInUse",
     "ResultsSchemaError", "Run", "RunEnd", "RunHeader", "Tally", "TestRecord", "TestRecords",
     "WitnessRecord", "append_findings", "chain_of", "end_line", "explore_path", "findings_lines",
+    "first_wrong", "first_wrong_item",
     "function_name", "git_revision", "is_explore", "locked", "phase_info", "read_findings",
-    "read_results", "read_run", "test_name",
+    "read_results", "read_run", "test_name", "why_not_complete",
 ]

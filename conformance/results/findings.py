@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.results.errors import ResultsSchemaError
+from conformance.results.json_fields import first_wrong
 from conformance.results.locks import locked
 
 EXPLORE_PREFIX = "explore-"
@@ -65,24 +66,13 @@ EXPECTATION_FIELDS: dict[str, tuple[type, ...]] = {"rule": (str,), "reason": (st
 def _field_problem(record: dict[str, Any]) -> str | None:
     """Why ``record`` cannot be read (a field of the wrong type), or None."""
     kind = record.get("type")
-    problem = _type_problem(record, FIELDS.get(kind, {}) if isinstance(kind, str) else {}, "")
+    problem = first_wrong(record, FIELDS.get(kind, {}) if isinstance(kind, str) else {})
     expectation = record.get("expectation") if kind == "divergence" else None
     if problem is None and expectation is not None:
         if expectation.get("rule") is None:
             return "field 'expectation' has no 'rule'"
-        problem = _type_problem(expectation, EXPECTATION_FIELDS, "expectation.")
+        problem = first_wrong(expectation, EXPECTATION_FIELDS, "expectation.")
     return problem
-
-
-def _type_problem(record: dict[str, Any], fields: dict[str, tuple[type, ...]],
-                  prefix: str) -> str | None:
-    for name, types in fields.items():
-        value = record.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
-            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-            return (f"field {prefix + name!r} is {type(value).__name__} {shown}, expected "
-                    f"{' or '.join(t.__name__ for t in types)}")
-    return None
 
 
 def read_findings(path: Path) -> list[dict[str, Any]]:

@@ -22,15 +22,13 @@ import dataclasses
 from typing import Any, ClassVar
 
 from conformance.results.errors import ResultsSchemaError
+from conformance.results.json_fields import ANY, wrong_type
 
 #: The ``--results`` file's format version (the header's ``schema``); readers migrate older
 #: versions through :mod:`conformance.results.migrations`.
 SCHEMA_VERSION = 1
 
-ANY = object()  # a field that holds any JSON value (``observed``)
 _NUMBER = (int, float)
-_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true/false",
-               dict: "an object", list: "a list"}
 
 
 def _field(*types, default=None, factory=None, required: bool = False, omit_none: bool = False):
@@ -40,22 +38,6 @@ def _field(*types, default=None, factory=None, required: bool = False, omit_none
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
-
-
-def _check(value: Any, types: tuple, required: bool) -> bool:
-    if value is None:
-        return not required
-    if types == (ANY,):
-        return True
-    if isinstance(value, bool):
-        return bool in types
-    return isinstance(value, types)
-
-
-def _describe(types: tuple) -> str:
-    # int or float is "a number" (a duration of 0.2 is fine; "an integer" misled)
-    return " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types if t is not int or
-                       float not in types) or "any value"
 
 
 class _Record:
@@ -85,11 +67,11 @@ class _Record:
                                              f"{f.name!r}; not a line this harness wrote: run "
                                              f"the suites again")
                 continue  # the dataclass default
-            if not _check(value, f.metadata["types"], f.metadata["required"]):
+            problem = wrong_type(f.name, value, f.metadata["types"], f.metadata["required"])
+            if problem:
                 raise ResultsSchemaError(
-                    f"{where}: field {f.name!r} is {type(value).__name__} {_short(value)}, "
-                    f"expected {_describe(f.metadata['types'])}; the line was not written by "
-                    f"this harness (or was edited): run the suites again")
+                    f"{where}: {problem}; the line was not written by this harness (or was "
+                    f"edited): run the suites again")
             values[f.name] = value
         extra = {k: v for k, v in obj.items() if k not in values and k != "type"
                  and k not in cls.field_names()}
@@ -107,11 +89,6 @@ class _Record:
             out[f.name] = value
         out.update(self.extra)
         return out
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclasses.dataclass

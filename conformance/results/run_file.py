@@ -300,3 +300,19 @@ def end_line(path: Path) -> RunEnd | None:
     except (OSError, ResultsSchemaError):
         return None
     return run.end if run.complete else None
+
+
+def why_not_complete(path: Path) -> str:
+    """Why :func:`end_line` finds no complete run in ``path`` (one line), or "" when it does:
+    for CI, whose log keeps only the tail, so the failure line must carry its own reason."""
+    path = Path(path)
+    if not path.is_file():
+        return f"{path} does not exist"
+    try:
+        run = read_run(path)
+    except (OSError, ResultsSchemaError) as exc:
+        return f"{path} cannot be read: {exc}"
+    if run.complete:
+        return ""
+    last = run.tests[-1].nodeid if run.tests else "none"
+    return f"{run.interruption} after {len(run.tests)} test lines (the last: {last})"

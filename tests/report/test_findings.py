@@ -71,8 +71,8 @@ def test_a_newer_findings_schema_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("line, words", [
-    ({"type": "end", "examples": [1]}, ":2: field 'examples' is list [1], expected int"),
-    ({"type": "end", "examples": True}, ":2: field 'examples' is bool True, expected int"),
+    ({"type": "end", "examples": [1]}, ":2: field 'examples' is list [1], expected an integer"),
+    ({"type": "end", "examples": True}, ":2: field 'examples' is bool True, expected an integer"),
     (divergence("a|b", "x", script_lines="3"), ":2: field 'script_lines' is str '3'"),
     (divergence("a|b", "x", category=["hooks"]), ":2: field 'category' is list"),
     ({"type": "fuzz-worker", "fuzz_run": {"a": 1}}, ":2: field 'fuzz_run' is dict"),
@@ -115,12 +115,14 @@ def test_a_findings_file_with_a_newer_schema_stops_the_report_instead_of_vanishi
 @pytest.mark.parametrize("content, words", [
     ("not json", "mutants.json: not JSON"),
     ("[1]", "mutants.json: a JSON list, not an object"),
-    ('{"curated": 5}', "field 'curated' is int, expected dict"),
-    ('{"curated": {"survivors": [5]}}', "field 'curated.survivors[0]' is int, expected dict"),
+    ('{"curated": 5}', "field 'curated' is int 5, expected an object"),
+    ('{"curated": {"survivors": [5]}}', "field 'curated.survivors[0]' is int 5, expected an object"),
     ('{"curated": {"killed": 1, "total": 2, "score": "x"}}', "field 'curated.score' is str"),
     ('{"curated": null, "generic": {"survivors": 5}}', "field 'generic.survivors' is int"),
+    ('{"curated": {"survivors": [{"id": 7}]}}', "field 'curated.survivors[0].id' is int 7, "
+                                                "expected a string"),
     ('{"curated": null, "generic": {"survivors_by_function": []}}',
-     "field 'generic.survivors_by_function' is list, expected dict"),
+     "field 'generic.survivors_by_function' is list [], expected an object"),
 ])
 def test_a_damaged_mutants_json_is_one_line_and_replaces_nothing(tmp_path, capsys, content, words):
     """reports/mutants.json with a field of another type was a traceback (AttributeError,

@@ -14,7 +14,8 @@ from conformance.rules import load_catalogue
 from conformance.report import aggregate, html, junit
 from conformance.repro import derive as repro
 from conformance.repro import source
-from conformance.report.build import build, collect_runs, status_path
+from conformance.report.build import build, collect_runs
+from conformance.results.column_status import NOT_INSTALLED, ColumnStatus, write_status
 from conformance.report.svg import chain_svg
 from conformance import results
 from conformance.results import SCHEMA_VERSION, combined as schema
@@ -64,8 +65,8 @@ def results_dir(tmp_path):
     write_run(d / "oneflow-0.8.0.jsonl", "oneflow", "0.8.0", [
         (RULE, "test_a", "DIVERGES", "DIVERGES", "<script>alert('x')</script> ids alternate"),
         (OTHER, "test_c", "PASS", "PASS", "")], end=False)
-    status_path(d, "oneflow-0.9.0").write_text(json.dumps(
-        {"status": "not-installed", "detail": "pip could not install oneflow==0.9.0"}))
+    write_status(d, "oneflow-0.9.0",
+                 ColumnStatus(NOT_INSTALLED, "pip could not install oneflow==0.9.0"))
     return d
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from conformance.results import (ResultsFile, ResultsInUse, ResultsSchemaError, RunEnd,
                                  RunHeader, Tally, TestRecord, combined, end_line, read_run,
-                                 run_file)
+                                 run_file, why_not_complete)
 
 
 def written(path, *tests: TestRecord, interrupted: bool = False, not_run=()) -> ResultsFile:
@@ -73,6 +73,21 @@ def test_a_line_with_a_field_of_the_wrong_type_is_named_by_line(tmp_path):
     with pytest.raises(ResultsSchemaError, match=rf"^{path}:3: field 'outcome' is list"):
         read_run(path)
     assert end_line(path) is None
+
+
+def test_why_a_run_is_not_complete_is_said_in_one_line_for_each_way_it_can_fail(tmp_path):
+    path = tmp_path / "r.jsonl"
+    assert why_not_complete(path) == f"{path} does not exist"
+    written(path, TestRecord(nodeid="t.py::test_a", outcome="PASS", actual="PASS"))
+    assert why_not_complete(path) == ""
+    path.write_text("\n".join(path.read_text().splitlines()[:-1]) + "\n")  # killed: no end
+    assert why_not_complete(path) == ("the run ended without its end line (it was killed) "
+                                      "after 1 test lines (the last: t.py::test_a)")
+    written(path, TestRecord(nodeid="t.py::test_a", outcome="PASS", actual="PASS"),
+            interrupted=True, not_run=["t.py::test_b"])
+    assert "1 collected tests did not run" in why_not_complete(path)
+    path.write_text("{}\n")
+    assert why_not_complete(path).startswith(f"{path} cannot be read: {path}:1: no run header")
 
 
 def test_scan_skips_what_does_not_read_for_a_run_still_being_written(tmp_path):

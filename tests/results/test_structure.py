@@ -223,7 +223,7 @@ JSON_PARSES = {
     "conformance/history/record.py": (2, "a history file's lines; the child runner's answer"),
     "conformance/history/__init__.py": (1, "a release's history file"),
     "conformance/repro/run.py": (1, "the script runner's own lines (one per script run)"),
-    "conformance/report/build.py": (2, "nox's <label>.status.json; reports/mutants.json"),
+    "conformance/report/build.py": (1, "reports/mutants.json"),
     "conformance/report/html.py": (2, "the page's own packed data, read back"),
     "conformance/differential/worker.py": (1, "a request of the differential runner"),
     "conformance/differential/fuzz.py": (1, "a fuzz worker's counts file"),
@@ -236,7 +236,6 @@ JSON_PARSES = {
     "conformance/witness.py": (1, "a witness child's answer"),
     "conformance/evidence/runner.py": (1, "an evidence job"),
     "noxfile.py": (1, "nox's <label>.stamp.json"),
-    ".ci/check_results.py": (1, "nox's <label>.status.json"),
 }
 
 
