@@ -370,6 +370,13 @@ def _complete(results) -> bool:
     return end_line(results) is not None
 
 
+def _install_failed(output: str) -> bool:
+    """Whether a conformance session's output (it left no results file) says its install
+    failed: the column is then "not installed", a warning for an optional one."""
+    return ("pip install" in output and "failed" in output) or "not found" in output \
+        or "ERROR: " in output
+
+
 def _write_whole(path, data) -> None:
     """A stamp or status file, written whole or not at all (conformance.outputs)."""
     import json
@@ -414,19 +421,25 @@ def report(session: nox.Session) -> None:
         column_status.clear_status(results_dir, label)
         session.log(f"{label}: running nox -s {name!r}")
         # divergences fail the pytest run: that is the point, not a reason to stop the report
-        output = session.run(sys.executable, "-m", "nox", "-s", name, external=True,
-                             silent=True, success_codes=range(0, 256)) or ""
-        tail = "\n".join(output.strip().splitlines()[-8:])
+        done = column_status.run_column(
+            lambda: session.run(sys.executable, "-m", "nox", "-s", name, external=True,
+                                silent=True, success_codes=range(0, 256)),
+            results, _install_failed, session.warn)
+        tail = "\n".join(done.output.strip().splitlines()[-8:])
         if results.is_file():
             _write_whole(stamp, {"digest": digest, "session": name})
+            if done.incomplete and not _complete(results):
+                column_status.write_status(results_dir, label, column_status.ColumnStatus(
+                    column_status.MISSING, f"nox -s {name!r} did not complete twice: "
+                    + " | ".join(done.incomplete)))
             session.log(f"{label}: {tail.splitlines()[-1] if tail else 'done'}")
             continue
-        installing = ("pip install" in output and "failed" in output) or "not found" in output \
-            or "ERROR: " in output
-        detail = (f"nox -s {name!r} could not install {' '.join(spec)}: " if installing
-                  else f"nox -s {name!r} produced no results: ") + tail[-600:]
+        detail = (f"nox -s {name!r} could not install {' '.join(spec)}: " if done.install_failed
+                  else f"nox -s {name!r} produced no results: "
+                  + "".join(f"{a} | " for a in done.incomplete)) + tail[-600:]
         column_status.write_status(results_dir, label, column_status.ColumnStatus(
-            column_status.NOT_INSTALLED if installing else column_status.MISSING, detail))
+            column_status.NOT_INSTALLED if done.install_failed else column_status.MISSING,
+            detail))
         session.warn(f"{label}: {detail}")
     session.install("-e", ".[report]")
     session.run("python", "-m", "conformance.report")

@@ -26,7 +26,8 @@ concept per module:
 * :mod:`~conformance.results.json_fields`: the one JSON type check (and its wording) of every
   file the harness reads back: results lines, findings lines, ``mutants.json``.
 * :mod:`~conformance.results.column_status`: ``<label>.status.json``, why ``nox -s report``
-  has no results for a column (not installed, or missing).
+  has no results for a column (not installed, or missing), and how a column is run (once
+  more when it did not complete).
 
 Standard library only (with :mod:`conformance.outcomes`): the noxfile and ``.ci/`` read
 results with a bare Python. The header does not depend on the tools that read it: the suite

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Callable
 
 from conformance.outputs import write_text
 from conformance.results.errors import ResultsSchemaError
@@ -67,3 +68,44 @@ def read_status(results_dir: Path, label: str) -> ColumnStatus | None:
 
 def clear_status(results_dir: Path, label: str) -> None:
     status_path(results_dir, label).unlink(missing_ok=True)
+
+
+@dataclasses.dataclass
+class Attempts:
+    """What running one column came to: nox's last output, whether its install failed, and
+    a line per attempt that did not complete (empty when the first one did)."""
+
+    output: str = ""
+    install_failed: bool = False
+    incomplete: list = dataclasses.field(default_factory=list)
+
+
+def run_column(run: Callable[[], str], results: Path,
+               install_failed: Callable[[str], bool], warn: Callable[[str], None]) -> Attempts:
+    """Run a column (``run``: nox's session, returning its output) and, when it leaves no
+    complete results file without an install failure, once more: a framework that kills its
+    test worker (OneFlow 0.9.0, ten times a run) can take the harness's bookkeeping with it
+    now and then, and a whole column should not be lost to that. The first attempt's file is
+    kept beside, under ``incomplete/``; every attempt that did not complete is said (``warn``)
+    with why (:func:`why_not_complete`) and the end of what nox printed."""
+    from conformance.results.run_file import end_line, why_not_complete
+
+    results = Path(results)
+    done = Attempts()
+    for attempt in (1, 2):
+        done.output = run() or ""
+        done.install_failed = (not done.incomplete and not results.is_file()
+                               and install_failed(done.output))
+        if done.install_failed or end_line(results) is not None:
+            return done
+        why = why_not_complete(results)
+        tail = " / ".join(done.output.strip().splitlines()[-3:])[-300:]
+        done.incomplete.append(f"attempt {attempt}: {why}; nox said: {tail}")
+        if attempt == 1 and results.is_file():
+            kept = results.parent / "incomplete" / f"{results.stem}.attempt-1.jsonl"
+            kept.parent.mkdir(exist_ok=True)
+            results.replace(kept)
+            why += f" (kept as {kept})"
+        warn(f"{results.stem}: the run did not complete: {why}"
+             + ("; running it once more" if attempt == 1 else ""))
+    return done
