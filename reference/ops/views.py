@@ -377,40 +377,16 @@ def _normalize_index(index):
     return key, basic
 
 
-def _basic_index_node_class(key, shape):
-    """The node torch 2.13 names a basic index by: it applies the items one by one, so the
-    last that does something names the result (an integer selects, a slice narrows; a slice
-    over the whole dimension inside a tuple is skipped). One node does all of it here."""
-    if not isinstance(key, tuple):
-        return SelectBackward0 if isinstance(key, int) else SliceBackward0
-    last = SliceBackward0
-    dim = 0
-    for item in key:
-        if item is Ellipsis:
-            dim += len(shape) - sum(1 for other in key if other is not None and other is not Ellipsis)
-        elif item is None:
-            continue
-        elif isinstance(item, slice):
-            if item.indices(shape[dim]) != (0, shape[dim], 1):
-                last = SliceBackward0
-            dim += 1
-        else:
-            last = SelectBackward0
-            dim += 1
-    return last
-
-
-def getitem(self, index):
-    key, basic = _normalize_index(index)
-    if basic:
-        items = key if isinstance(key, tuple) else (key,)
-        if not any(item is Ellipsis for item in items):
-            items = items + (Ellipsis,)  # keeps a 0-d result an array view, not a scalar
-        lookup = items
-    else:
-        lookup = key
+def _index_step(self, dim, item):
+    """One item of a basic index applied at ``dim``, as torch 2.13 applies them one by one: an
+    integer selects (``SelectBackward0``), a slice narrows (``SliceBackward0``), None inserts a
+    dimension (``UnsqueezeBackward0``); each step a view of the one before, so ``b[None, 0]``
+    is a select over an unsqueeze, as in torch."""
+    if item is None:
+        return unsqueeze(self, dim)
+    key = (slice(None),) * dim + (item, Ellipsis)  # Ellipsis: a 0-d result stays an array view
     try:
-        data = self._array[lookup]
+        data = self._array[key]
     except IndexError as exc:
         raise IndexError(str(exc)) from None
     shape = self._array.shape
@@ -419,9 +395,45 @@ def getitem(self, index):
         node._shape = shape
         node._index = key
 
+    node_cls = SliceBackward0 if isinstance(item, slice) else SelectBackward0
+    return _make_view(self, data, node_cls, configure, view_fn=lambda t: _index_step(t, dim, item))
+
+
+def _basic_index(self, key):
+    """``x[key]`` for a basic key (integers, slices, None, ``...``): the items applied one by
+    one (:func:`_index_step`). Inside a tuple a slice over a whole dimension is skipped, and
+    an index that applies nothing (``x[...]``, ``x[:, :]``) is an alias (``AliasBackward0``);
+    a lone slice is always a slice, as in torch."""
+    if not isinstance(key, tuple):
+        return alias(self) if key is Ellipsis else _index_step(self, 0, key)
+    ndim = self._array.ndim
+    consuming = sum(1 for item in key if item is not None and item is not Ellipsis)
+    if consuming > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    out, dim = self, 0
+    for item in key:
+        if item is Ellipsis:
+            dim += ndim - consuming
+        elif isinstance(item, slice) and item.indices(out._array.shape[dim]) == \
+                (0, out._array.shape[dim], 1):
+            dim += 1  # the whole dimension: nothing to do
+        else:
+            out = _index_step(out, dim, item)
+            if item is None or isinstance(item, slice):
+                dim += 1  # an integer removes its dimension; a slice or None leaves one here
+    return alias(self) if out is self else out
+
+
+def getitem(self, index):
+    key, basic = _normalize_index(index)
     if basic:
-        node_cls = _basic_index_node_class(key, shape)
-        return _make_view(self, data, node_cls, configure, view_fn=lambda t: getitem(t, index))
+        return _basic_index(self, key)
+    try:
+        data = self._array[key]
+    except IndexError as exc:
+        raise IndexError(str(exc)) from None
+    shape = self._array.shape
+
     out = Tensor._wrap(data)
     if needs_grad(self):
         node = IndexBackward0(edges(self))
@@ -509,7 +521,7 @@ def narrow(self, dim, start, length):
     start = start + size if start < 0 else start
     if not (0 <= start <= size and 0 <= length and start + length <= size):
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    return getitem(self, (slice(None),) * d + (slice(start, start + length),))
+    return _index_step(self, d, slice(start, start + length))  # a slice even when it is whole
 
 
 def select(self, dim, index):
@@ -519,7 +531,7 @@ def select(self, dim, index):
     if not -size <= index < size:
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(self._array.shape)} "
                          f"at dimension {dim}")
-    return getitem(self, (slice(None),) * d + (index % size,))
+    return _index_step(self, d, index % size)
 
 
 class _JoinBackward(NodeBase):

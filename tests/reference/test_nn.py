@@ -82,6 +82,51 @@ def test_linear_computes_x_wt_plus_b_and_backpropagates_into_its_parameters():
     assert layer.weight.grad is None and layer.bias.grad is None
 
 
+def _tree(node, depth=0):
+    if node is None or depth > 3:
+        return None
+    return (node.name(), [_tree(n, depth + 1) for n, _ in node.next_functions])
+
+
+# Observed on torch 2.13: a Linear with a bias is one addmm; other inputs than matrices are
+# viewed as one and the result viewed back; without a bias it is a matrix product.
+@pytest.mark.parametrize("shape, tree", [
+    ((2, 3), ("AddmmBackward0", [("AccumulateGrad", []), ("AccumulateGrad", []),
+                                 ("TBackward0", [("AccumulateGrad", [])])])),
+    ((4, 2, 3), ("ViewBackward0", [("AddmmBackward0", [
+        ("AccumulateGrad", []), ("ViewBackward0", [("AccumulateGrad", [])]),
+        ("TBackward0", [("AccumulateGrad", [])])])])),
+])
+def test_linear_records_addmm_as_torch(shape, tree):
+    layer = nn.Linear(3, 5)
+    x = R.ones(*shape, requires_grad=True)
+    out = layer(x)
+    assert _tree(out.grad_fn) == tree and tuple(out.shape) == shape[:-1] + (5,)
+    node = out.grad_fn if len(shape) == 2 else out.grad_fn.next_functions[0][0]
+    assert tuple(node._saved_mat1.shape) == (int(np.prod(shape[:-1])), 3)
+    assert tuple(node._saved_mat2.shape) == (3, 5)
+
+
+def test_linear_gradients_match_the_product_and_sum_for_every_input_shape():
+    for shape in [(3,), (2, 3), (4, 2, 3)]:
+        layer = nn.Linear(3, 2)
+        x = R.tensor(np.arange(np.prod(shape), dtype=np.float64).reshape(shape) / 7,
+                     requires_grad=True)
+        w, b = layer.weight, layer.bias
+        (layer(x) ** 2).sum().backward()
+        x2, w2, b2 = (R.tensor(arr(t), requires_grad=True) for t in (x, w, b))
+        ((x2.matmul(w2.t()) + b2) ** 2).sum().backward()
+        for got, want in ((x, x2), (w, w2), (b, b2)):
+            np.testing.assert_allclose(arr(got.grad), arr(want.grad), rtol=1e-6)
+
+
+def test_addmm_saves_only_what_the_other_gradient_needs():
+    x, w = R.ones(2, 3, requires_grad=True), R.ones(3, 4)
+    out = nn.functional.linear(x, w.t(), R.zeros(4, requires_grad=True))
+    assert out.grad_fn.name() == "AddmmBackward0"
+    assert out.grad_fn._saved_mat1 is None and out.grad_fn._saved_mat2 is not None
+
+
 def test_relu_in_place_writes_its_input_and_out_of_place_does_not():
     x = leaf([-1.0, 2.0]).clone()
     y = nn.functional.relu(x)

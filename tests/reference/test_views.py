@@ -327,6 +327,57 @@ def test_basic_index_is_named_by_its_last_effective_item(index, name):
     assert b[index].grad_fn.name() == name and b[index]._is_view()
 
 
+def _chain(t):
+    """The node names from ``t.grad_fn`` down its first edges, until the base's node."""
+    names, node = [], t.grad_fn
+    while node is not None and node.name() not in ("MulBackward0", "AccumulateGrad"):
+        names.append(node.name())
+        node = node.next_functions[0][0]
+    return names
+
+
+# Observed on torch 2.13: a basic index is applied item by item, a view of a view per item that
+# does something; an index that does nothing is an alias, a lone slice always a slice.
+@pytest.mark.parametrize("index, chain", [
+    (None, ["UnsqueezeBackward0"]),
+    (Ellipsis, ["AliasBackward0"]),
+    ((slice(None), slice(None)), ["AliasBackward0"]),
+    ((), ["AliasBackward0"]),
+    (slice(None), ["SliceBackward0"]),
+    ((1, 0), ["SelectBackward0", "SelectBackward0"]),
+    ((None, 0), ["SelectBackward0", "UnsqueezeBackward0"]),
+    ((0, Ellipsis, None), ["UnsqueezeBackward0", "SelectBackward0"]),
+    ((0, slice(1, 3), slice(None, None, 2)), ["SliceBackward0", "SliceBackward0", "SelectBackward0"]),
+    ((slice(None), None, slice(None), 2), ["SelectBackward0", "UnsqueezeBackward0"]),
+])
+def test_a_basic_index_is_one_view_per_item_as_in_torch(index, chain):
+    b = R.ones(2, 3, 4, requires_grad=True) * 1
+    view = b[index]
+    assert _chain(view) == chain and view._is_view() and view._base is b
+    expected = np.zeros((2, 3, 4))
+    expected[index] = 2.0
+    (grad,) = R.autograd.grad((view * 2).sum(), b)
+    np.testing.assert_allclose(grad.numpy(), expected)
+
+
+def test_narrow_over_a_whole_dimension_is_still_a_slice():
+    b = R.ones(2, 3, requires_grad=True) * 1
+    assert b.narrow(0, 0, 2).grad_fn.name() == "SliceBackward0"
+    with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
+        b[0, 0, 0]
+
+
+def test_an_inplace_op_through_a_view_of_several_items_rewrites_the_base():
+    a = R.ones(2, 3, 4, requires_grad=True)
+    b = a * 1
+    b[0, 1:3].mul_(3)
+    assert b.grad_fn.name() == "CopySlices" and b._version == 1
+    (grad,) = R.autograd.grad(b.sum(), a)
+    expected = np.ones((2, 3, 4))
+    expected[0, 1:3] = 3
+    np.testing.assert_allclose(grad.numpy(), expected)
+
+
 def test_select_is_a_select_view():
     a = R.ones(3, 2, requires_grad=True)
     row = (a * 1).select(0, 1)
