@@ -94,13 +94,32 @@ def nearest(name: str, known: Iterable[str]) -> str | None:
 
 def unknown_keys_problem(adapter) -> str | None:
     """One line naming the first key of ``adapter.unsupported`` that the registry lacks, and
-    the nearest known key; None when every key is known."""
+    the nearest known key, or the first entry of ``adapter.unsupported_although_present`` that
+    is not a declared feature with {one of its surface names: a reason}; None when all hold."""
     known = registry()
-    for key in getattr(adapter, "unsupported", {}) or {}:
+    declared = getattr(adapter, "unsupported", {}) or {}
+    for key in declared:
         if key not in known:
             return (f"adapter {adapter.name!r} declares unsupported feature {key!r}, which "
                     f"conformance/features.toml does not name (nearest known: "
                     f"{nearest(key, known)!r}); use a registry name")
+    table = getattr(adapter, "unsupported_although_present", {}) or {}
+    where = f"adapter {adapter.name!r}: unsupported_although_present"
+    if not isinstance(table, dict):
+        return f"{where} must be a dict: feature -> {{surface name: why it is not the feature}}"
+    for key, reasons in table.items():
+        if key not in declared:
+            return (f"{where} explains {key!r}, which the adapter does not declare unsupported; "
+                    f"declare it in unsupported or drop the entry")
+        names = known[key].names
+        if not isinstance(reasons, dict) or not reasons:
+            return f"{where}[{key!r}] must be a dict {{surface name: why it is not the feature}}"
+        for name, why in reasons.items():
+            if name not in names:
+                return (f"{where}[{key!r}] names {name!r}, which is not one of the feature's "
+                        f"surface names ({', '.join(names) or 'none'})")
+            if not isinstance(why, str) or not why.strip():
+                return f"{where}[{key!r}][{name!r}] must say why (a non-empty string)"
     return None
 
 
