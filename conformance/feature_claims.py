@@ -14,6 +14,8 @@ the framework:
   result of one op on it, that result's ``grad_fn`` and the first node it links to, and a
   Function ``ctx`` where ``fw.autograd.Function`` exists (one custom op is applied to get one;
   the names are looked up inside its forward, the ctx itself is not kept);
+- ``method(keyword=)`` (the registry's ``keywords``) in the signature of that method of the
+  tensor's class (read, not called);
 - ``adapter.<method>`` by reading, not calling: the adapter implements it when a class of its
   own (below :class:`adapters.base.Adapter`) defines it with a body that does more than
   ``self.require(...)`` / ``raise Unsupported(...)``; the base's defaults are torch's spelling,
@@ -22,7 +24,7 @@ the framework:
 Each declared feature is then ``absent`` (the declaration holds), ``present`` (a name it implies
 exists: the declaration is contradicted), ``explained`` (every present name has the adapter's
 reason why it is not the feature: ``Adapter.unsupported_although_present``), or ``unprobed``
-(the registry lists no surface name, only ``adapter.require``/``@needs``). An explanation for a
+(the registry lists no surface name nor keyword, only ``adapter.require``/``@needs``). An explanation for a
 name that is not present is stale, and counts as a contradiction too (the adapter's words must
 stay true).
 
@@ -70,7 +72,7 @@ class Claim:
             text = "present but not the feature: " + "; ".join(
                 f"{n} (on {self.present[n]}): {self.explained[n]}" for n in self.present)
         elif self.status == UNPROBED:
-            text = "unprobed: the registry lists no surface name for it"
+            text = "unprobed: the registry lists no surface name or keyword for it"
         else:
             text = ABSENT
         if self.stale:
@@ -212,6 +214,31 @@ def _has_name(obj: Any, name: str) -> bool:
     return True
 
 
+def _takes_keyword(obj: Any, method: str, keyword: str) -> str | None:
+    """"" where ``obj``'s class has ``method`` taking ``keyword`` (read from its signature, the
+    method not called), a note where it may ("(takes **kwargs)", "(signature unreadable)": a
+    declaration must then say why), None where it does not or there is no such method."""
+    if isinstance(obj, _SeenCtx):
+        return None
+    try:
+        function = inspect.getattr_static(type(obj), method)
+    except AttributeError:
+        return None
+    function = getattr(function, "__func__", function)   # a staticmethod or classmethod
+    if not callable(function):
+        return None
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return " (signature unreadable)"
+    for p in parameters:
+        if p.name == keyword and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            return ""
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return " (takes **kwargs)"
+    return None
+
+
 def _resolve(root: Any, dotted: str) -> bool:
     """Whether ``root.<dotted>`` resolves (attribute lookups along the path)."""
     obj = root
@@ -272,7 +299,8 @@ def check(adapter, registry=None, made: Subjects | None = None) -> list[Claim]:
     made = made if made is not None else (subjects(adapter, bare) if declared else None)
     out = []
     for feature in declared:
-        names = registry[feature].names if feature in registry else ()
+        names = (registry[feature].names + registry[feature].keywords
+                 if feature in registry else ())
         present = {}
         for name in names:
             where = _where(adapter, made, name)
@@ -300,6 +328,10 @@ def _where(adapter, made: Subjects, name: str) -> str:
         if module is not None and _resolve(module, dotted):
             return f"{module.__name__}.{dotted} (the framework's module; fw hides it)"
         return ""
+    if name.endswith("=)"):  # a keyword of a method: method(keyword=)
+        method, keyword = name[:-2].split("(")
+        return ", ".join(f"{where}{note}" for where, obj in made.objects
+                         if (note := _takes_keyword(obj, method, keyword)) is not None)
     if name.endswith("="):   # a @subject such as "grad=" (assigning a field): not a name to look up
         return ""
     return ", ".join(where for where, obj in made.objects if _has_name(obj, name))

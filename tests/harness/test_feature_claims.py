@@ -104,6 +104,24 @@ def test_a_present_name_contradicts_the_declaration(monkeypatch, feature, owner,
     assert not Metadata.ran, "probing ran a property"
 
 
+@pytest.mark.parametrize("backward, status, where", [
+    (lambda self, gradient=None: None, ABSENT, None),
+    (lambda self, gradient=None, *, create_graph=False: None, PRESENT,
+     "a tensor that requires grad, the result of an op"),
+    (lambda self, gradient=None, **kwargs: None, PRESENT,
+     "a tensor that requires grad (takes **kwargs), the result of an op (takes **kwargs)"),
+])
+def test_a_keyword_is_read_from_the_methods_signature(monkeypatch, backward, status, where):
+    monkeypatch.setattr(Tensor, "backward", backward, raising=False)
+
+    class Keyword(FakeAdapter):
+        unsupported = {"create_graph_backward": "Tensor.backward takes no create_graph"}
+
+    claim = claims_of(Keyword())["create_graph_backward"]
+    assert claim.status == status, claim
+    assert claim.present.get("backward(create_graph=)") == where, claim
+
+
 def test_an_instance_attribute_of_the_node_a_result_links_to_is_found():
     adapter = FakeAdapter()
     made = feature_claims.subjects(adapter)
@@ -158,7 +176,7 @@ def test_an_adapter_method_counts_when_the_adapter_implements_it():
 
 
 class Explained(FakeAdapter):
-    unsupported = {"tensor_data": "no detached alias", "create_graph_backward": "no keyword"}
+    unsupported = {"tensor_data": "no detached alias", "setup_context": "no setup_context"}
     unsupported_although_present = {"tensor_data": {"data": "a method returning a memoryview"}}
 
     def _import(self):
@@ -170,8 +188,8 @@ def test_a_present_name_the_adapter_explains_holds(monkeypatch):
     claims = claims_of(Explained())
     assert claims["tensor_data"].status == EXPLAINED and not claims["tensor_data"].contradicted
     assert "present but not the feature: data" in claims["tensor_data"].line()
-    assert claims["create_graph_backward"].status == UNPROBED
-    assert not claims["create_graph_backward"].contradicted
+    assert claims["setup_context"].status == UNPROBED
+    assert not claims["setup_context"].contradicted
 
 
 def test_an_explanation_for_a_name_that_is_absent_is_stale():
