@@ -58,6 +58,8 @@ class Claim:
     present: dict[str, str] = dataclasses.field(default_factory=dict)    # name -> where found
     explained: dict[str, str] = dataclasses.field(default_factory=dict)  # name -> the adapter's why
     stale: dict[str, str] = dataclasses.field(default_factory=dict)      # explained, yet absent
+    #: framework objects its bare names could not be looked up on, and why
+    missed: tuple[str, ...] = ()
 
     @property
     def contradicted(self) -> bool:
@@ -78,6 +80,8 @@ class Claim:
         if self.stale:
             text += ("; stale explanation (the name is absent): "
                      + ", ".join(sorted(self.stale)))
+        if self.missed:
+            text += " (not looked up on: " + "; ".join(self.missed) + ")"
         return f"{self.feature}: {text}"
 
     def as_json(self) -> dict:
@@ -87,7 +91,8 @@ class Claim:
     def from_json(cls, data: dict) -> "Claim":
         return cls(str(data["feature"]), str(data["status"]),
                    *({str(k): str(v) for k, v in dict(data.get(field) or {}).items()}
-                     for field in ("present", "explained", "stale")))
+                     for field in ("present", "explained", "stale")),
+                   tuple(str(m) for m in data.get("missed") or ()))
 
 
 @dataclasses.dataclass
@@ -113,13 +118,13 @@ def subjects(adapter, names=()) -> Subjects:
         leaf = fw.ones(2, requires_grad=True)
         objects.append(("a tensor that requires grad", leaf))
     except Exception as exc:  # noqa: BLE001 - a framework (or fake) that cannot make one
-        notes.append(f"no tensor (fw.ones(2, requires_grad=True) raised {type(exc).__name__})")
+        notes.append(f"a tensor (fw.ones(2, requires_grad=True) raised {type(exc).__name__})")
         return Subjects(fw, module, objects, notes)
     try:
         result = leaf * 2
         objects.append(("the result of an op", result))
     except Exception as exc:  # noqa: BLE001
-        notes.append(f"no op result (tensor * 2 raised {type(exc).__name__})")
+        notes.append(f"a result of an op (tensor * 2 raised {type(exc).__name__})")
         result = None
     node = _lookup(result, "grad_fn") if result is not None else None
     if node is not None:
@@ -185,7 +190,7 @@ def _function_ctx(fw: Any, tensor: Any, names, notes: list[str]) -> _SeenCtx | N
             "forward": staticmethod(forward), "backward": staticmethod(backward)})
         probe.apply(tensor)
     except Exception as exc:  # noqa: BLE001
-        notes.append(f"no Function ctx (applying a custom Function raised {type(exc).__name__})")
+        notes.append(f"a Function ctx (applying a custom Function raised {type(exc).__name__})")
     return seen[0] if seen else None
 
 
@@ -311,7 +316,10 @@ def check(adapter, registry=None, made: Subjects | None = None) -> list[Claim]:
         stale = {n: w for n, w in why.items() if n not in present}
         status = (UNPROBED if not names else ABSENT if not present
                   else EXPLAINED if len(explained) == len(present) else PRESENT)
-        out.append(Claim(feature, status, present, explained, stale))
+        bare_names = any(not n.startswith(("fw.", "adapter.")) and not n.endswith("=")
+                         for n in names)
+        missed = tuple(made.notes) if bare_names and made is not None else ()
+        out.append(Claim(feature, status, present, explained, stale, missed))
     return out
 
 

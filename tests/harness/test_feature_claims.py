@@ -198,8 +198,21 @@ def test_an_explanation_for_a_name_that_is_absent_is_stale():
     assert "stale explanation (the name is absent): data" in claim.line()
 
 
+def test_a_name_that_could_not_be_looked_up_says_so():
+    class NoTensors(FakeAdapter):
+        def _import(self):
+            return self.namespace(types.SimpleNamespace(ones=None))
+
+    claims = claims_of(NoTensors())
+    assert claims["tensor_hooks"].missed == (
+        "a tensor (fw.ones(2, requires_grad=True) raised TypeError)",), claims
+    assert "(not looked up on: a tensor (fw.ones" in claims["tensor_hooks"].line()
+    assert claims["grad_modes"].missed == ()   # fw names need no tensor
+
+
 def test_a_claim_survives_json():
-    claim = Claim("tensor_data", EXPLAINED, {"data": "fw"}, {"data": "why"}, {"x": "y"})
+    claim = Claim("tensor_data", EXPLAINED, {"data": "fw"}, {"data": "why"}, {"x": "y"},
+                  ("a tensor (why)",))
     assert Claim.from_json(claim.as_json()) == claim
 
 
