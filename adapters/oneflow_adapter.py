@@ -3,6 +3,12 @@
 Why the preloading: OneFlow's CPU wheels still link against CUDA 11 cuDNN/cuBLAS, shipped as
 the ``nvidia-cudnn-cu11`` / ``nvidia-cublas-cu11`` packages but not on the loader's path;
 loading them globally first lets ``import oneflow`` succeed without LD_LIBRARY_PATH.
+
+Why nothing of the harness reads a OneFlow object's ``__dict__`` (conformance/feature_claims.py
+looks names up on the class, then on the object): on 0.9.0 each read of a custom Function
+ctx's ``__dict__`` returns it without a reference of its own (``sys.getrefcount`` drops by one
+per read), so after a few reads the dict is freed under the ctx and the next garbage collection
+segfaults; ``inspect.getattr_static(ctx, name)`` reads it once per call.
 """
 from __future__ import annotations
 

@@ -140,8 +140,8 @@ def subjects(adapter, names=()) -> Subjects:
 
 @dataclasses.dataclass(frozen=True)
 class _SeenCtx:
-    """Which names a Function ctx had, looked up inside the forward that received it (the ctx
-    itself is not kept past it)."""
+    """Which names a Function ctx had, looked up inside the forward that received it: the ctx
+    itself is not kept past it (a framework may not expect a ctx to outlive its Function)."""
 
     names: frozenset
 
@@ -201,8 +201,8 @@ def _has_name(obj: Any, name: str) -> bool:
     than with AttributeError still means the name is there).
 
     Why not ``inspect.getattr_static(obj, name)``: it reads the instance's ``__dict__``
-    through its getter, and on OneFlow 0.9.0 every read of a Function ctx's ``__dict__`` loses
-    a reference (two reads, and the next garbage collection segfaults)."""
+    through the framework's getter, which is framework code (on one real framework each read
+    loses a reference: adapters/oneflow_adapter.py)."""
     if isinstance(obj, _SeenCtx):
         return name in obj.names
     try:
