@@ -255,6 +255,15 @@ class CrashingCheck(FakeAdapter):
         return types.SimpleNamespace(ones=lambda *a, **k: ctypes.string_at(0))
 
 
+class HangingCheck(FakeAdapter):
+    """Loads fine; making the probe's tensor never returns."""
+
+    def _import(self):
+        import time
+
+        return types.SimpleNamespace(ones=lambda *a, **k: time.sleep(600))
+
+
 def tool(*args):
     return subprocess.run([sys.executable, "-m", "conformance.feature_claims", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
@@ -279,10 +288,14 @@ def test_the_command_says_what_went_wrong_in_one_line(spec, words):
     assert len(done.stderr.splitlines()) == 1 and words in done.stderr, done.stderr
 
 
-def test_a_crash_in_the_check_leaves_the_adapters_facts_whole():
-    facts = isolation.probe(f"{HERE}:CrashingCheck", "cpu", 120)
-    assert facts is not None and facts.name == "fakeclaims"
-    assert "crashed the interpreter (SIGSEGV)" in facts.claims_error
+@pytest.mark.parametrize("spec, timeout, words", [
+    ("CrashingCheck", 120, "crashed the interpreter (SIGSEGV)"),
+    ("HangingCheck", 8, "did not finish within 8s"),
+])
+def test_a_check_that_fails_leaves_the_adapters_facts_whole(spec, timeout, words):
+    facts = isolation.probe(f"{HERE}:{spec}", "cpu", timeout)
+    assert facts is not None and facts.name == "fakeclaims" and facts.claims == []
+    assert words in facts.claims_error and "declared-missing features" in facts.claims_error
 
 
 CLAIMS_ADAPTER = '''
