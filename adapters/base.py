@@ -17,6 +17,12 @@ is UNSUPPORTED, naming the feature from ``conformance/features.toml``) and
 ``AttributeError`` (``hasattr``/``getattr(x, n, default)`` keep working). What the framework
 lacks as a whole (graph nodes, tensor hooks, grad modes) goes in ``unsupported`` under its
 registry name: the tests that need it end UNSUPPORTED before they run, every other one runs.
+Each declaration is checked against the framework (``python -m conformance.feature_claims``,
+and every conformance run's terminal summary): a surface name the feature implies that the
+framework has contradicts it, unless ``unsupported_although_present`` says, for that feature
+and name, why the name is not the feature (tinygrad's ``Tensor.data`` is a method returning a
+memoryview, not a detached alias). The reason is given explicitly, never read from the prose
+of ``unsupported``.
 """
 from __future__ import annotations
 
@@ -89,12 +95,16 @@ class Adapter:
         install_hint: the command that installs the framework (shown when import fails).
         devices: the device strings this adapter can run on.
         unsupported: feature name -> reason, for features the framework lacks.
+        unsupported_although_present: feature name -> {surface name -> why}: for a declared
+            feature, the names it implies (``conformance/features.toml``) that the framework
+            has without their being the feature (a homonym, a binding every read of fails).
     """
 
     name: str = ""
     install_hint: str = ""
     devices: tuple[str, ...] = ("cpu",)
     unsupported: dict[str, str] = {}
+    unsupported_although_present: dict[str, dict[str, str]] = {}
 
     # -- facts about the framework (read by the noxfile, the report, the repro scripts, the
     # differential tester and .ci/; nothing outside adapters/ names a framework) ------------

@@ -66,6 +66,12 @@ class TinygradAdapter(Adapter):
         "unbind": "Tensor has no unbind",
         "queue_callback": "no execution engine object (queue_callback)",
     }
+    unsupported_although_present = {
+        "tensor_data": {"data": "Tensor.data is a method: t.data() copies the values to the host "
+                                "as a memoryview; no attribute is a detached tensor sharing the "
+                                "values, and assigning t.data stores a plain attribute that "
+                                "hides the method and leaves the values unchanged"},
+    }
 
     def preamble(self) -> str:
         return ("import os\n"

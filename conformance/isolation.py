@@ -12,6 +12,10 @@ framework's version, its expectations file), so that under pytest-xdist the cont
 never imports the framework at all (``ProbedAdapter``): a framework that installs its own
 signal handlers at import (a SIGCHLD handler, seen on a real one) would otherwise shut the
 controller down at the first worker crash, exactly where crash isolation is needed.
+
+Last, the child checks the adapter's declared-missing features against its framework
+(:mod:`conformance.feature_claims`; one tensor, one op, attribute lookups), on an answer line of
+its own: a hang or crash there is reported as the check's failure, never as the adapter's.
 """
 from __future__ import annotations
 
@@ -85,7 +89,20 @@ answer.write(json.dumps({"ok": True, "name": adapter.name, "spec": adapter.spec,
                          "version": version, "expectations": expectations,
                          "install_hint": adapter.install_hint,
                          "unsupported": {str(k): str(v) for k, v in
-                                         (getattr(adapter, "unsupported", None) or {}).items()}}))
+                                         (getattr(adapter, "unsupported", None) or {}).items()}})
+             + "\n")
+answer.flush()
+# then whether the declared-missing features are missing (conformance/feature_claims.py), on a
+# line of its own: a framework that crashes making a tensor leaves the facts above whole
+try:
+    from conformance import feature_claims, features
+    problem = features.unknown_keys_problem(adapter)
+    claims = {"error": problem} if problem else {
+        "claims": [c.as_json() for c in feature_claims.check(adapter)]}
+except BaseException as exc:
+    claims = {"error": f"adapter {adapter.name!r}: checking its declared-missing features "
+                       f"{described(exc)}"}
+answer.write(json.dumps(claims) + "\n")
 answer.flush()
 os._exit(0)
 '''
@@ -110,6 +127,10 @@ class Facts:
     expectations: str
     install_hint: str = ""
     unsupported: dict = dataclasses.field(default_factory=dict)  # the adapter's declarations
+    #: whether each declared-missing feature is missing (conformance.feature_claims.Claim),
+    #: and why that could not be checked ("" when it was)
+    claims: list = dataclasses.field(default_factory=list)
+    claims_error: str = ""
 
 
 class ProbedAdapter:
@@ -166,20 +187,33 @@ def probe(spec: str, device: str = "cpu", timeout: float = 300.0,
     try:
         done = subprocess.run([sys.executable, "-c", PROBE, spec, device], capture_output=True,
                               env=env, timeout=timeout if timeout > 0 else None)
-    except subprocess.TimeoutExpired:
-        raise ProbeFailed(f"adapter {spec!r}: loading it and importing its framework did not "
-                          f"finish within {timeout:g}s (checked in a child interpreter); it hangs "
-                          f"at import" + (f", or give a longer {timeout_option}" if timeout_option
-                                          else "")) from None
+    except subprocess.TimeoutExpired as exc:
+        first = (exc.stdout or b"").decode("utf-8", "replace").split("\n")[0]
+        if first.startswith('{"ok": true') and (exc.stdout or b"").count(b"\n") >= 1:
+            # the adapter loaded in time; the feature check after it did not finish
+            done = subprocess.CompletedProcess(exc.cmd, 0, (first + "\n" + json.dumps(
+                {"error": f"adapter {spec!r}: checking its declared-missing features did not "
+                          f"finish within {timeout:g}s"})).encode(), exc.stderr or b"")
+        else:
+            raise ProbeFailed(
+                f"adapter {spec!r}: loading it and importing its framework did not finish within "
+                f"{timeout:g}s (checked in a child interpreter); it hangs at import"
+                + (f", or give a longer {timeout_option}" if timeout_option else "")) from None
     except OSError:
         return None
     stderr = done.stderr.decode("utf-8", "replace")
-    if done.returncode < 0:
+    lines = done.stdout.decode("utf-8", "replace").splitlines()
+    if done.returncode < 0 and len(lines) >= 1 and lines[0].startswith('{"ok": true'):
+        # the adapter loaded; the feature check after it crashed the interpreter
+        lines = [lines[0], json.dumps({"error": f"adapter {spec!r}: checking its declared-missing "
+                                                f"features crashed the interpreter "
+                                                f"({_signal_name(-done.returncode)})"})]
+    elif done.returncode < 0:
         raise ProbeFailed(f"adapter {spec!r}: loading it or importing its framework crashed the "
                           f"interpreter ({_signal_name(-done.returncode)}; checked in a child "
                           f"interpreter, so no test can run); its last line: {_last_line(stderr)}")
     try:
-        answer = json.loads(done.stdout.decode("utf-8", "replace"))
+        answer = json.loads(lines[0] if lines else "")
         if not isinstance(answer, dict):
             raise ValueError(answer)
     except ValueError:
@@ -188,7 +222,23 @@ def probe(spec: str, device: str = "cpu", timeout: float = 300.0,
                           f"interpreter); its last line: {_last_line(stderr)}") from None
     if not answer.get("ok"):
         raise ProbeFailed(str(answer.get("error")), str(answer.get("kind")))
+    claims, claims_error = _claims(lines[1] if len(lines) > 1 else "")
     return Facts(name=str(answer["name"]), spec=str(answer["spec"]), version=str(answer["version"]),
                  expectations=str(answer["expectations"]),
                  install_hint=str(answer.get("install_hint") or ""),
-                 unsupported=dict(answer.get("unsupported") or {}))
+                 unsupported=dict(answer.get("unsupported") or {}),
+                 claims=claims, claims_error=claims_error)
+
+
+def _claims(line: str) -> tuple[list, str]:
+    """The child's second answer: the claims, or why they could not be checked."""
+    from conformance.feature_claims import Claim
+
+    try:
+        data = json.loads(line)
+        if data.get("error"):
+            return [], str(data["error"])
+        return [Claim.from_json(c) for c in data["claims"]], ""
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return [], ("the child interpreter ended before it checked the declared-missing "
+                    "features (a hang or an exit during the check)")

@@ -52,6 +52,9 @@ class Harness:
     tally: Tally = dataclasses.field(default_factory=Tally)
     results: ResultsFile | None = None
     watchdog: timeout.Watchdog | None = None
+    #: the adapter's declared-missing features that the framework contradicts, or why they
+    #: were not checked (conformance/feature_claims.py; from the start-up child interpreter)
+    declarations: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def active(self) -> bool:
@@ -240,7 +243,8 @@ def pytest_configure(config):
             raise pytest.UsageError(isolation.first_line(exc)) from None
     _check_declared_features(adapter)
     h = Harness(adapter=adapter, device=device, suites_dir=suites_dir,
-                catalogue_dir=options.ini_path(config, "conformance_catalogue"))
+                catalogue_dir=options.ini_path(config, "conformance_catalogue"),
+                declarations=declaration_lines(facts))
     config.stash[HARNESS] = h
     leak_check = config.getoption("leak_check")
     if leak_check:
@@ -632,6 +636,8 @@ class Controller:
             terminalreporter.write_line(line)
         for line in witness_summary(self.witness_records):
             terminalreporter.write_line(line)
+        for line in h.declarations:
+            terminalreporter.write_line(line)
         if self.results_path is not None:
             terminalreporter.write_line(f"results: {self.results_path}")
 
@@ -654,6 +660,26 @@ class Controller:
         if self.h.results is not None:  # the session never finished: give the file up
             self.h.results.release()
             self.h.results = None
+
+
+def declaration_lines(facts) -> list[str]:
+    """The terminal summary's lines on the adapter's ``unsupported`` declarations: one per
+    feature the framework contradicts (a name it implies exists: its tests were UNSUPPORTED
+    although they could judge the framework), or one saying why they were not checked.
+
+    Why here and from the start-up child: the check costs one tensor, one op and attribute
+    lookups in the interpreter that already imported the framework, and a line at the end of
+    every run (``nox -s report`` prints each column's) is seen where a separate command is not;
+    the run's outcomes stay as they are (the declaration decides them until it is fixed)."""
+    if facts is None:   # no child interpreter: checked by python -m conformance.feature_claims
+        return []
+    if facts.claims_error:
+        return [f"declared-missing features not checked: {facts.claims_error}"]
+    from conformance.feature_claims import contradictions
+
+    return [f"declared unsupported, yet the framework has it (python -m "
+            f"conformance.feature_claims --adapter {facts.spec}): {line}"
+            for line in contradictions(facts.claims)]
 
 
 def witness_summary(records: list[WitnessRecord]) -> list[str]:

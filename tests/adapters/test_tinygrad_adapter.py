@@ -58,3 +58,14 @@ def test_missing_names_are_unsupported_naming_their_feature(adapter):
     for method, args in (("version", (None,)), ("retain_grad", (None,)), ("next_functions", (None,))):
         with pytest.raises(Unsupported):
             getattr(adapter, method)(*args)
+
+
+def test_every_declared_missing_feature_is_missing_from_tinygrad(adapter):
+    """conformance/feature_claims.py on the real framework: Tensor.data exists, explained as a
+    method returning a memoryview; every other declared feature's names are absent."""
+    from conformance import feature_claims
+
+    claims = {c.feature: c for c in feature_claims.check(adapter)}
+    assert feature_claims.contradictions(list(claims.values())) == []
+    assert claims["tensor_data"].status == feature_claims.EXPLAINED
+    assert claims["graph_nodes"].status == feature_claims.ABSENT

@@ -32,6 +32,7 @@ TOOLS = {
     "conformance.options": "conformance.options:main",
     "conformance.expectations_draft": "conformance.expectations_draft:main",
     "conformance.features": "conformance.features:main",
+    "conformance.feature_claims": "conformance.feature_claims:main",
     "conformance.witness": "conformance.witness:main",
     "conformance.history": "conformance.history.__main__:main",
 }

@@ -55,6 +55,14 @@ def test_a_malformed_registry_is_refused_naming_the_file(tmp_path):
     features._REGISTRIES.pop(bad, None)
     with pytest.raises(FileError, match=r"\[feature.ok\]"):
         features.registry(bad)
+    for keywords in ('["backward"]', '["backward(create_graph)"]', '"backward(inputs=)"'):
+        bad.write_text(f'[feature.ok]\nwhat = "x"\nnames = []\nkeywords = {keywords}\n')
+        features._REGISTRIES.pop(bad, None)
+        with pytest.raises(FileError, match=r"\[feature.ok\] keywords must look like"):
+            features.registry(bad)
+    bad.write_text('[feature.ok]\nwhat = "x"\nnames = []\nkeywords = ["backward(inputs=)"]\n')
+    features._REGISTRIES.pop(bad, None)
+    assert features.registry(bad)["ok"].keywords == ("backward(inputs=)",)
 
 
 DEMO = '''

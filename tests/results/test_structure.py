@@ -232,7 +232,7 @@ JSON_PARSES = {
     "conformance/mutants/__main__.py": (2, "the mutants baseline; reports/mutants.json"),
     "conformance/torchtests/worker.py": (2, "a torchtests job and its chunks"),
     "conformance/torchtests/run.py": (1, "a torchtests worker's event lines"),
-    "conformance/isolation.py": (1, "an isolation probe's answer"),
+    "conformance/isolation.py": (2, "an isolation probe's answer and its feature-claims line"),
     "conformance/witness.py": (1, "a witness child's answer"),
     "conformance/evidence/runner.py": (1, "an evidence job"),
     "noxfile.py": (1, "nox's <label>.stamp.json"),
