@@ -490,3 +490,153 @@ def test_pack_runs_without_grad_and_unpack_under_the_callers_mode(adapter, fw, d
     log.clear()
     _saved_result = adapter.feature("saved_tensor_attributes", lambda: y.grad_fn._saved_result)
     assert log == [("unpack", True)], f"unpack when user code reads _saved_result: {log}"
+
+
+def _closures(log):
+    """A pack / unpack pair of plain functions (weakly watchable) that log their calls; pack
+    returns a box (a Packed) and logs a weak reference to it, to see when the node lets go."""
+    def pack(t):
+        box = Packed(t)
+        log.append(("pack", weakref.ref(box)))
+        return box
+
+    def unpack(box):
+        log.append(("unpack", None))
+        return box.tensor
+    return pack, unpack
+
+
+@rule("saved_tensors.hook-functions-released")
+def test_hook_functions_kept_only_while_needed(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    x = fw.ones(3, requires_grad=True, device=device)
+
+    def hooked(save=True):
+        """Run a block under a fresh pair; return the output (None if nothing was saved), probes
+        on the two functions (which nothing but the engine holds afterwards) and the log."""
+        log = []
+        pack, unpack = _closures(log)
+        probes = (liveness.weak(pack, "the pack function"), liveness.weak(unpack, "the unpack function"))
+        with hooks(pack, unpack):
+            y = fw.pow(x, 2) if save else None
+        if save:
+            with prerequisite("saved_tensors.pack-once-at-save", what="pow under the hooks") as pre:
+                pre.check(any(kind == "pack" for kind, _ in log), "pack ran when pow saved its input")
+        return y, probes, log
+
+    def released(log, owner, what):
+        """Prerequisite: the node let go of what pack returned (``owner`` owns that rule)."""
+        with prerequisite(owner, what=what) as pre:
+            pre.check(all(box() is None for kind, box in log if kind == "pack"), "the packed boxes were freed")
+
+    def freed(probes, context):
+        for probe in probes:
+            liveness.assert_freed(probe, by="refcount", context=context)
+
+    with liveness.gc_disabled():
+        _, probes, _ = hooked(save=False)
+        freed(probes, "after a block in which nothing was saved")
+
+        y, (pack, unpack), log = hooked()
+        liveness.assert_alive(unpack, "after the block, while the node that saved under it lives")
+        del y
+        released(log, "saved_tensors.packed-released-with-graph", "dropping the graph without a backward")
+        freed((pack, unpack), "once the graph was dropped without a backward")
+
+        y, (pack, unpack), log = hooked()
+        adapter.backward(fw.sum(y), retain_graph=True)
+        with prerequisite("saved_tensors.packed-kept-after-retain-graph", what="a second backward") as pre:
+            before = len(log)
+            adapter.backward(fw.sum(y), retain_graph=True)
+            pre.check(("unpack", None) in log[before:], "the second backward through the retained graph ran unpack")
+        liveness.assert_alive(unpack, "after backwards with retain_graph=True, the graph still held")
+        del y
+        released(log, "saved_tensors.packed-released-with-graph", "dropping the retained graph")
+        freed((pack, unpack), "once the retained graph was dropped")
+
+        x = fw.ones(3, requires_grad=True, device=device)   # a fresh leaf: its .grad is this backward's
+        y, (pack, unpack), log = hooked()
+        liveness.assert_alive(unpack, "after the block, while the node that saved under it lives")
+        adapter.backward(fw.sum(y))
+        assert_allclose(adapter.to_numpy(x.grad), np.full(3, 2.0))
+        released(log, "saved_tensors.packed-released-after-backward", "a non-retaining backward")
+        freed((pack, unpack), "after a non-retaining backward through the node (its output still held)")
+
+
+@rule("saved_tensors.unpack-reentrant-backward")
+def test_unpack_hook_runs_a_backward_of_its_own(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    inner = []
+
+    def unpack(t):
+        w = fw.tensor([3.0, 3.0], requires_grad=True, device=device)
+        u = fw.ones(2, requires_grad=True, device=device)
+        with fw.enable_grad():
+            adapter.backward(fw.sum(w * w))
+            (g,) = fw.autograd.grad(fw.sum(u * 7), u)
+        inner.append((adapter.to_numpy(w.grad).tolist(), adapter.to_numpy(g).tolist()))
+        return t
+
+    x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
+    with hooks(lambda t: t, unpack):
+        y = fw.pow(x, 2)
+    with diverges_if_raises(Exception, what="a backward whose unpack hook runs a backward and autograd.grad"):
+        adapter.backward(fw.sum(y))
+    with prerequisite("saved_tensors.unpack-on-every-access", what="backward through the hooked pow") as pre:
+        pre.check(inner, "the backward called unpack")
+    assert all(got == ([6.0, 6.0], [7.0, 7.0]) for got in inner), (
+        f"inside unpack: w.grad of (w * w).sum() at w = 3 and d(7 u).sum()/du were {inner}, expected [6, 6] and [7, 7]")
+    assert_allclose(adapter.to_numpy(x.grad), [2.0, 4.0],
+                    err_msg="the outer backward's gradient after backwards ran inside its unpack hook")
+
+
+class PackFailed(Exception):
+    """What the failing pack hook below raises."""
+
+
+@rule("saved_tensors.hooks-popped-on-exception")
+def test_block_left_by_an_exception_pops_its_hooks(fw, adapter, device):
+    hooks = _hooks(fw, adapter)
+    x = fw.ones(2, requires_grad=True, device=device)
+    with prerequisite("saved_tensors.pack-once-at-save", what="pow under the hooks") as pre:
+        control = Counter(fw)
+        with hooks(control.pack, control.unpack):
+            fw.pow(x, 2)
+        pre.check(control.packs >= 1, "pack ran when pow saved its input")
+
+    left = Counter(fw)
+    try:
+        with hooks(left.pack, left.unpack):
+            raise KeyError("the user's own error")
+    except KeyError:
+        pass
+    fw.pow(x, 2)
+    assert left.packs == 0, f"the hooks of a block left by an exception still pack ({left.packs} calls after it)"
+
+    def failing_pack(t):
+        raise PackFailed("pack failed")
+
+    with raises(Exception, match="pack failed", what="an op whose pack hook raises"):
+        with hooks(failing_pack, lambda t: t):
+            fw.pow(x, 2)
+    with diverges_if_raises(PackFailed, what="an op after the block whose pack hook raised"):
+        fw.pow(x, 2)  # raises again if the failing pair is still in place
+
+    with prerequisite("saved_tensors.innermost-hooks-win", what="one saved_tensors_hooks block inside another") as pre:
+        outer, inner = Counter(fw), Counter(fw)
+        with hooks(outer.pack, outer.unpack):
+            with hooks(inner.pack, inner.unpack):
+                fw.pow(x, 2)
+        pre.check(inner.packs >= 1 and outer.packs == 0, "the inner pair packed, the outer did not")
+
+    outer = Counter(fw)
+    with hooks(outer.pack, outer.unpack):
+        with raises(Exception, match="pack failed", what="an op whose pack hook raises"):
+            with hooks(failing_pack, lambda t: t):
+                fw.pow(x, 2)
+        assert outer.packs == 0, "the enclosing pair packed for the op inside the inner block"
+        fw.pow(x, 2)
+        assert outer.packs >= 1, "after the inner block failed, the enclosing pair does not pack again"
+    packed = outer.packs
+    fw.pow(x, 2)
+    assert outer.packs == packed, "after both blocks exited, the enclosing pair still packs"

@@ -13,7 +13,8 @@ from conformance import liveness
 from conformance.spelling import subject
 from conformance.features import judged_without
 from conformance.api import Blocked, Unsupported, diverges_if_raises, prerequisite, raises, rule
-from conformance.suites._helpers import TENSOR_WEAKREF, inplace_on_saved_refused, producer
+from conformance.suites._helpers import (TENSOR_WEAKREF, inplace_on_saved_refused, producer, set_attr,
+                                         tensor_weakref)
 
 #: An in-place op on a view writes the base and rewrites its history.
 VIEW_WRITE = "views.inplace-on-view-rewrites-base"
@@ -423,3 +424,31 @@ def test_setitem_basic_index_broadcast_value_gets_summed_gradient(adapter, fw, d
     p[0] = 1.0
     p[1] = fw.ones(2, device=device)
     assert (fresh_has_node or p.grad_fn is None) and not p.requires_grad, "writing values without grad recorded a graph"
+
+
+@rule("views.view-keeps-base-object")
+def test_view_keeps_its_base_object(adapter, fw, device):
+    plain = fw.zeros(2, device=device)
+    adapter.feature("view_base", lambda: plain[:1]._base)   # the rule's own feature, before any channel
+    liveness.control_weakref(adapter, device, "a weak reference to the base")
+    x = fw.ones(4, requires_grad=True, device=device)
+    for kind, make in (("a plain tensor", lambda: fw.zeros(4, device=device)),
+                       ("a non-leaf that requires grad", lambda: x * 2)):
+        base = make()
+        set_attr(base, "tag", kind)
+        ref = tensor_weakref(base, what=f"a weak reference to {kind}")
+        watched = liveness.Probe(f"the base ({kind})", ref, "weakref",
+                                 "a weakref reported a tensor saved by a live graph alive")
+        v = base[1:3]
+        with prerequisite("views.is-view-and-base", what=f"base[1:3] of {kind}") as pre:
+            pre.check(v._base is base, "base[1:3]._base is the base while the user holds it")
+        with liveness.gc_disabled():
+            del base
+            held = ref()
+            assert held is not None, f"{kind}: the base was freed while its view v = base[1:3] lives"
+            assert v._base is held, f"{kind}: v._base is another object than the base the weakref still sees"
+            assert getattr(held, "tag", None) == kind, (
+                f"{kind}: the attribute set on the base is gone (tag is {getattr(held, 'tag', None)!r})")
+            del held
+            del v
+            liveness.assert_freed(watched, by="refcount", context="once its only view was dropped")

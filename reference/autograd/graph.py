@@ -394,6 +394,9 @@ class _Packed:
     __slots__ = ("packed", "unpack_hook", "is_output", "grad_fn", "output_nr", "requires_grad", "accumulator")
 
     def unpack(self, node, as_tensor):
+        # rule: saved_tensors.unpack-reentrant-backward -- the hook is called with no engine lock
+        # held, and each backward keeps its state in its own execute() frame: a backward the hook
+        # runs is a nested graph task that finishes before the outer one reads the value
         value = self.unpack_hook(self.packed)  # rule: saved_tensors.unpack-on-every-access
         if not isinstance(value, Tensor):  # rule: saved_tensors.unpack-non-tensor-raises
             raise TypeError(
@@ -457,11 +460,13 @@ class SavedTensor:
         # pack sees the tensor itself, a tangent included; tangents are never saved here, so
         # hooks leave forward AD alone (rule: saved_tensors.forward-ad-under-hooks)
         with grad_mode.no_grad():  # rule: saved_tensors.hooks-grad-mode (unpack runs under the caller's mode)
-            packed = pack_hook(tensor)
+            packed = pack_hook(tensor)  # its exception propagates out of the op (saved_tensors.hooks-popped-on-exception)
         if tensor._version_counter[0] != version:  # rule: saved_tensors.pack-modifying-input-raises
             raise RuntimeError(PACK_MODIFIED_INPUT)
         hooks = _Packed()
         hooks.packed = packed
+        # rule: saved_tensors.hook-functions-released -- the node keeps unpack (not pack) and only
+        # here, so both functions go once the block has exited and this SavedTensor is released
         hooks.unpack_hook = unpack_hook
         hooks.is_output = is_output
         hooks.output_nr = tensor._output_nr
@@ -671,6 +676,9 @@ class saved_tensors_hooks:  # noqa: N801 - torch's name
         global _open_hook_contexts, _hooks_changes
         if not _saved_hooks.stack:  # more exits than entries (an unpack hook leaving early): nothing to pop
             return False
+        # rules: saved_tensors.hooks-popped-on-exception (an exception leaves the block as a normal
+        # exit does: the pair is popped, the enclosing one applies again), saved_tensors.hook-functions-released
+        # (the stack keeps no reference to a pair once its block exited)
         _saved_hooks.stack.pop()
         with _hooks_lock:
             _open_hook_contexts -= 1

@@ -85,7 +85,9 @@ def _make_view(self, data, node_cls=None, configure=None, cls=Tensor, view_fn=No
     out = Tensor._wrap(data) if cls is Tensor else instance_of(cls, data)
     # rules: views.view-shares-version-counter, views.saved-view-version-checked (one counter for all aliases)
     out._version_counter = self._version_counter
-    out._base = self._base if self._base is not None else self  # rule: views.is-view-and-base
+    # rule: views.is-view-and-base; rule: views.view-keeps-base-object -- the view holds the base's
+    # Python object itself (its attributes, weak references), and nothing holds the view back
+    out._base = self._base if self._base is not None else self
     if self._inference:  # a view of an inference tensor is one, and (as in torch) not tracked as a view
         out._inference, out._base = True, None
     elif out._inference:  # a view of a normal tensor made inside inference_mode stays normal

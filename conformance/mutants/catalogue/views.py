@@ -6,7 +6,7 @@ Importing the module registers them; the package imports the areas in a fixed or
 from __future__ import annotations
 
 from conformance.mutants import single_edit
-from conformance.mutants.catalogue.shared import fw, leaf
+from conformance.mutants.catalogue.shared import collected, fw, leaf
 
 
 def _probe_view_version():
@@ -49,3 +49,21 @@ single_edit("views.view-history-not-renewed", "reference.ops.views:refresh_views
             models="views whose grad_fn is not renewed after an in-place op on their base (gradients through "
                    "the view skip the in-place op)",
             rules="views.view-history-follows-base", probe=_probe_view_history)
+
+
+def _probe_base_freed_with_view():
+    def make():
+        base = fw().zeros(4)
+        view = base[1:3]
+        del view
+        return base
+    return collected(make)
+
+
+single_edit("views.base-holds-views-strongly", "reference.ops.views:_register_view",
+            "views.append(weakref.ref(view))", "views.append(lambda view=view: view)",
+            models="a base that remembers its views strongly (to renew their histories after an in-place op): "
+                   "base -> its views -> view._base -> base is a cycle, so a dropped base and view wait for "
+                   "the cycle collector",
+            rules=("views.view-keeps-base-object", "views.inplace-on-view-graph-freed"),
+            probe=_probe_base_freed_with_view)
