@@ -219,6 +219,19 @@ class Adapter:
         hook sentinel, each with its positive control, watches the tensor)."""
         raise Unsupported(f"{self.name} offers no liveness check of its own")
 
+    def restore_grad_mode(self) -> None:
+        """Turn grad mode back on if a test left it off (a framework that runs a hook under
+        no_grad and does not restore it when the hook raises: Paddle 3.3.1), so that one test's
+        leftover never turns every later test's ops into untracked ones. The harness calls it
+        after every suite test; a framework without grad modes has nothing to restore."""
+        if "grad_modes" in self.unsupported:
+            return
+        try:
+            if not self.fw.is_grad_enabled():
+                self.fw.set_grad_enabled(True)
+        except Exception:  # noqa: BLE001 - a framework whose grad-mode calls fail: nothing to do
+            return
+
     def close_forward_levels(self) -> None:
         """Close every forward-AD level a test left registered, so that one test's leftover
         (a failed assertion inside a level, or a framework race that loses track of one) never

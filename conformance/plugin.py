@@ -342,6 +342,16 @@ def pytest_runtest_setup(item):
         raise Unsupported(features.unsupported_message(h.adapter, missing))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a suite test, grad mode is back on whatever the test or the framework left
+    (``Adapter.restore_grad_mode``): a leftover no_grad would make every later test's ops
+    untracked, one framework bug judged as a cascade of unrelated ones."""
+    h = item.config.stash.get(HARNESS, None)
+    if h is not None and h.is_suite_path(item.path):
+        h.adapter.restore_grad_mode()
+
+
 # -- fixtures ------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def adapter(request) -> Adapter:

@@ -619,6 +619,10 @@ def test_block_left_by_an_exception_pops_its_hooks(fw, adapter, device):
     with raises(Exception, match="pack failed", what="an op whose pack hook raises"):
         with hooks(failing_pack, lambda t: t):
             fw.pow(x, 2)
+    grad_mode_kept = fw.is_grad_enabled()
+    adapter.restore_grad_mode()  # else no later op would pack: the checks below would see nothing
+    assert grad_mode_kept, ("grad mode is off after an op whose pack hook raised: the no_grad "
+                            "the hook ran under outlived it")
     with diverges_if_raises(PackFailed, what="an op after the block whose pack hook raised"):
         fw.pow(x, 2)  # raises again if the failing pair is still in place
 
