@@ -81,3 +81,69 @@ class NsAdapter(Adapter):
     project.run("suites", "--results=results.jsonl", adapter="nsfw:NsAdapter")
     (line,) = [r for r in project.results() if r.get("nodeid")]
     assert line["outcome"] == "UNSUPPORTED" and "grad_modes" in line["message"]
+
+
+class GradModeFramework(Adapter):
+    """A framework whose grad mode a test (or a framework bug) can leave off."""
+
+    name = "gradmode"
+
+    def _import(self):
+        state = {"on": True, "sets": []}
+
+        def set_grad_enabled(mode):
+            state["on"] = mode
+            state["sets"].append(mode)
+        self.state = state
+        module = types.SimpleNamespace(__name__="gradmodefw", __version__="1.0",
+                                       is_grad_enabled=lambda: state["on"],
+                                       set_grad_enabled=set_grad_enabled)
+        return self.namespace(module, {})
+
+
+def test_restore_grad_mode_turns_it_back_on_only_when_it_was_left_off():
+    adapter = GradModeFramework()
+    fw = adapter.fw
+    adapter.restore_grad_mode()
+    assert adapter.state["sets"] == []  # on already: nothing is called
+    fw.set_grad_enabled(False)
+    adapter.restore_grad_mode()
+    assert fw.is_grad_enabled() and adapter.state["sets"] == [False, True]
+
+
+def test_restore_grad_mode_does_nothing_without_grad_modes():
+    class NoModes(GradModeFramework):
+        unsupported = {"grad_modes": "no grad modes"}
+
+    adapter = NoModes()
+    adapter.fw.set_grad_enabled(False)
+    adapter.restore_grad_mode()
+    assert adapter.state["sets"] == [False]
+
+
+def test_the_harness_restores_grad_mode_after_every_suite_test(conformance_project):
+    """A test leaving grad mode off (Paddle 3.3.1 after a pack hook raised) must not turn the
+    next test's ops into untracked ones."""
+    project = conformance_project
+    project.rules("demo", "a", "b")
+    project.suite("demo", '@rule("demo.a")\ndef test_a(fw):\n    fw.set_grad_enabled(False)\n\n\n'
+                          '@rule("demo.b")\ndef test_b(fw):\n    assert fw.is_grad_enabled()\n')
+    project.pytester.makepyfile(gmfw='''
+import types
+from adapters.base import Adapter
+
+STATE = {"on": True}
+
+
+class GradModeAdapter(Adapter):
+    name = "gm"
+
+    def _import(self):
+        return self.namespace(types.SimpleNamespace(
+            __version__="1", is_grad_enabled=lambda: STATE["on"],
+            set_grad_enabled=lambda mode: STATE.update(on=mode)))
+''')
+    project.run("suites", "--results=results.jsonl", adapter="gmfw:GradModeAdapter")
+    outcomes = {r["nodeid"].split("::")[-1]: r["outcome"] for r in project.results()
+                if r.get("nodeid")}
+    assert outcomes == {"test_a": "PASS", "test_b": "PASS"}
