@@ -166,7 +166,8 @@ def _named_versions(name: str) -> list[str]:
     from conformance.history import RELEASES_VARIABLE, HistoryError, named_releases
 
     try:
-        return named_releases(name, os.environ.get(RELEASES_VARIABLE, ""))
+        return named_releases(name, os.environ.get(RELEASES_VARIABLE, ""),
+                              known=builtin_adapter_classes())
     except HistoryError as exc:
         raise SystemExit(f"noxfile.py: {exc}") from None
 

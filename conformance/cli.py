@@ -10,6 +10,7 @@ Ctrl-C is one line as well (the process still ends as interrupted).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -83,13 +84,19 @@ def non_negative_int(text: str) -> int:
     return _whole_number(text, 0)
 
 
+#: The longest time limit a tool or the plugin takes (a year): the alarms and subprocess
+#: waits that enforce one overflow near 1e10 s (``--conformance-timeout=9e18`` was a traceback).
+MAX_SECONDS = 365 * 24 * 3600
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         value = 0.0
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds > 0")
+    if not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds > 0 (at most "
+                                         f"{MAX_SECONDS}, a year)")
     return value
 
 
@@ -108,7 +115,8 @@ def existing_file(text: str) -> Path:
     if not text or not path.is_file():
         raise argparse.ArgumentTypeError(
             f"{text!r} is a directory, not a file" if text and path.is_dir()
-            else f"{text!r}: no such file")
+            else f"{text!r} is not a regular file (a FIFO, device or socket)"
+            if text and path.exists() else f"{text!r}: no such file")
     return path
 
 
@@ -122,7 +130,6 @@ def existing_dir(text: str) -> Path:
 
 def executable(text: str) -> str:
     """An interpreter to run: a path to an executable file, or a name on the PATH."""
-    import os
     import shutil
 
     if not text:
@@ -140,8 +147,11 @@ def output_file(text: str) -> Path:
     path = Path(text)
     if not text:
         raise argparse.ArgumentTypeError("an empty path; give a file name")
-    if path.is_dir():
+    if path.is_dir() or text.endswith(("/", os.sep)):
         raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
+    if path.exists() and not path.is_file():  # a FIFO would block, a device be replaced
+        raise argparse.ArgumentTypeError(f"{text!r} is not a regular file (a FIFO, device or "
+                                         f"socket); give a file name")
     _parent_is_a_directory(text, path.parent)
     return path
 

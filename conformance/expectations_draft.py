@@ -12,7 +12,6 @@ and neither does a BLOCKED test (a cascade from its prerequisite rule needs no e
 """
 from __future__ import annotations
 
-import json
 import sys
 from collections import defaultdict
 
@@ -84,17 +83,51 @@ def _reason(outcome: str, message: str) -> str:
     return text[:300]
 
 
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string. Why not ``json.dumps``: a results file's rule id or
+    message (data) must never become TOML structure (a quote and a newline in a rule id
+    drafted a key of its own), and JSON's escapes are not all TOML's: DEL must be escaped,
+    and a lone surrogate (from an undecodable byte) has no TOML form, so it becomes U+FFFD."""
+    out = []
+    for c in str(text):
+        if c in '"\\':
+            out.append("\\" + c)
+        elif ord(c) < 0x20 or ord(c) == 0x7F:
+            out.append(f"\\u{ord(c):04x}")
+        elif 0xD800 <= ord(c) <= 0xDFFF:
+            out.append("\ufffd")
+        else:
+            out.append(c)
+    return '"' + "".join(out) + '"'
+
+
+def _toml_list(items) -> str:
+    return "[" + ", ".join(toml_string(i) for i in items) + "]"
+
+
+def comment(header: str) -> str:
+    """``--header`` as TOML comment lines: a line without ``#`` is prefixed with one (it would
+    be TOML), and what a comment cannot hold (control characters but tab, lone surrogates)
+    becomes U+FFFD."""
+    def clean(line: str) -> str:
+        return "".join("\ufffd" if (ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F
+                       or 0xD800 <= ord(c) <= 0xDFFF else c for c in line)
+
+    return "\n".join(line if not line.strip() or line.lstrip().startswith("#") else f"# {line}"
+                     for line in map(clean, header.splitlines()))
+
+
 def render(entries, header: str) -> str:
-    out = [header.rstrip(), ""]
+    out = [comment(header).rstrip(), ""]
     for rule, outcome, versions, tests, reason in entries:
-        out.append(f'[["{rule}"]]')
-        out.append(f"outcome = {json.dumps(outcome)}")
-        out.append(f"reason = {json.dumps(reason, ensure_ascii=False)}")
-        out.append(f'category = "{rule.split(".")[0]}"')
+        out.append(f"[[{toml_string(rule)}]]")
+        out.append(f"outcome = {toml_string(outcome)}")
+        out.append(f"reason = {toml_string(reason)}")
+        out.append(f"category = {toml_string(rule.split('.')[0])}")
         if versions:
-            out.append(f"versions = {json.dumps(versions)}")
+            out.append(f"versions = {_toml_list(versions)}")
         if tests:
-            out.append(f"tests = {json.dumps(tests)}")
+            out.append(f"tests = {_toml_list(tests)}")
         out.append("")
     return "\n".join(out)
 

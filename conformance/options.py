@@ -11,6 +11,7 @@ import inspect
 import os
 from pathlib import Path
 
+from conformance.cli import MAX_SECONDS
 from adapters.base import builtin_adapters
 
 DEVICES = ("cpu", "cuda")
@@ -173,9 +174,9 @@ def timeout_seconds(config) -> float:
         value = float(raw)
     except (TypeError, ValueError):
         value = -1.0
-    if not value >= 0 or value == float("inf"):
-        raise ValueError(f"--conformance-timeout {raw!r}: give a number of seconds >= 0 "
-                         f"(0 turns the limit off)")
+    if not 0 <= value <= MAX_SECONDS:
+        raise ValueError(f"--conformance-timeout {raw!r}: give a number of seconds >= 0, at "
+                         f"most {MAX_SECONDS} (0 turns the limit off)")
     return value
 
 
@@ -186,9 +187,9 @@ def witness_timeout(config) -> float:
         value = float(raw)
     except (TypeError, ValueError):
         value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"--witness-timeout {raw!r}: give a number of seconds > 0 "
-                         f"(--no-witnesses runs none)")
+    if not 0 < value <= MAX_SECONDS:
+        raise ValueError(f"--witness-timeout {raw!r}: give a number of seconds > 0, at most "
+                         f"{MAX_SECONDS} (--no-witnesses runs none)")
     return value
 
 
@@ -212,6 +213,9 @@ def results_problem(raw: str, base: Path) -> str | None:
     if path.is_dir():
         return (f"--results {raw}: is a directory; give a file path, e.g. "
                 f"--results={Path(raw) / 'results.jsonl'}")
+    if path.exists() and not path.is_file():  # opening a FIFO to write blocks the run
+        return (f"--results {raw}: not a regular file (a FIFO, device or socket); give a file "
+                f"path")
     if path.exists() and not os.access(path, os.W_OK):
         return f"--results {raw}: the file cannot be written (permission denied); choose another path"
     parent = path.parent

@@ -143,6 +143,9 @@ class Outputs:
         for path in self.files:
             if path.is_dir():
                 raise OutputError(f"{path}: is a directory; nothing was written")
+            if path.exists() and not path.is_file():  # renamed over, a device would be lost
+                raise OutputError(f"{path}: not a regular file (a FIFO, device or socket); "
+                                  f"nothing was written")
         temps: dict[Path, Path] = {}
         try:
             for path, data in self.files.items():

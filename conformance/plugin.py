@@ -263,7 +263,9 @@ def pytest_configure(config):
         path = config.getoption("expectations")
         if path is not None and not Path(path).is_file():
             raise FileError(f"--expectations {path}: "
-                            + ("a directory; give a file" if Path(path).is_dir() else "no such file"))
+                            + ("a directory; give a file" if Path(path).is_dir()
+                               else "not a regular file (a FIFO, device or socket); give a file"
+                               if Path(path).exists() else "no such file"))
         h.expectations = load_expectations(Path(path) if path else adapter.expectations_file(),
                                            h.catalogue.rules, version,
                                            traceability.test_names_by_rule(h.suites_dir))

@@ -20,9 +20,10 @@ class FileError(ValueError):
 
 def read_toml(path: Path, error: type[FileError] = FileError) -> dict[str, Any]:
     """The parsed file; a syntax error becomes ``error`` naming the file, line and column."""
+    from conformance.results.json_text import read_bytes  # a FIFO is refused, never waited on
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_bytes(path)
     except OSError as exc:
         raise error(f"{path}: cannot be read ({exc.strerror or exc}); give a readable TOML "
                     f"file") from None

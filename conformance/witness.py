@@ -331,7 +331,9 @@ def main(argv: Iterable[str] | None = None) -> int:
         adapter = load_adapter(args.adapter)
         path = args.file or adapter.expectations_file()
         if not Path(path).is_file():
-            raise ValueError(f"no expectations file {path}; give one with --file")
+            raise ValueError(f"{path}: not a regular file (a directory, FIFO, device or socket); "
+                             f"give an expectations file with --file" if Path(path).exists()
+                             else f"no expectations file {path}; give one with --file")
         # the adapter's own file: only the causes whose entries apply to the installed version
         # (another file, run for --expect-clean on a clean framework, is judged whole)
         found = causes(Path(path), None if args.file else adapter.framework_version())

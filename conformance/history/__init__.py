@@ -70,16 +70,41 @@ def data_path(adapter: str, version: str, directory: Path = DIRECTORY) -> Path:
 
 def read(path: Path) -> dict:
     """One release's file; a malformed one is a HistoryError naming it."""
+    from conformance.results import json_text
+    from conformance.results.json_fields import first_wrong
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json_text.loads(json_text.read_text(Path(path)))
+    except OSError as exc:
+        raise HistoryError(f"{path}: cannot be read ({exc.strerror or exc}); give a history "
+                           f"file") from None
+    except ValueError as exc:
         raise HistoryError(f"{path}: not a readable history file ({exc}); delete it and record "
                            f"the release again") from None
     if not isinstance(data, dict) or not isinstance(data.get("observations"), dict) \
             or not isinstance(data.get("version"), str):
         raise HistoryError(f"{path}: not a history file (no 'version' / 'observations'); delete "
                            f"it and record the release again")
+    for rule, obs in data["observations"].items():  # each as record.py writes it
+        problem = (f"is {type(obs).__name__}, expected an object" if not isinstance(obs, dict)
+                   else first_wrong(obs, {"output": (str,), "digest": (str,)}))
+        if problem:
+            raise HistoryError(f"{path}: observation {rule!r} {problem}; delete it and record "
+                               f"the release again")
     return data
+
+
+#: A release as the history's file names hold it (no path separator, no leading dot).
+VERSION = re.compile(r"[0-9][0-9A-Za-z.+-]*")
+
+
+def release_version(text: str) -> str:
+    """``text`` if it can name a release's file, else HistoryError (``../x`` would write
+    outside the history folder)."""
+    if not VERSION.fullmatch(text) or ".." in text:
+        raise HistoryError(f"version {text!r} is not a release number (digits, letters, . + -, "
+                           f"as in 2.14.1)")
+    return text
 
 
 def load(adapter: str, directory: Path = DIRECTORY) -> list[dict]:
@@ -118,12 +143,17 @@ def release_for(releases: tuple, pip_name: str, version: str) -> dict:
             "install": [f"{pip_name}=={version}", *pins]}
 
 
-def named_releases(adapter: str, text: str) -> list[str]:
-    """The versions of ``adapter`` in a RELEASES_VARIABLE value ("torch==2.14.1 paddle==3.0")."""
+def named_releases(adapter: str, text: str, known=()) -> list[str]:
+    """The versions of ``adapter`` in a RELEASES_VARIABLE value ("torch==2.14.1 paddle==3.0");
+    a name not among ``known`` (the built-in adapters, where given) is refused: a typo
+    ("tourch==2.14.1") otherwise added no column and said nothing."""
     found = []
     for part in text.replace(",", " ").split():
         name, sep, version = part.partition("==")
-        if not sep or not version or not re.match(r"^[0-9][0-9A-Za-z.+-]*$", version):
+        if sep and known and name not in known:
+            raise HistoryError(f"{RELEASES_VARIABLE}: {part!r} names no built-in adapter (the "
+                               f"adapters: {', '.join(sorted(known))})")
+        if not sep or not VERSION.fullmatch(version):
             raise HistoryError(f"{RELEASES_VARIABLE}: {part!r} is not <adapter>==<version> "
                                f"(for example torch==2.14.1)")
         if name == adapter and version not in found:

@@ -10,6 +10,8 @@ recorded releases, with both outputs.
 """
 from __future__ import annotations
 
+import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -18,14 +20,29 @@ from conformance.evidence import EvidenceError
 from conformance.outputs import needs_checkout
 
 
+def _version(text: str) -> str:
+    try:
+        return history.release_version(text)
+    except history.HistoryError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _adapter(text: str) -> str:
+    """A folder name of the history (``../x`` would write outside it)."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", text) or ".." in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an adapter name (letters, digits, "
+                                         f"_ . -, as in torch)")
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = cli.Parser("python -m conformance.history", __doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="run the snippets under one release")
-    rec.add_argument("adapter")
-    rec.add_argument("version")
+    rec.add_argument("adapter", type=_adapter)
+    rec.add_argument("version", type=_version)
     rec.add_argument("--python", required=True, type=cli.executable, help="interpreter that has the release installed")
-    rec.add_argument("--timeout", type=float, default=60.0, help="seconds a snippet may take")
+    rec.add_argument("--timeout", type=cli.positive_float, default=60.0, help="seconds a snippet may take")
     rec.add_argument("--directory", type=Path, default=None,
                      help="default: the checkout's conformance/history (installed: required)")
     mer = sub.add_parser("merge", help="combine release files recorded elsewhere")

@@ -21,18 +21,28 @@ def merge(sources: list[Path], directory: Path = history.DIRECTORY) -> list[str]
     from conformance import evidence as ev
 
     digests = {rule: history.digest(ev.PRELUDE, e.snippet) for rule, e in ev.load().items()}
-    lines = []
     for source in sources:
         if not Path(source).is_dir():
             raise history.HistoryError(f"{source}: not a folder (give copies of conformance/history)")
+    # every file read and checked before any is copied: one bad file copies nothing
+    plan = []
+    for source in sources:
         for path in sorted(Path(source).glob("*/*.json")):
             data = history.read(path)
+            if data["version"] != path.stem:
+                raise history.HistoryError(f"{path}: holds release {data['version']!r}, not "
+                                           f"{path.stem!r} as its name says; record it again")
+            history.release_version(path.stem)
             target = Path(directory) / path.parent.name / path.name
             if target.resolve() == path.resolve():
                 continue
-            if target.is_file() and _current(history.read(target), digests) >= _current(data, digests):
-                lines.append(f"kept {target} ({path} is not newer)")
-                continue
-            history.write(target, data)
-            lines.append(f"took {path} -> {target}")
+            here = history.read(target) if target.exists() else None
+            plan.append((path, data, target, here))
+    lines = []
+    for path, data, target, here in plan:
+        if here is not None and _current(here, digests) >= _current(data, digests):
+            lines.append(f"kept {target} ({path} is not newer)")
+            continue
+        history.write(target, data)
+        lines.append(f"took {path} -> {target}")
     return lines

@@ -17,6 +17,7 @@ from typing import Callable
 from conformance import evidence as ev
 from conformance import history
 from conformance.evidence import runner
+from conformance.results import json_text
 
 TIMEOUT = 60.0  # seconds one snippet may take before it is recorded as hanging
 IMPORT_TIMEOUT = 300.0  # seconds the child may take to import the framework
@@ -27,10 +28,12 @@ def _read_partial(path: Path) -> tuple[dict, list[dict]]:
     header, lines = {}, []
     if not path.is_file():
         return header, lines
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
-            item = json.loads(line)
-        except ValueError:
+            item = json_text.loads(line)
+        except ValueError:  # a torn line (json_text: deep nesting too)
+            continue
+        if not isinstance(item, dict):
             continue
         if "rule" in item:
             lines.append(item)

@@ -328,8 +328,10 @@ def _write_whole(path: Path, text: str) -> None:
 
 def _previous(path) -> dict:
     """The mutants file written before (empty when there is none or it is unreadable)."""
+    from conformance.results import json_text  # no FIFO waited on, no RecursionError
+
     try:
-        found = json.loads(Path(path).read_text(encoding="utf-8")) if path else {}
+        found = json_text.loads(json_text.read_text(Path(path))) if path else {}
     except (OSError, ValueError):
         return {}
     return found if isinstance(found, dict) else {}

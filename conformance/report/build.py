@@ -25,7 +25,9 @@ previous report whole. JUnit files of runs the new report lacks go with the repl
 from __future__ import annotations
 
 import argparse
-import json
+import hashlib
+import os
+import tempfile
 import re
 from pathlib import Path
 
@@ -33,6 +35,8 @@ from conformance import cli
 from conformance.outputs import OutputError, Outputs, reports_dir
 from conformance.results import (ResultsSchemaError, combined, findings as _findings,
                                  first_wrong, first_wrong_item, read_run)
+from conformance.results import json_text
+from conformance.results.locks import locked
 from conformance.results.column_status import MISSING, read_status
 from conformance.rules import load_catalogue
 from conformance.report import html, junit, rootcause
@@ -59,7 +63,7 @@ def collect_runs(results_dir: Path, columns: dict[str, tuple[str, str | None]]
         if status is not None and status.not_installed:
             runs.append(combined.placeholder(label, framework, version, status.status,
                                              status.detail))
-        elif lines.is_file():
+        elif os.path.lexists(lines):  # a FIFO or a dangling link is refused, never "missing"
             run = combined.column_of(lines, label, framework)
             if status is not None and status.detail and run.status != "complete":
                 run.detail = status.detail
@@ -118,11 +122,21 @@ def build(results_dir: Path, out_dir: Path, columns=None, catalogue_dir: Path | 
     outputs = Outputs()
     outputs.add(out_dir / "results.json", data.dumps())
     junit.add_all(data, out_dir / "junit", outputs)
-    for stale in sorted((out_dir / "junit").glob("*.xml")):  # runs no longer in the report
-        outputs.remove(stale)
     page = outputs.add(out_dir / "index.html", html.render(data))
-    outputs.commit()
+    with _one_report_at_a_time(out_dir):
+        for stale in sorted((out_dir / "junit").glob("*.xml")):  # runs no longer in the report
+            outputs.remove(stale)
+        outputs.commit()
     return data, page
+
+
+def _one_report_at_a_time(out_dir: Path):
+    """An exclusive lock per ``--out`` directory, kept outside it (a refused run adds nothing
+    there). Why: two reports into one directory each listed the stale JUnit files, then
+    renamed their sets over each other, leaving one run's results.json beside the other's
+    JUnit files."""
+    key = hashlib.sha256(str(Path(out_dir).resolve()).encode("utf-8", "surrogateescape"))
+    return locked(Path(tempfile.gettempdir()) / f"autograd-conformance-report-{key.hexdigest()[:16]}")
 
 
 def mutants_summary(path: Path) -> dict | None:
@@ -132,9 +146,11 @@ def mutants_summary(path: Path) -> dict | None:
     if not path.exists():
         return None
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        problem: str | None = f"not JSON ({type(exc).__name__})"
+        found = json_text.loads(json_text.read_text(path))
+    except OSError as exc:
+        problem: str | None = f"cannot be read ({exc.strerror or type(exc).__name__})"
+    except ValueError as exc:
+        problem = f"not JSON ({type(exc).__name__})"
     else:
         problem = _mutants_problem(found)
     if problem:

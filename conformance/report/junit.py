@@ -25,20 +25,22 @@ SKIPPED = tuple(str(o) for o, e in ELEMENT.items() if e == "skipped")
 
 
 def _clean(text: Any) -> str:
-    """XML 1.0 cannot hold most control characters nor lone surrogates; replace them."""
-    return "".join(c if c in "\t\n\r" or (0x20 <= ord(c) and not 0xD800 <= ord(c) <= 0xDFFF)
+    """XML 1.0 cannot hold most control characters, lone surrogates, nor U+FFFE and U+FFFF;
+    replace them."""
+    return "".join(c if c in "\t\n\r" or (0x20 <= ord(c) and not 0xD800 <= ord(c) <= 0xDFFF
+                                          and ord(c) not in (0xFFFE, 0xFFFF))
                    else "\ufffd" for c in str(text or ""))
 
 
 def run_to_junit(run: Column) -> ET.ElementTree:
-    root = ET.Element("testsuites", name=f"autograd-conformance {run.label}")
+    root = ET.Element("testsuites", name=_clean(f"autograd-conformance {run.label}"))
     by_suite: dict[str, list] = defaultdict(list)
     for t in run.tests:
         by_suite[t.suite or "?"].append(t)
     if not run.has_results:
-        suite = ET.SubElement(root, "testsuite", name=run.label, tests="1", failures="0",
+        suite = ET.SubElement(root, "testsuite", name=_clean(run.label), tests="1", failures="0",
                               errors="1", skipped="0")
-        case = ET.SubElement(suite, "testcase", classname=run.label, name="install")
+        case = ET.SubElement(suite, "testcase", classname=_clean(run.label), name="install")
         ET.SubElement(case, "error", message=_clean(run.status)).text = _clean(run.detail)
     header = run.header
     for name, tests in sorted(by_suite.items()):

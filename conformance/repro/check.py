@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
 
 from conformance import cli, outcomes
 from conformance.repro import derive, source
-from conformance.repro.run import run_all
+from conformance.repro.run import RunnerFailed, run_all
 from conformance.results import ResultsSchemaError, RunHeader, cells as _cells, read_run
 from conformance.results.cells import Cell
 
@@ -62,11 +63,19 @@ def sample(table: dict[str, Cell], size: int, seed: str, include_timeouts: bool 
     return chosen
 
 
+#: What a run's recorded interpreter is called (the run wrote its own ``sys.executable``).
+_PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*(\.exe)?", re.IGNORECASE)
+
+
 def _interpreter(header: RunHeader, given: str | None) -> str:
+    """``--python``, else the run's interpreter where it exists here and is named as a
+    Python (the header is data: a results file naming ``/tmp/x.sh`` must not run it), else
+    this one."""
     if given:
         return given
     recorded = header.python_executable
-    if recorded and os.path.exists(recorded):
+    if recorded and _PYTHON_NAME.fullmatch(os.path.basename(recorded)) \
+            and os.path.isfile(recorded):
         return recorded
     return sys.executable
 
@@ -139,7 +148,7 @@ def main(argv=None) -> int:
             rows = check_file(path, args.sample, [r for r in args.rules.split(",") if r] or None,
                               args.python, args.include_timeouts,
                               args.out / path.stem if args.out else None)
-        except (OSError, ResultsSchemaError, ValueError) as exc:
+        except (OSError, ResultsSchemaError, ValueError, RunnerFailed) as exc:
             return parser.fail(str(exc))
         except derive.ReproError as exc:
             print(f"FAILED {path.name}: no scripts: {exc}")

@@ -39,6 +39,11 @@ def _died(returncode: int, stderr: str) -> tuple[str, str]:
     return "CRASH", f"the process died (exit status {returncode})"
 
 
+class RunnerFailed(Exception):
+    """The interpreter ran no script: not a Python with autograd-conformance, or it failed
+    before the first one (the message is one line and says which)."""
+
+
 def _run_here(path: Path) -> dict:
     out = io.StringIO()
     try:
@@ -99,9 +104,15 @@ def run_all(scripts_dir: Path, out_path: Path, python: str = sys.executable,
             outcome, message = _died(proc.returncode, proc.stderr)
             results[started] = {"script": started, "outcome": outcome, "message": message,
                                 "output": proc.stderr[-2000:]}
-        elif proc.returncode != 0 and len(results) < len(paths) and started is None:
-            raise RuntimeError(f"script runner failed: {proc.stderr[-2000:]}")
-        remaining = [p for p in paths if p.name not in results]
+        left = [p for p in paths if p.name not in results]
+        if len(left) == len(remaining) and started is None:
+            # no script started: running it again would loop forever (an interpreter that
+            # exits 0 and prints nothing, as a shell script named as one does)
+            said = " ".join(proc.stderr.split()[-40:]) or "it printed nothing"
+            raise RunnerFailed(f"{python} ran none of the scripts (exit status "
+                               f"{proc.returncode}: {said}); give an interpreter that has "
+                               f"autograd-conformance and the framework (--python)")
+        remaining = left
     return results
 
 
@@ -118,7 +129,10 @@ def main(argv=None) -> int:
     parser.add_argument("--standalone", action="store_true",
                         help="run each script in its own python")
     args = parser.parse_args(argv)
-    results = run_all(args.scripts_dir, args.out, standalone=args.standalone)
+    try:
+        results = run_all(args.scripts_dir, args.out, standalone=args.standalone)
+    except RunnerFailed as exc:
+        return parser.fail(exc)
     for name, rec in sorted(results.items()):
         print(f"{rec['outcome']:<12} {name}")
     return 0

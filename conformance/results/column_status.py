@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Callable
 
 from conformance.outputs import write_text
+from conformance.results import json_text
 from conformance.results.errors import ResultsSchemaError
 from conformance.results.json_fields import first_wrong
 
@@ -50,13 +52,16 @@ def read_status(results_dir: Path, label: str) -> ColumnStatus | None:
     """The column's status, or None when nox -s report wrote none (the run left results).
     A file that is not one nox wrote is ResultsSchemaError naming it: never guessed at."""
     path = status_path(results_dir, label)
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
     refused = f"{path}: not a status file written by nox -s report"
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ResultsSchemaError(f"{refused} ({type(exc).__name__}); remove it") from None
+        found = json_text.loads(json_text.read_text(path))
+    except OSError as exc:  # a directory, a FIFO, a dangling link: never taken for "none"
+        raise ResultsSchemaError(f"{refused} ({exc.strerror or type(exc).__name__}); remove "
+                                 f"it") from None
+    except ValueError as exc:
+        raise ResultsSchemaError(f"{refused} (not JSON: {exc}); remove it") from None
     problem = (f"a JSON {type(found).__name__}, not an object" if not isinstance(found, dict)
                else first_wrong(found, {"status": (str,), "detail": (str,)}))
     if problem is None and found.get("status") not in (NOT_INSTALLED, MISSING):

@@ -50,7 +50,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from conformance.results import migrations
+from conformance.results import json_text, migrations
 from conformance.results.errors import ResultsSchemaError
 from conformance.results.records import RunEnd, RunHeader, TestRecord, WitnessRecord
 from conformance.results.run_file import read_run
@@ -257,9 +257,11 @@ def migrate(data: Any, where: str = "results.json") -> dict[str, Any]:
 def load(path: Path) -> Combined:
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        data = json_text.loads(json_text.read_text(path))
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise ResultsSchemaError(f"{path}: not JSON ({exc})") from None
+    except OSError as exc:
+        raise ResultsSchemaError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     return Combined.from_json(data, str(path))
 
 

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from conformance.results import json_text
 from conformance.results.errors import ResultsSchemaError
 from conformance.results.json_fields import first_wrong
 from conformance.results.locks import locked
@@ -125,7 +126,7 @@ def findings_lines(path: Path) -> list[dict[str, Any]]:
 def _numbered(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, JSON object) of every whole line of a findings file."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = json_text.read_text(path, errors="replace")
     except IsADirectoryError:
         raise ResultsSchemaError(f"{path}: a directory, not a findings file") from None
     records = []
@@ -133,7 +134,7 @@ def _numbered(path: Path) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json_text.loads(line)
         except ValueError:
             continue
         if isinstance(record, dict):

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from conformance.outcomes import Outcome
-from conformance.results import migrations
+from conformance.results import json_text, migrations
 from conformance.results.errors import ResultsSchemaError
 from conformance.results.locks import InUse, OwnerLock
 from conformance.results.phases import PhaseInfo, chain_of, phase_info
@@ -184,13 +184,17 @@ def _parse_lines(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
     was cut off: a run killed while writing leaves a partial last line, dropped here when it
     has no newline after it; a bad line anywhere else is an error."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = json_text.read_text(path)
     except UnicodeDecodeError as exc:
         raise ResultsSchemaError(f"{path}: not a text file (byte {exc.start} is not UTF-8); a "
                                  f"--results file is JSON lines: remove it or run the suites "
                                  f"again") from None
     except IsADirectoryError:
         raise ResultsSchemaError(f"{path}: a directory, not a results file") from None
+    except OSError as exc:  # a FIFO, a dangling link, a file it may not read
+        raise ResultsSchemaError(f"{path}: cannot be read ({exc.strerror or exc}); a --results "
+                                 f"file is a regular file of JSON lines: remove it or run the "
+                                 f"suites again") from None
     lines = text.splitlines()
     last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
     out, truncated = [], False
@@ -198,7 +202,7 @@ def _parse_lines(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json_text.loads(line)
         except ValueError as exc:
             if lineno == last and not text.endswith("\n"):
                 truncated = True  # cut off mid-write: no newline after it
@@ -282,9 +286,9 @@ def scan(path: Path):
     """Every line of a results file that reads as a record (:class:`RunHeader`,
     :class:`TestRecord`, :class:`WitnessRecord` or :class:`RunEnd`), skipping those that do not: for a tool that
     reads a run still being written or killed mid-line (conformance.mutants)."""
-    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in json_text.read_text(Path(path), errors="replace").splitlines():
         try:
-            obj = json.loads(line)
+            obj = json_text.loads(line)
             kind = records.BY_TYPE.get(obj.get("type")) if isinstance(obj, dict) else None
             if kind is not None:
                 yield kind.from_json(obj, str(path))

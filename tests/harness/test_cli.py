@@ -262,3 +262,29 @@ def test_ctrl_c_in_a_tool_is_one_line_and_ends_as_interrupted():
         "one or the new one"], done[0].stderr
     assert done[0].returncode in (-2, 130)
     assert "Traceback" in done[1].stderr and "RuntimeError: boom" in done[1].stderr
+
+
+@pytest.mark.parametrize("tool, argv, words", [
+    ("conformance.spec", ["--out", "{tmp}/new/"], "'{tmp}/new/' is a directory; give a file name"),
+    ("conformance.spec", ["--out", "{tmp}/fifo"], "is not a regular file (a FIFO, device or socket)"),
+    ("conformance.repro.run", ["{tmp}", "{tmp}/fifo"], "is not a regular file"),
+    ("conformance.expectations_draft", ["{tmp}/fifo"], "is not a regular file"),
+    ("conformance.torchtests", ["x.py", "--timeout", "1e12"], "at most 31536000"),
+    ("conformance.history", ["record", "torch", "../../x", "--python", sys.executable],
+     "version '../../x' is not a release number"),
+    ("conformance.history", ["record", "../x", "1.0", "--python", sys.executable],
+     "'../x' is not an adapter name"),
+    ("conformance.history", ["record", "torch", "1.0", "--python", sys.executable, "--timeout",
+                             "nan"], "'nan' is not a number of seconds > 0"),
+])
+def test_paths_and_values_that_looked_fine(tool, argv, words, tmp_path, capsys):
+    """``--out new/`` wrote a file named ``new``; a FIFO as an output or input blocked the
+    tool forever, and a device was renamed over (``--out /dev/full`` replaced it with the
+    page); ``--timeout 1e12`` overflowed the alarm; a version ``../../x`` was written outside
+    the history folder; ``--timeout nan`` was taken."""
+    import os
+
+    os.mkfifo(tmp_path / "fifo")
+    code = call(tool, *[a.format(tmp=tmp_path) for a in argv])
+    one_line(capsys.readouterr().err, code, words.format(tmp=tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]

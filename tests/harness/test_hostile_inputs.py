@@ -5,7 +5,8 @@ results lines (random and mutated JSON objects, raw bytes), the report's other i
 differential findings file, mutants.json), expectations TOML (random documents, mutations of
 the real files), command-line values of the tools, and adapter specs.
 Asserted: exit status 4 (0 where the input happens to be valid), the error exactly one line,
-no traceback, and no output replaced by a refused run. Bounded: a few dozen examples each,
+no traceback, and no output replaced by a refused run; what a run that works writes is valid
+(results.json strict JSON, JUnit well-formed XML, a drafted expectations file valid TOML). Bounded: a few dozen examples each,
 tools called in-process where they can be, so that ``nox -s tests`` stays fast.
 """
 from __future__ import annotations
@@ -17,6 +18,11 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
@@ -80,8 +86,10 @@ def outputs(path: Path) -> dict[str, bytes]:
 
 
 # -- results lines -----------------------------------------------------------------------
+#: floats include NaN and the infinities: json.dumps writes them as NaN / Infinity, which
+#: Python's json reads back and no other JSON reader does (they reached results.json)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=8)
 
@@ -92,10 +100,10 @@ def results_files(draw) -> bytes:
     for _ in range(draw(st.integers(1, 3))):
         index = draw(st.integers(0, len(lines) - 1))
         how = draw(st.sampled_from(["field", "field", "field", "drop", "object", "value", "bytes",
-                                    "cut"]))
+                                    "cut", "deep"]))
         try:
             record = json.loads(lines[index])
-        except ValueError:
+        except (ValueError, RecursionError):  # a line an earlier step damaged or nested
             record = None
         record = record if isinstance(record, dict) else {}
         if how == "field" and record:
@@ -110,6 +118,9 @@ def results_files(draw) -> bytes:
                 json_values, max_size=5)))
         elif how == "value":
             lines[index] = json.dumps(draw(json_values))
+        elif how == "deep" and record:  # deeper than the recursion limit: RecursionError
+            depth = draw(st.sampled_from([2_000, 100_000]))
+            lines[index] = json.dumps(record)[:-1] + ', "observed": ' + "[" * depth + "]" * depth + "}"
         elif how == "bytes":
             lines[index] = draw(st.binary(max_size=30)).decode("latin-1")
         else:
@@ -135,6 +146,22 @@ def _report_refuses_or_renders(path):
     assert_convention(code, out, err)
     if code == 4:
         assert outputs(path / "out") == before
+    else:
+        assert_valid_report(path / "out")
+
+
+def _no_constant(name):
+    raise AssertionError(f"results.json holds {name}, which is not JSON")
+
+
+def assert_valid_report(out: Path) -> None:
+    """results.json is strict JSON (no NaN / Infinity) and every JUnit file is XML a CI
+    reader can parse (no control characters, no U+FFFE)."""
+    from xml.dom import minidom
+
+    json.loads((out / "results.json").read_text(encoding="utf-8"), parse_constant=_no_constant)
+    for junit in (out / "junit").glob("*.xml"):
+        minidom.parse(str(junit))
 
 
 # -- the report's other inputs: differential findings and mutants.json --------------------
@@ -196,7 +223,10 @@ def test_drafting_expectations_from_a_damaged_results_file(content):
 
     with workspace() as path:
         (path / "results" / "torch.jsonl").write_bytes(content)
-        assert_convention(*call(main, ["results/torch.jsonl"]))
+        code, out, err = call(main, ["results/torch.jsonl"])
+        assert_convention(code, out, err)
+        if code == 0:  # what is drafted is TOML: a rule id or message never becomes a key
+            tomllib.loads(out)
 
 
 # -- expectations TOML -------------------------------------------------------------------
@@ -231,7 +261,8 @@ def test_a_damaged_expectations_file_is_one_line(content):
 
 # -- command-line values ------------------------------------------------------------------
 values = st.sampled_from(["", "0", "-1", "1", "nan", "inf", "1e309", "a/b", "=", "..", "/", "-",
-                          "--", "a=", "=b", "x:y", "out", "results", "out/index.html"]) \
+                          "--", "a=", "=b", "x:y", "out", "results", "out/index.html", "new/",
+                          "out/junit/"]) \
     | st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=15)
 
 
@@ -260,6 +291,11 @@ def _repro_check(value, flag):
     return main, ["no-such-results.jsonl", flag, value]
 
 
+def _spec(value, flag):
+    from conformance.spec import main
+    return main, [flag, value]
+
+
 def _options(value, flag):
     from conformance.options import main
     return main, [flag, value]
@@ -270,7 +306,7 @@ COMMANDS = st.sampled_from([
     (_mutants, "--jobs"), (_mutants, "--min-score"), (_mutants, "--budget"), (_mutants, "--json"),
     (_differential, "--examples"), (_differential, "--max-steps"), (_differential, "--results"),
     (_torchtests, "--timeout"), (_torchtests, "--select"), (_repro_check, "--sample"),
-    (_options, "--bogus"),
+    (_options, "--bogus"), (_spec, "--out"),
 ])
 
 

@@ -69,3 +69,18 @@ def test_a_removal_happens_with_the_renames_and_never_when_the_set_fails(tmp_pat
     out.remove(tmp_path / "gone.xml")  # nor is one already gone an error
     out.commit()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker", "new.xml"]
+
+
+def test_a_target_that_is_no_regular_file_is_never_renamed_over(tmp_path):
+    """``--out /dev/full`` renamed the page over the device (as root: /dev/full was gone)."""
+    import os
+
+    fifo = tmp_path / "page.html"
+    os.mkfifo(fifo)
+    out = Outputs()
+    out.add(tmp_path / "other.json", "{}")
+    out.add(fifo, "page")
+    with pytest.raises(OutputError, match="not a regular file"):
+        out.commit()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html"]
+    assert not fifo.is_file()

@@ -118,6 +118,16 @@ def test_results_with_a_space_is_fine_where_it_changes_nothing(project):
     assert result.ret == 0 and project.results("new.jsonl")[-1]["type"] == "end"
 
 
+@pytest.mark.parametrize("option", ["--results", "--expectations"])
+def test_a_fifo_in_place_of_a_file_is_refused_before_it_blocks(project, option):
+    """Opening a FIFO to write the results (or read the expectations) waited forever for the
+    other end; the expectations' FIFO was said to be "no such file"."""
+    os.mkfifo(project.pytester.path / "pipe")
+    result, err = run(project, "suites", f"{option}=pipe")
+    assert_usage_error(err, result.ret, f"{option} ", "not a regular file (a FIFO, device or "
+                       "socket)")
+
+
 def test_swallowed_value_check_looks_only_at_existing_paths(pytester):
     config = pytester.parseconfig("--results", "no/such/file.jsonl")
     assert options.swallowed_path_problem(config) is None

@@ -45,8 +45,61 @@ def test_named_releases():
         history.named_releases("torch", "torch=2.14.1")
 
 
+def test_a_release_of_no_adapter_is_refused_where_the_adapters_are_known():
+    """``AUTOGRAD_CONFORMANCE_RELEASES=tourch==2.14.1`` added no column and said nothing."""
+    with pytest.raises(history.HistoryError, match="'tourch==2.14.1' names no built-in adapter"):
+        history.named_releases("torch", "tourch==2.14.1", known=("torch", "paddle"))
+    assert history.named_releases("torch", "paddle==3.0", known=("torch", "paddle")) == []
+
+
 def test_a_malformed_file_is_named(tmp_path):
     bad = tmp_path / "1.0.json"
     bad.write_text("{\"version\": \"1.0\"}")
     with pytest.raises(history.HistoryError, match="1.0.json: not a history file"):
         history.read(bad)
+
+
+@pytest.mark.parametrize("content, words", [
+    ('{"version": "1.0", "observations": {"a.b": [1]}}', "observation 'a.b' is list"),
+    ('{"version": "1.0", "observations": {"a.b": {"output": 3, "digest": "d"}}}',
+     "field 'output' is int 3"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+])
+def test_a_history_file_of_the_wrong_shape_is_one_historyerror(tmp_path, content, words):
+    """An observation that was no object was an AttributeError in merge and changes; deep
+    nesting a RecursionError."""
+    path = tmp_path / "1.0.json"
+    path.write_text(content)
+    with pytest.raises(history.HistoryError, match=words) as caught:
+        history.read(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_merge_copies_nothing_when_one_source_file_is_bad(tmp_path):
+    """It copied the files before the bad one, then stopped: half a merge."""
+    from conformance.history.merge import merge
+
+    source = tmp_path / "src" / "torch"
+    source.mkdir(parents=True)
+    (source / "1.0.json").write_text('{"version": "1.0", "observations": {}}')
+    (source / "2.0.json").write_text("{")
+    with pytest.raises(history.HistoryError, match="2.0.json"):
+        merge([tmp_path / "src"], tmp_path / "dst")
+    assert not (tmp_path / "dst").exists()
+
+
+def test_merge_refuses_a_file_whose_name_is_not_its_release(tmp_path):
+    from conformance.history.merge import merge
+
+    source = tmp_path / "src" / "torch"
+    source.mkdir(parents=True)
+    (source / "{{x}}.json").write_text('{"version": "../../x", "observations": {}}')
+    with pytest.raises(history.HistoryError, match="holds release '../../x'"):
+        merge([tmp_path / "src"], tmp_path / "dst")
+
+
+@pytest.mark.parametrize("version", ["../../x", "a/b", "", "-1", ".1"])
+def test_a_version_that_is_no_release_number_is_refused(version):
+    """``record torch ../../x`` wrote ../../x.json outside the history folder."""
+    with pytest.raises(history.HistoryError, match="is not a release number"):
+        history.release_version(version)

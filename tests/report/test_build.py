@@ -119,3 +119,61 @@ def test_the_junit_file_of_a_run_no_longer_reported_goes_with_the_new_report(res
     assert code == 0, captured.err
     assert not (out / "junit" / "mine.xml").exists()
     assert (out / "junit" / "torch.xml").is_file() and (out / "junit" / "notes.txt").is_file()
+
+
+def test_the_stale_junit_files_are_listed_and_the_set_replaced_under_one_lock(results_dir, tmp_path,
+                                                                              monkeypatch):
+    """Two reports into one --out each listed the stale JUnit files, then renamed their sets
+    over each other: one run's results.json was left beside the other's JUnit files. The
+    commit holds a lock per --out (outside it) that a second report must wait for."""
+    import fcntl
+
+    from conformance.outputs import Outputs
+
+    out = tmp_path / "out"
+    lock = report._one_report_at_a_time(out).lock_path
+    held = []
+    real = Outputs.commit
+
+    def commit(self):
+        with open(lock, "a") as other:  # what a second report would do: it must wait
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                held.append(True)
+            else:
+                fcntl.flock(other, fcntl.LOCK_UN)
+                held.append(False)
+        return real(self)
+
+    monkeypatch.setattr(Outputs, "commit", commit)
+    report.build(results_dir, out)
+    assert held == [True]
+    assert lock.parent != out and not list(out.glob("*.lock"))
+
+
+@pytest.mark.parametrize("make", ["fifo", "dangling link"])
+def test_a_results_file_that_is_no_regular_file_is_refused_not_missing(results_dir, tmp_path,
+                                                                       capsys, make):
+    """A FIFO (or a dangling link) named torch.jsonl was shown as "no results file"."""
+    import os
+
+    path = results_dir / "torch.jsonl"
+    path.unlink()
+    os.mkfifo(path) if make == "fifo" else path.symlink_to(tmp_path / "gone.jsonl")
+    err = one_line_error(*main(capsys, "--results-dir", results_dir, "--out", tmp_path / "out"))
+    assert "torch.jsonl: cannot be read" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("message", ["\x01\x08\x1b[31m", "\ufffe\uffff", "]]></failure>"])
+def test_a_message_holding_what_xml_cannot_is_still_well_formed_junit(results_dir, tmp_path,
+                                                                     capsys, message):
+    """U+FFFE and U+FFFF are no XML 1.0 characters either: CI's JUnit reader refused the file."""
+    write_run(results_dir / "torch.jsonl", "torch", "2.13.0",
+              [(RULE, "test_a", "DIVERGES", "DIVERGES", f"bad {message} end")])
+    code, captured = main(capsys, "--results-dir", results_dir, "--out", tmp_path / "out")
+    assert code == 0, captured.err
+    from xml.dom import minidom
+
+    minidom.parse(str(tmp_path / "out" / "junit" / "torch.xml"))

@@ -118,6 +118,9 @@ def test_a_findings_file_with_a_newer_schema_stops_the_report_instead_of_vanishi
     ('{"curated": 5}', "field 'curated' is int 5, expected an object"),
     ('{"curated": {"survivors": [5]}}', "field 'curated.survivors[0]' is int 5, expected an object"),
     ('{"curated": {"killed": 1, "total": 2, "score": "x"}}', "field 'curated.score' is str"),
+    # NaN went out into results.json as bare NaN; deep nesting was a RecursionError
+    ('{"curated": {"killed": 1, "total": 2, "score": NaN}}', "field 'curated.score' is str 'NaN'"),
+    ("[" * 100_000 + "]" * 100_000, "mutants.json: not JSON (ValueError)"),
     ('{"curated": null, "generic": {"survivors": 5}}', "field 'generic.survivors' is int"),
     ('{"curated": {"survivors": [{"id": 7}]}}', "field 'curated.survivors[0].id' is int 7, "
                                                 "expected a string"),
@@ -175,3 +178,22 @@ def test_the_long_mutation_mode_shows_its_survivors_by_function(tmp_path):
     text = page.read_text()
     assert "300/400 killed (75.0%)" in text and "reference.tensor.Tensor.t</code>: 2" in text
     assert "+if x &lt; 1:" in text and "reference.ops.linalg.matmul</code> (89)" in text
+
+
+@pytest.mark.parametrize("name", ["mutants.json", "explore"])
+def test_a_fifo_in_place_of_mutants_json_or_a_findings_file_is_refused(tmp_path, capsys, name):
+    """Reading either blocked the report forever."""
+    import os
+
+    from conformance.report.build import main
+
+    results = make_dir(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "mutants.json" if name == "mutants.json"
+              else R.explore_path(results, "paddle"))
+    assert main(["--results-dir", str(results), "--out", str(out)]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a regular file (a FIFO, device or socket)" in err, err
+    assert sorted(p.name for p in out.iterdir()) == (["mutants.json"] if name == "mutants.json"
+                                                     else [])

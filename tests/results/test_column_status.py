@@ -26,7 +26,7 @@ def test_only_the_two_statuses_exist():
 
 
 @pytest.mark.parametrize("content, words", [
-    ("{", "JSONDecodeError"),
+    ("{", "not JSON: Expecting property name"),
     ("[]", "a JSON list, not an object"),
     ('{"status": 1}', "field 'status' is int 1, expected a string"),
     ('{"status": "not installed"}', "status 'not installed' is neither"),  # a typo is no warning
@@ -95,3 +95,22 @@ def test_a_run_that_left_no_file_is_tried_twice_when_it_was_no_install_failure(t
                       lambda out: False, lambda line: None)
     assert calls == [1, 1] and not done.install_failed
     assert all("does not exist" in a for a in done.incomplete)
+
+
+@pytest.mark.parametrize("make", ["directory", "fifo", "dangling link"])
+def test_a_status_path_that_is_no_file_is_refused_not_taken_for_none(tmp_path, make):
+    """A directory or FIFO at <label>.status.json read as "no status"; a FIFO would block."""
+    import os
+
+    path = status_path(tmp_path, "paddle")
+    {"directory": path.mkdir, "fifo": lambda: os.mkfifo(path),
+     "dangling link": lambda: path.symlink_to(tmp_path / "none")}[make]()
+    with pytest.raises(ResultsSchemaError, match="not a status file written by nox -s report"):
+        read_status(tmp_path, "paddle")
+
+
+def test_a_deeply_nested_status_file_is_refused(tmp_path):
+    """It was a RecursionError, a traceback from the report and CI's check."""
+    status_path(tmp_path, "paddle").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ResultsSchemaError, match="nested too deeply"):
+        read_status(tmp_path, "paddle")

@@ -220,16 +220,14 @@ def test_phase_info_carries_exactly_the_test_records_phase_fields():
 #: only exists typed). A new parse of a results file elsewhere fails the test below; a new
 #: parse of another document is added here with what it reads.
 JSON_PARSES = {
-    "conformance/history/record.py": (2, "a history file's lines; the child runner's answer"),
-    "conformance/history/__init__.py": (1, "a release's history file"),
+    "conformance/history/record.py": (1, "the child runner's answer"),
     "conformance/repro/run.py": (1, "the script runner's own lines (one per script run)"),
-    "conformance/report/build.py": (1, "reports/mutants.json"),
     "conformance/report/html.py": (2, "the page's own packed data, read back"),
     "conformance/differential/worker.py": (1, "a request of the differential runner"),
     "conformance/differential/fuzz.py": (1, "a fuzz worker's counts file"),
     "conformance/differential/runner.py": (1, "a differential worker's answer"),
     "conformance/mutants/generic.py": (3, "mutmut's meta and stats files"),
-    "conformance/mutants/__main__.py": (2, "the mutants baseline; reports/mutants.json"),
+    "conformance/mutants/__main__.py": (1, "the mutants baseline"),
     "conformance/torchtests/worker.py": (2, "a torchtests job and its chunks"),
     "conformance/torchtests/run.py": (1, "a torchtests worker's event lines"),
     "conformance/isolation.py": (2, "an isolation probe's answer and its feature-claims line"),
