@@ -287,6 +287,7 @@ def pytest_configure(config):
                     h.run, adapter_spec=spec, conformance_timeout=limit,
                     leak_check=[warmups, runs] if leak_check else None,
                     expectations_note=_expectations_note(config, h) or None,
+                    declarations=list(h.declarations) or None,
                     **_suite_digest(h.suites_dir)), h.suites_dir, len(h.catalogue.rules))
             except OSError as exc:  # a full disk (ENOSPC) or a file system that refuses it
                 raise pytest.UsageError(f"--results {results}: cannot write it ({exc.strerror or exc}); "

@@ -88,6 +88,7 @@ def context(data: Combined) -> dict[str, Any]:
                         "suite_revision": header.suite_revision,
                         "suite_dirty": header.suite_dirty, "started": header.started,
                         "expectations_note": header.expectations_note,
+                        "declarations": [str(line) for line in header.declarations or []],
                         "adapter": run.framework, "title": run.title})
     rules_by_suite: dict[str, list] = {s: [] for s in suites}
     for e in data.catalogue:

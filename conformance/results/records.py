@@ -118,6 +118,9 @@ class RunHeader(_Record):
     argv: list | None = _field(list)
     #: "" unless the expectations were not written for this framework version
     expectations_note: str | None = _field(str, omit_none=True)
+    #: the adapter's declared-missing features the framework contradicts (a name the feature
+    #: implies exists), or why they were not checked: the page shows them beside the run
+    declarations: list | None = _field(list, omit_none=True)
     extra: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @property

@@ -316,11 +316,16 @@ def test_a_conformance_run_names_a_contradicted_declaration_in_its_summary(confo
     conformance_project.rules("demo", "a")
     conformance_project.suite("demo", '@rule("demo.a")\ndef test_a(): pass\n')
     conformance_project.pytester.makepyfile(claimsfw=CLAIMS_ADAPTER)
-    result = conformance_project.run("suites", adapter="claimsfw:Contradicted")
+    result = conformance_project.run("suites", "--results=results.jsonl",
+                                     adapter="claimsfw:Contradicted")
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["declared unsupported, yet the framework has it (python -m "
-                                 "conformance.feature_claims --adapter claimsfw:Contradicted): "
-                                 "grad_modes: present: fw.no_grad (on fw)"])
+    line = ("declared unsupported, yet the framework has it (python -m "
+            "conformance.feature_claims --adapter claimsfw:Contradicted): "
+            "grad_modes: present: fw.no_grad (on fw)")
+    result.stdout.fnmatch_lines([line])
     assert "forward_ad" not in result.stdout.str()
-    clean = conformance_project.run("suites")
+    # the results header carries it, for the page (shown beside the run)
+    assert conformance_project.results()[0]["declarations"] == [line]
+    clean = conformance_project.run("suites", "--results=clean.jsonl")
     assert "declared unsupported" not in clean.stdout.str()
+    assert "declarations" not in conformance_project.results("clean.jsonl")[0]

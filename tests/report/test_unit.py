@@ -206,6 +206,21 @@ def test_page_escapes_messages_and_embeds_its_data(results_dir, tmp_path):
     assert {k for k, v in data["scripts"].items() if v} == {"reference", "torch", "oneflow-0.8.0"}
 
 
+def test_a_contradicted_declaration_is_shown_beside_its_run(results_dir, tmp_path):
+    """A feature the adapter declares missing while the framework has it made its tests
+    UNSUPPORTED: the run's header carries that line and the page shows it by the run's name."""
+    path = results_dir / "reference.jsonl"
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["declarations"] = ["declared unsupported, yet the framework has it: <b>hooks</b>"]
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    data, page = build(results_dir, tmp_path / "out")
+    run = next(r for r in data.runs if r.label == "reference")
+    assert run.header.declarations == header["declarations"]
+    text = page.read_text()
+    assert "yet the framework has it: &lt;b&gt;hooks&lt;/b&gt;" in text and "<b>hooks" not in text
+
+
 # -- reproduction scripts -----------------------------------------------------------------------
 @pytest.mark.parametrize("adapter", ["reference", "torch", "paddle", "oneflow", "tinygrad"])
 def test_every_rule_has_a_script_that_imports_the_harness_instead_of_copying_it(adapter):
