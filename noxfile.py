@@ -429,7 +429,7 @@ def report(session: nox.Session) -> None:
         tail = "\n".join(done.output.strip().splitlines()[-8:])
         if results.is_file():
             _write_whole(stamp, {"digest": digest, "session": name})
-            if done.incomplete and not _complete(results):
+            if not done.complete:  # both attempts were incomplete
                 column_status.write_status(results_dir, label, column_status.ColumnStatus(
                     column_status.MISSING, f"nox -s {name!r} did not complete twice: "
                     + " | ".join(done.incomplete)))

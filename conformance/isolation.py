@@ -174,6 +174,13 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else "nothing"
 
 
+def _loaded_line(stdout: bytes | None) -> str | None:
+    """The child's first answer when it was written whole and says the adapter loaded: what
+    hung or crashed after it was the feature check, not the adapter."""
+    first, newline, _ = (stdout or b"").decode("utf-8", "replace").partition("\n")
+    return first if newline and first.startswith('{"ok": true') else None
+
+
 def probe(spec: str, device: str = "cpu", timeout: float = 300.0,
           timeout_option: str | None = "--conformance-timeout") -> Facts | None:
     """Load adapter ``spec`` (module, framework, version, device) in a child interpreter.
@@ -188,8 +195,8 @@ def probe(spec: str, device: str = "cpu", timeout: float = 300.0,
         done = subprocess.run([sys.executable, "-c", PROBE, spec, device], capture_output=True,
                               env=env, timeout=timeout if timeout > 0 else None)
     except subprocess.TimeoutExpired as exc:
-        first = (exc.stdout or b"").decode("utf-8", "replace").split("\n")[0]
-        if first.startswith('{"ok": true') and (exc.stdout or b"").count(b"\n") >= 1:
+        first = _loaded_line(exc.stdout)
+        if first is not None:
             # the adapter loaded in time; the feature check after it did not finish
             done = subprocess.CompletedProcess(exc.cmd, 0, (first + "\n" + json.dumps(
                 {"error": f"adapter {spec!r}: checking its declared-missing features did not "
@@ -203,9 +210,10 @@ def probe(spec: str, device: str = "cpu", timeout: float = 300.0,
         return None
     stderr = done.stderr.decode("utf-8", "replace")
     lines = done.stdout.decode("utf-8", "replace").splitlines()
-    if done.returncode < 0 and len(lines) >= 1 and lines[0].startswith('{"ok": true'):
+    loaded = _loaded_line(done.stdout)
+    if done.returncode < 0 and loaded is not None:
         # the adapter loaded; the feature check after it crashed the interpreter
-        lines = [lines[0], json.dumps({"error": f"adapter {spec!r}: checking its declared-missing "
+        lines = [loaded, json.dumps({"error": f"adapter {spec!r}: checking its declared-missing "
                                                 f"features crashed the interpreter "
                                                 f"({_signal_name(-done.returncode)})"})]
     elif done.returncode < 0:

@@ -77,11 +77,13 @@ def clear_status(results_dir: Path, label: str) -> None:
 
 @dataclasses.dataclass
 class Attempts:
-    """What running one column came to: nox's last output, whether its install failed, and
-    a line per attempt that did not complete (empty when the first one did)."""
+    """What running one column came to: nox's last output, whether its install failed,
+    whether the last attempt left a complete results file, and a line per attempt that did
+    not complete (empty when the first one did)."""
 
     output: str = ""
     install_failed: bool = False
+    complete: bool = False
     incomplete: list = dataclasses.field(default_factory=list)
 
 
@@ -93,7 +95,7 @@ def run_column(run: Callable[[], str], results: Path,
     now and then, and a whole column should not be lost to that. The first attempt's file is
     kept beside, under ``incomplete/``; every attempt that did not complete is said (``warn``)
     with why (:func:`why_not_complete`) and the end of what nox printed."""
-    from conformance.results.run_file import end_line, why_not_complete
+    from conformance.results.run_file import why_not_complete
 
     results = Path(results)
     done = Attempts()
@@ -101,9 +103,12 @@ def run_column(run: Callable[[], str], results: Path,
         done.output = run() or ""
         done.install_failed = (not done.incomplete and not results.is_file()
                                and install_failed(done.output))
-        if done.install_failed or end_line(results) is not None:
+        if done.install_failed:
             return done
-        why = why_not_complete(results)
+        why = why_not_complete(results)  # "" for a complete run: the file is read once
+        done.complete = not why
+        if done.complete:
+            return done
         tail = " / ".join(done.output.strip().splitlines()[-3:])[-300:]
         done.incomplete.append(f"attempt {attempt}: {why}; nox said: {tail}")
         if attempt == 1 and results.is_file():

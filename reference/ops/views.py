@@ -435,7 +435,6 @@ def getitem(self, index):
     except IndexError as exc:
         raise IndexError(str(exc)) from None
     shape = self._array.shape
-
     out = Tensor._wrap(data)
     if needs_grad(self):
         node = IndexBackward0(edges(self))

@@ -64,6 +64,7 @@ def test_a_column_killed_once_runs_once_more_and_keeps_the_first_file(tmp_path):
     done = run_column(_run_writing(results, False, True), results, lambda out: False,
                       warned.append)
     assert end_line(results) is not None and done.incomplete and not done.install_failed
+    assert done.complete
     kept = tmp_path / "incomplete" / "oneflow-0.9.0.attempt-1.jsonl"
     assert kept.is_file() and end_line(kept) is None
     assert len(warned) == 1 and "ended without its end line" in warned[0]
@@ -76,6 +77,7 @@ def test_a_column_incomplete_twice_says_both_and_keeps_the_second_file(tmp_path)
                       warned.append)
     assert results.is_file() and end_line(results) is None
     assert [a.split(":")[0] for a in done.incomplete] == ["attempt 1", "attempt 2"]
+    assert not done.complete
     assert len(warned) == 2
 
 
@@ -87,6 +89,7 @@ def test_a_complete_column_or_a_failed_install_runs_once(tmp_path):
     assert calls == [1] and done.install_failed and not done.incomplete
     done = run_column(_run_writing(results, True), results, lambda out: False, calls.append)
     assert calls == [1] and not done.incomplete and end_line(results) is not None
+    assert done.complete
 
 
 def test_a_run_that_left_no_file_is_tried_twice_when_it_was_no_install_failure(tmp_path):
@@ -94,7 +97,7 @@ def test_a_run_that_left_no_file_is_tried_twice_when_it_was_no_install_failure(t
     done = run_column(lambda: calls.append(1) or "Segmentation fault", results,
                       lambda out: False, lambda line: None)
     assert calls == [1, 1] and not done.install_failed
-    assert all("does not exist" in a for a in done.incomplete)
+    assert all("does not exist" in a for a in done.incomplete) and not done.complete
 
 
 @pytest.mark.parametrize("make", ["directory", "fifo", "dangling link"])
