@@ -28,8 +28,6 @@ from conformance.results.json_fields import ANY, wrong_type
 #: versions through :mod:`conformance.results.migrations`.
 SCHEMA_VERSION = 1
 
-_NUMBER = (int, float)
-
 
 def _field(*types, default=None, factory=None, required: bool = False, omit_none: bool = False):
     """A record field: the JSON types it may hold (None is always allowed unless
