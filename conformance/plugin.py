@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from adapters.base import Adapter, FrameworkNotInstalled, Unsupported, load_adapter
-from conformance import (features, hookspecs, isolation, leakcheck, options, summary, timeout,
-                         traceability, witness)
+from conformance import (features, hookspecs, import_names, isolation, leakcheck, options,
+                         summary, timeout, traceability, witness)
 from conformance.rules import Catalogue, load_catalogue
 from conformance.expectations import ExpectationSet, coverage_note, load_expectations
 from conformance.outcomes import HELD, Outcome, Verdict, blocked_by, first_lines, judge, test_outcome
@@ -221,6 +221,12 @@ def pytest_configure(config):
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     touches = _touches(config, suites_dir)
+    if _is_controller(config) and touches:
+        # another distribution's `adapters` (or `reference`, `conformance`) would run its code
+        # in place of ours: one line before the adapter and its framework load (import_names.py)
+        problem = import_names.collision_problem()
+        if problem:
+            raise pytest.UsageError(problem)
     facts = None
     if _is_controller(config) and touches:
         # the adapter's module and its framework are loaded first in a child interpreter
