@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from adapters.base import Adapter, FrameworkNotInstalled, Unsupported, load_adapter
+from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
 from conformance import (features, hookspecs, isolation, leakcheck, options, summary, timeout,
                          traceability, witness)
 from conformance.rules import Catalogue, load_catalogue
@@ -342,7 +342,7 @@ def pytest_runtest_setup(item):
         [m.args for m in item.iter_markers("needs")],
         [m.args for m in item.iter_markers("judged_without")]))
     if missing is not None:
-        raise Unsupported(features.unsupported_message(h.adapter, missing))
+        raise features.unsupported(h.adapter, missing)
 
 
 @pytest.hookimpl(trylast=True)
