@@ -234,16 +234,12 @@ def missing_for(adapter, needed: Iterable[str]) -> str | None:
     return next((f for f in sorted(needed) if f in declared), None)
 
 
-def unsupported_message(adapter, feature: str) -> str:
-    return str(unsupported(adapter, feature))
-
-
 def unsupported(adapter, feature: str) -> Unsupported:
     """The ``Unsupported`` of a test that needs ``feature``, which ``adapter`` declares missing:
     it names the feature and carries the adapter's reason."""
-    error = Unsupported.missing(adapter.name, feature, adapter.unsupported[feature])
-    error.args = (f"{error.args[0]} (declared in the adapter; the test needs it)",)
-    return error
+    reason = adapter.unsupported[feature]
+    return Unsupported(f"{adapter.name} does not support {feature}: {reason} (declared in the "
+                       f"adapter; the test needs it)", feature=feature, reason=reason)
 
 
 # -- docs/writing-rules.md's feature list -----------------------------------------------------
