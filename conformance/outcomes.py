@@ -21,8 +21,9 @@ other than expected        failed                 yes (update the entry)
 
 BLOCKED: a prerequisite of the test (another rule's behaviour it needs to reach its own check,
 declared with :func:`conformance.api.prerequisite`) failed; the results line names that rule in
-``blocked_by``. UNSUPPORTED: the results line names the missing feature in ``missing_feature``
-(``Unsupported.feature``); one the adapter declares missing needs no expectation entry. It is never a verdict on the test's own rule and needs no expectation entry.
+``blocked_by``. It is never a verdict on the test's own rule and needs no expectation entry.
+UNSUPPORTED: the results line names the missing feature in ``missing_feature``
+(``Unsupported.feature``); one the adapter declares missing needs no expectation entry either.
 TIMEOUT: the test ran past ``--conformance-timeout`` (``conformance.timeout``); LEAK: the test
 held but, run again and again under ``--leak-check``, left more live objects or traced memory
 behind on every run (``conformance.leakcheck``).
