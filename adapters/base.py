@@ -191,7 +191,7 @@ class Adapter:
     def require(self, feature: str) -> None:
         """Raise ``Unsupported`` if the framework lacks ``feature``."""
         if feature in self.unsupported:
-            raise Unsupported(f"{self.name} does not support {feature}: {self.unsupported[feature]}")
+            raise Unsupported.missing(self.name, feature, self.unsupported[feature])
 
     def feature(self, feature: str, target: Any, attr: str | None = None) -> Any:
         """``getattr(target, attr)`` (or ``target()`` when ``attr`` is omitted: a getter such as
@@ -210,14 +210,15 @@ class Adapter:
             if not absent and not _missing_attribute(exc, _own_files(type(self)),
                                                      _framework_dirs(self.module)):
                 raise
-            raise Unsupported(f"{self.name} does not support {feature}: {exc}") from exc
+            raise Unsupported.missing(self.name, feature, str(exc)) from exc
 
     def liveness(self, tensor: Any) -> Callable[[], bool]:
         """A check that says whether the framework still holds ``tensor`` (its storage and
         autograd state), without keeping it alive: the channel :func:`conformance.liveness.watch`
         tries first. ``Unsupported`` where the framework offers none (then a weak reference or a
         hook sentinel, each with its positive control, watches the tensor)."""
-        raise Unsupported(f"{self.name} offers no liveness check of its own")
+        raise Unsupported(f"{self.name} offers no liveness check of its own",
+                          feature="liveness_check")
 
     def restore_grad_mode(self) -> None:
         """Turn grad mode back on if a test left it off (a framework that runs a hook under

@@ -100,7 +100,8 @@ class PaddleAdapter(Adapter):
         # Paddle lists the producer nodes alone, by input slot: it does not say which output of
         # the producer feeds the slot (input_nr), and the adapter does not guess it.
         raise Unsupported("Paddle's GradNodeBase.next_functions lists the producer nodes by input "
-                          "slot, without the producer's output index (input_nr)")
+                          "slot, without the producer's output index (input_nr)",
+                          feature="next_functions_input_nr")
 
     def next_nodes(self, node):
         return tuple(node.next_functions)

@@ -101,7 +101,8 @@ class TinygradAdapter(Adapter):
 
         def tensor(data, requires_grad=False, device=None, dtype=None):
             if isinstance(data, Tensor):
-                raise Unsupported("tinygrad: fw.tensor(<a tensor>) has no tinygrad spelling")
+                raise Unsupported("tinygrad: fw.tensor(<a tensor>) has no tinygrad spelling",
+                                  feature="tensor_from_tensor")
             t = Tensor(data, dtype=dtype) if dtype is not None else Tensor(data)
             if dtype is None and t.dtype == dtypes.default_float:
                 t = Tensor(data, dtype=dtypes.float32)
@@ -125,7 +126,8 @@ class TinygradAdapter(Adapter):
             outs = [outputs] if single_out else list(outputs)
             ins = [inputs] if not isinstance(inputs, (list, tuple)) else list(inputs)
             if len(outs) != 1:
-                raise Unsupported("tinygrad: Tensor.gradient differentiates one output at a time")
+                raise Unsupported("tinygrad: Tensor.gradient differentiates one output at a time",
+                                  feature="grad_of_several_outputs")
             if grad_outputs is not None and not isinstance(grad_outputs, Tensor):
                 grad_outputs = grad_outputs[0]
             grads = outs[0].gradient(*ins, gradient=grad_outputs)
@@ -185,7 +187,7 @@ class TinygradAdapter(Adapter):
         """torch's ``t.add_(x)`` is tinygrad's ``t.assign(t.add(x))``: the same tensor object
         takes the new values; other in-place methods have no tinygrad spelling."""
         if op not in _INPLACE:
-            raise Unsupported(f"tinygrad does not support inplace_methods: no spelling of {op}")
+            raise Unsupported.missing("tinygrad", "inplace_methods", f"no spelling of {op}")
         return tensor.assign(getattr(tensor, _INPLACE[op])(*args))
 
     def retain_grad(self, tensor):

@@ -9,6 +9,7 @@ rule observed.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from conformance.features import feature_of_name
 from conformance.outcome_exceptions import Blocked, Diverges, TestTimeout, Unsupported
 
 __all__ = ["rule", "Diverges", "Unsupported", "Blocked", "prerequisite", "diverges_if_raises",
@@ -87,7 +89,8 @@ def raises(exc_types, match=None, what: str = "the operation") -> Iterator[None]
         missing = missing_method(exc)
         if missing:
             raise Unsupported(f"{what}: the framework has no {missing!r} "
-                              f"({type(exc).__name__}: {exc})") from exc
+                              f"({type(exc).__name__}: {exc})",
+                              feature=feature_of_name(missing)) from exc
         if not isinstance(exc, exc_types):
             raise Diverges(f"{what} raised {type(exc).__name__}: {exc}") from exc
         if match is not None and not re.search(match, str(exc)):
@@ -157,7 +160,8 @@ argv = sys.argv[3:]
 try:
     exec(compile(sys.argv[2], "<fresh interpreter script>", "exec"), {**globals()})
 except Unsupported as exc:
-    print("@@UNSUPPORTED@@", exc)
+    import json
+    print("@@UNSUPPORTED@@", json.dumps([exc.feature, exc.reason, str(exc)]))
 """
 
 
@@ -185,5 +189,6 @@ def in_fresh_interpreter(adapter, script: str, *args: str, timeout: float = 300)
         raise RuntimeError(f"helper process failed:\n{proc.stderr[-2000:]}")
     for line in proc.stdout.splitlines():
         if line.startswith("@@UNSUPPORTED@@"):
-            raise Unsupported(line.split(" ", 1)[1] if " " in line else "")
+            feature, reason, message = json.loads(line.split(" ", 1)[1])
+            raise Unsupported(message, feature=feature, reason=reason)
     return proc.stdout

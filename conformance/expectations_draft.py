@@ -8,7 +8,8 @@ the observed message as the reason (review and sharpen it before committing), li
 to the framework versions (``versions``) and the tests (``tests``) where it happened.
 Outcomes are read from the ``actual`` field, so a run made with an older expectations file
 drafts the same entries as a run made with none. Rules that held everywhere get nothing,
-and neither does a BLOCKED test (a cascade from its prerequisite rule needs no entry).
+and neither does a BLOCKED test (a cascade from its prerequisite rule needs no entry) nor an
+UNSUPPORTED test whose missing feature the adapter declares (the declaration is its cause).
 """
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ from conformance.results import ResultsSchemaError, read_run, test_name
 DRAFTED = frozenset(o.value for o in EXPECTABLE)
 NOT_DRAFTED = frozenset({*(o.value for o in _HELD), Outcome.BLOCKED.value})
 HELD = NOT_DRAFTED  # (name kept for callers: outcomes that get no entry)
+#: What :func:`read_runs` records for an UNSUPPORTED test on a feature the adapter declares
+#: missing (the run header's ``unsupported``): it gets no entry either.
+DECLARED = "UNSUPPORTED (declared)"
 assert DRAFTED | NOT_DRAFTED == {o.value for o in ACTUAL}, "an outcome drafting does not handle"
 
 
@@ -34,8 +38,9 @@ def read_runs(paths):
         tests = defaultdict(dict)
         for record in run.tests:
             if record.rule:
-                tests[record.rule][test_name(record.nodeid)] = (record.actual_outcome,
-                                                                record.message or "")
+                outcome = (DECLARED if record.declared_missing(run.header.unsupported)
+                           else record.actual_outcome)
+                tests[record.rule][test_name(record.nodeid)] = (outcome, record.message or "")
         runs.append((run.header.framework_version, tests))
     return runs
 
@@ -51,7 +56,7 @@ def draft_entries(runs):
         for version, tests in runs:
             for name, (outcome, message) in tests.get(rule, {}).items():
                 names.add(name)
-                if outcome in HELD:
+                if outcome in HELD or outcome == DECLARED:
                     continue
                 group = groups[(outcome, name)]
                 group["versions"].add(version)

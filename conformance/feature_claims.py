@@ -285,6 +285,8 @@ def _only_refuses(function: Any) -> bool:
         value = stmt.value if isinstance(stmt, (ast.Expr, ast.Return)) else None
         if isinstance(stmt, ast.Raise) and stmt.exc is not None:
             target = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+            if isinstance(target, ast.Attribute) and target.attr == "missing":  # Unsupported.missing
+                target = target.value
             return getattr(target, "id", getattr(target, "attr", "")) == "Unsupported"
         return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
                 and value.func.attr == "require")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterable
 
 from conformance import cli
+from conformance.outcome_exceptions import Unsupported
 from conformance.tomlfile import FileError, read_toml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,6 +148,14 @@ def feature_of_surface(dotted: str) -> str | None:
     return None
 
 
+def feature_of_name(name: str) -> str:
+    """The registry feature of a missing attribute or ``fw.*`` name, else the name itself
+    (what an ``Unsupported`` raised for that name records as its feature)."""
+    if "." in name:
+        return feature_of_surface(name) or name
+    return next(iter(sorted(implied((), [name]))), name)
+
+
 def implied(surface: Iterable[str], attributes: Iterable[str]) -> set[str]:
     """Features implied by the dotted surface chains and attribute names a test touches."""
     surface, attributes = set(surface), set(attributes)
@@ -225,9 +234,12 @@ def missing_for(adapter, needed: Iterable[str]) -> str | None:
     return next((f for f in sorted(needed) if f in declared), None)
 
 
-def unsupported_message(adapter, feature: str) -> str:
-    return (f"{adapter.name} does not support {feature}: {adapter.unsupported[feature]} "
-            f"(declared in the adapter; the test needs it)")
+def unsupported(adapter, feature: str) -> Unsupported:
+    """The ``Unsupported`` of a test that needs ``feature``, which ``adapter`` declares missing:
+    it names the feature and carries the adapter's reason."""
+    reason = adapter.unsupported[feature]
+    return Unsupported(f"{adapter.name} does not support {feature}: {reason} (declared in the "
+                       f"adapter; the test needs it)", feature=feature, reason=reason)
 
 
 # -- docs/writing-rules.md's feature list -----------------------------------------------------

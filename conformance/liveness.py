@@ -216,7 +216,8 @@ def sentinel_attr(owner: Any, what: str, name: str = "_liveness_sentinel") -> Pr
     try:
         setattr(owner, name, s)
     except (AttributeError, TypeError) as exc:
-        raise Unsupported(f"cannot watch {what}: {type(owner).__name__} refuses attributes ({exc})") from exc
+        raise Unsupported(f"cannot watch {what}: {type(owner).__name__} refuses attributes ({exc})",
+                          feature="object_attributes") from exc
     control = "the attribute kept the sentinel" if getattr(owner, name, None) is s else ""
     return Probe(what, weakref.ref(s), f"sentinel in attribute {name!r}", control)
 

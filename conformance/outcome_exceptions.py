@@ -18,8 +18,37 @@ __all__ = ["Unsupported", "MissingName", "Blocked", "Diverges", "TestTimeout"]
 class Unsupported(Exception):
     """Raised by an adapter (or a test through it) when the framework lacks a feature.
 
-    The harness reports it as its own outcome, UNSUPPORTED, never as a pass or a skip.
+    The harness reports it as its own outcome, UNSUPPORTED, never as a pass or a skip, and
+    records ``feature`` (a name of conformance/features.toml, or a short name of what is
+    missing) in the test's ``missing_feature``: the page and the differential tester read that
+    field, never the message. ``reason`` says why the framework lacks it; the message is for
+    people (:meth:`missing` builds the usual one).
     """
+
+    def __init__(self, message: str = "", *, feature: str | None = None,
+                 reason: str | None = None) -> None:
+        super().__init__(message)
+        self.feature, self.reason = feature, reason
+
+    @classmethod
+    def missing(cls, framework: str, feature: str, reason: str, **kwargs):
+        """``<framework> does not support <feature>: <reason>``, naming ``feature``."""
+        return cls(f"{framework} does not support {feature}: {reason}", feature=feature,
+                   reason=reason, **kwargs)
+
+    def __reduce__(self):  # keyword fields survive pickling (a child process's exception)
+        state = dict(self.__dict__)
+        if isinstance(self, AttributeError):  # ``name`` is a slot, not in __dict__
+            state["name"] = self.name
+        return (_rebuild, (type(self), self.args, state))
+
+
+def _rebuild(cls, args, state):
+    exc = Exception.__new__(cls)
+    exc.args = args
+    for key, value in state.items():
+        setattr(exc, key, value)
+    return exc
 
 
 class Blocked(Exception):
@@ -54,6 +83,8 @@ class MissingName(Unsupported, AttributeError):
     """
 
     def __init__(self, framework: str, path: str, feature: str) -> None:
-        super().__init__(f"{framework} does not support {feature}: it has no {path}")
-        self.framework, self.path, self.feature = framework, path, feature
+        reason = f"it has no {path}"
+        super().__init__(f"{framework} does not support {feature}: {reason}", feature=feature,
+                         reason=reason)
+        self.framework, self.path = framework, path
         self.name = path.rsplit(".", 1)[-1]

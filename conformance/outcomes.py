@@ -22,6 +22,8 @@ other than expected        failed                 yes (update the entry)
 BLOCKED: a prerequisite of the test (another rule's behaviour it needs to reach its own check,
 declared with :func:`conformance.api.prerequisite`) failed; the results line names that rule in
 ``blocked_by``. It is never a verdict on the test's own rule and needs no expectation entry.
+UNSUPPORTED: the results line names the missing feature in ``missing_feature``
+(``Unsupported.feature``); one the adapter declares missing needs no expectation entry either.
 TIMEOUT: the test ran past ``--conformance-timeout`` (``conformance.timeout``); LEAK: the test
 held but, run again and again under ``--leak-check``, left more live objects or traced memory
 behind on every run (``conformance.leakcheck``).
@@ -103,6 +105,12 @@ def worst(outcomes, order=SEVERITY) -> str:
 def blocked_by(exc: BaseException | None) -> str | None:
     """The prerequisite rule id of a BLOCKED test, else None."""
     return exc.rule_id if isinstance(exc, Blocked) else None
+
+
+def missing_feature(exc: BaseException | None) -> str | None:
+    """The feature an UNSUPPORTED test lacks, as its ``Unsupported`` names it, else None."""
+    feature = getattr(exc, "feature", None) if isinstance(exc, Unsupported) else None
+    return feature if isinstance(feature, str) and feature else None
 
 
 def classify(exc: BaseException | None, level: str, observed: bool) -> tuple[Outcome, str]:

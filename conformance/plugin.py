@@ -24,12 +24,13 @@ from typing import Any
 
 import pytest
 
-from adapters.base import Adapter, FrameworkNotInstalled, Unsupported, load_adapter
+from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
 from conformance import (features, hookspecs, import_names, isolation, leakcheck, options,
                          summary, timeout, traceability, witness)
 from conformance.rules import Catalogue, load_catalogue
 from conformance.expectations import ExpectationSet, coverage_note, load_expectations
-from conformance.outcomes import HELD, Outcome, Verdict, blocked_by, first_lines, judge, test_outcome
+from conformance.outcomes import (HELD, Outcome, Verdict, blocked_by, first_lines, judge,
+                                  missing_feature, test_outcome)
 from conformance.results import (PhaseInfo, ResultsFile, RunHeader, Tally, TestRecords,
                                  WitnessRecord, phase_info)
 from conformance.results.locks import InUse
@@ -294,6 +295,7 @@ def pytest_configure(config):
                     leak_check=[warmups, runs] if leak_check else None,
                     expectations_note=_expectations_note(config, h) or None,
                     declarations=list(h.declarations) or None,
+                    unsupported=dict(getattr(h.adapter, "unsupported", None) or {}) or None,
                     **_suite_digest(h.suites_dir)), h.suites_dir, len(h.catalogue.rules))
             except OSError as exc:  # a full disk (ENOSPC) or a file system that refuses it
                 raise pytest.UsageError(f"--results {results}: cannot write it ({exc.strerror or exc}); "
@@ -348,7 +350,7 @@ def pytest_runtest_setup(item):
         [m.args for m in item.iter_markers("needs")],
         [m.args for m in item.iter_markers("judged_without")]))
     if missing is not None:
-        raise Unsupported(features.unsupported_message(h.adapter, missing))
+        raise features.unsupported(h.adapter, missing)
 
 
 @pytest.hookimpl(trylast=True)
@@ -491,7 +493,8 @@ def pytest_runtest_makereport(item, call):
             message=verdict.note + ("\n" if verdict.note and message else "") + message,
             observed=_observed(item), fails=verdict.fails_run,
             expectation=expectation.as_json() if expectation else None,
-            blocked_by=blocked_by(exc) if actual is Outcome.BLOCKED else None)
+            blocked_by=blocked_by(exc) if actual is Outcome.BLOCKED else None,
+            missing_feature=missing_feature(exc) if actual is Outcome.UNSUPPORTED else None)
     info.attach(report)
     return report
 

@@ -15,7 +15,6 @@ Pure standard library: the subprocess worker imports this module under other Pyt
 from __future__ import annotations
 
 import gc
-import re
 import warnings
 import weakref
 
@@ -55,13 +54,10 @@ def is_missing_api(exc: BaseException) -> bool:
 
 
 def missing_feature(exc: BaseException) -> str | None:
-    """The feature an ``Unsupported`` names: ``MissingName.feature``, else the
-    ``"... does not support <feature>: ..."`` of ``Adapter.require``."""
+    """The feature an ``Unsupported`` (``Adapter.require``, ``MissingName``...) names in its
+    ``feature``; None for any other error, or an ``Unsupported`` that names none."""
     feature = getattr(exc, "feature", None)
-    if isinstance(feature, str):
-        return feature
-    match = re.search(r"does not support ([A-Za-z_][A-Za-z0-9_]*)", str(exc))
-    return match.group(1) if match else None
+    return feature if isinstance(feature, str) and feature else None
 
 
 def categorize(exc: BaseException) -> tuple[str, str]:

@@ -75,8 +75,23 @@ def scripts_for(data: Combined) -> tuple[dict[str, dict[str, str]], dict[str, di
     return scripts, errors
 
 
+def declared_missing(cell, unsupported: dict | None) -> dict[str, str]:
+    """The features (-> the adapter's reason) of an UNSUPPORTED cell whose every UNSUPPORTED
+    test lacks a feature the adapter declares missing (``unsupported``: the run header's
+    table); {} for any other cell. Such a cell is expected without an expectation entry."""
+    if cell.outcome != "UNSUPPORTED":
+        return {}
+    missing = [t for t in cell.tests if t.actual_outcome == "UNSUPPORTED"]
+    if not missing or not all(t.declared_missing(unsupported) for t in missing):
+        return {}
+    return {t.missing_feature: str(unsupported[t.missing_feature]) for t in missing}
+
+
 def context(data: Combined) -> dict[str, Any]:
     table = aggregate.cells(data)
+    unsupported = {run.label: run.header.unsupported or {} for run in data.runs}
+    declared = {key: found for key, cell in table.items()
+                if (found := declared_missing(cell, unsupported.get(key[1])))}
     counts = aggregate.suite_counts(data, table)
     suites = sorted({e.suite for e in data.catalogue})
     columns = []
@@ -109,13 +124,14 @@ def context(data: Combined) -> dict[str, Any]:
         for t in cell.tests:
             tests.append({"name": test_name(t.nodeid), "outcome": t.outcome,
                           "actual": t.actual, "message": t.message or "",
-                          "blocked_by": t.blocked_by,
+                          "blocked_by": t.blocked_by, "missing_feature": t.missing_feature,
                           "duration": t.duration, "observed": t.observed,
                           "chain": t.chain,
                           "chain_svg": chain_svg(t.chain) if t.chain else None})
         js_cells.setdefault(rid, {})[label] = {"outcome": cell.outcome,
                                                "actual": cell.actual, "tests": tests,
-                                               "expectation": cell.expectation}
+                                               "expectation": cell.expectation,
+                                               "declared": declared.get((rid, label))}
     chunks, script_refs, modules = _share_paragraphs(
         scripts, {r.label: repro.framework_of(repro.RunInfo.of(r).adapter_spec)[0]
                   for r in data.runs})
@@ -147,7 +163,7 @@ def context(data: Combined) -> dict[str, Any]:
     causes.sort(key=lambda r: (r["label"] not in latest, -len(r["causes"])))
     bars = {key: aggregate.bar_svg(k["actual"]) for key, k in counts.items()}
     return {"columns": columns, "suites": suites, "rules_by_suite": rules_by_suite,
-            "cells": table, "counts": counts, "totals": totals, "bars": bars,
+            "cells": table, "declared": declared, "counts": counts, "totals": totals, "bars": bars,
             "only_one": aggregate.only_one(data, table), "causes": causes,
             "versions": aggregate.version_changes(data, table),
             "mixed": aggregate.mixed, "bar_colours": aggregate.BAR_COLOURS, "mutants": data.mutants,

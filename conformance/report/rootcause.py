@@ -4,6 +4,10 @@ A root cause gathers the tests that fail for one reason:
 
 * the expectations' ``root_cause`` slug, where the test's expectation entry has one (its
   ``reason`` is the one-line statement, shared by every entry of that slug);
+* an UNSUPPORTED test without one: its record's ``missing_feature`` (``unsupported-<feature>``);
+  for a feature the adapter declares missing (the run header's ``unsupported`` table) the
+  declaration's reason is the statement (``source`` "declaration"): the adapter's declaration
+  is the cause, with no expectation entry restating it;
 * otherwise a cluster: tests whose framework outcome and normalised message agree (numbers,
   addresses and quoted values blanked out; a message too short to tell causes apart is
   clustered per rule).
@@ -53,20 +57,17 @@ def normalise(message: str) -> str:
     return line.strip()[:200]
 
 
-_MISSING = (re.compile(r"does not support ([A-Za-z_][\w.]*)"),
-            re.compile(r"has no attribute '([^']+)'"))
+_NO_ATTRIBUTE = re.compile(r"has no attribute '([^']+)'")
 
 
-def missing_feature(message: str) -> str | None:
-    """The feature an UNSUPPORTED message names (``... does not support graph_nodes: ...``) or
-    the attribute an AttributeError lacks: distinct missing features are distinct causes, which
-    the blanking of quoted names by :func:`normalise` would otherwise merge into one."""
+def missing_attribute(message: str) -> str | None:
+    """The attribute an AttributeError's message says is missing: distinct missing attributes
+    are distinct causes, which the blanking of quoted names by :func:`normalise` would
+    otherwise merge into one. (An UNSUPPORTED test's feature is its record's
+    ``missing_feature``, never read from the message.)"""
     first = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
-    for pattern in _MISSING:
-        found = pattern.search(first)
-        if found:
-            return found.group(1)
-    return None
+    found = _NO_ATTRIBUTE.search(first)
+    return found.group(1) if found else None
 
 
 def _informative(text: str) -> bool:
@@ -88,6 +89,7 @@ def root_causes(run: Column, catalogue: Iterable[RuleEntry]) -> list[dict[str, A
     groups: dict[tuple, dict[str, Any]] = {}
     cause_of_rule: dict[str, tuple] = {}
     blocked = []
+    declared = run.header.unsupported or {}
     for t in run.tests:
         actual = t.actual_outcome
         rule = t.rule or "?"
@@ -100,9 +102,20 @@ def root_causes(run: Column, catalogue: Iterable[RuleEntry]) -> list[dict[str, A
             key = ("expectation", t.expected_cause)
             summary, source, slug = t.expected_reason or t.expected_cause, "expectation", \
                 t.expected_cause
+        elif actual == Outcome.UNSUPPORTED.value and t.missing_feature:
+            # a missing feature is a cause of its own, named by the test record; one the
+            # adapter declares has the declaration's reason as its statement
+            feature = t.missing_feature
+            key = ("missing", feature)
+            if feature in declared:
+                summary, source = (f"{run.framework} does not support {feature}: "
+                                   f"{declared[feature]} (declared in the adapter)"), "declaration"
+            else:
+                summary, source = _summary(actual, t.message or "", rule), "cluster"
+            slug = f"unsupported-{feature}"
         else:
             text = normalise(t.message or "")
-            missing = missing_feature(t.message or "")
+            missing = missing_attribute(t.message or "")
             key = (("missing", actual, missing) if missing else
                    ("cluster", actual, text) if _informative(text) else ("cluster", actual, text,
                                                                          rule))

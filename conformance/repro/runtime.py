@@ -28,7 +28,6 @@ from typing import Any, Callable
 
 from adapters.base import load_adapter
 from conformance import features
-from conformance.outcome_exceptions import Unsupported
 from conformance.outcomes import HELD, Outcome, first_lines, test_outcome
 from conformance.results.cells import rule_outcome
 
@@ -83,7 +82,7 @@ class Repro:
         try:
             missing = features.missing_for(self.adapter, needs)
             if missing is not None:
-                raise Unsupported(features.unsupported_message(self.adapter, missing))
+                raise features.unsupported(self.adapter, missing)
             for fixture in fixtures:
                 gen = fixture(**self._fixture_args(fixture))
                 next(gen)

@@ -20,7 +20,9 @@ concept per module:
   and the reproduction scripts.
 * :mod:`~conformance.results.combined`: ``reports/results.json``, every run in one file, typed
   (:class:`Combined`, :class:`Column`); :mod:`~conformance.results.migrations`: the one table
-  of format migrations for both documents.
+  of format migrations for both documents; :mod:`~conformance.results.legacy`: what older
+  harnesses left only in a message (the missing feature of an UNSUPPORTED line), read once by
+  those migrations.
 * :mod:`~conformance.results.findings`: the differential search's findings files.
 * :mod:`~conformance.results.locks`: the locks beside a results file.
 * :mod:`~conformance.results.json_fields`: the one JSON type check (and its wording) of every

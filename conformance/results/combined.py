@@ -5,17 +5,18 @@ that meets a layout it does not know must refuse it with a message saying what t
 misread it. The JSON-lines files of single runs (:mod:`conformance.results.run_file`) are
 the input; :func:`column_of` turns one into a column of this file.
 
-Layout (version 2)::
+Layout (version 3)::
 
-    {"schema": "autograd-conformance/results", "version": 2, "generated": ISO time,
+    {"schema": "autograd-conformance/results", "version": 3, "generated": ISO time,
      "catalogue": [{"id", "suite", "level", "statement", "rationale", "source"}, ...],
      "runs": [{"label", "framework", "status", "detail",
                "suite_revision", "suite_dirty", "suite_digest", "adapter", "adapter_spec",
                "framework_version", "python", "python_executable", "device", "platform",
-               "started", "conformance_timeout", "leak_check", "finished", "exitstatus",
-               "counts", "not_run",
+               "started", "conformance_timeout", "leak_check", "unsupported", "finished",
+               "exitstatus", "counts", "not_run",
                "tests": [{"nodeid", "rule", "suite", "level", "outcome", "actual", "message",
-                          "observed", "expectation", "blocked_by", "duration", "chain"?}],
+                          "observed", "expectation", "blocked_by", "missing_feature", "duration",
+                          "chain"?}],
                "root_causes": [{"id", "summary", "rules", "tests", "blocks", "rank",
                                 "kind", "source", "outcomes", "level", "message", "witness"}],
                "witnesses"?: [{"cause", "kind", "status", "output", "script", "rules",
@@ -33,8 +34,10 @@ None where the run recorded none). ``witnesses``: the run's witness lines
 (:class:`conformance.results.records.WitnessRecord`), absent for runs that recorded none (an
 older harness, ``--no-witnesses``); an optional key, so version 2 still reads both.
 
-Version 2 added ``blocked_by`` and ``root_causes``; a version-1 file is migrated through
-:mod:`conformance.results.migrations`.
+Version 2 added ``blocked_by`` and ``root_causes``, version 3 ``missing_feature`` (the
+feature an UNSUPPORTED test lacks); older files are migrated through
+:mod:`conformance.results.migrations`. ``unsupported``: the adapter's declared-missing features
+and their reasons (None where an older harness did not record them).
 
 ``status``: ``complete`` (every collected test ran and the end line was written),
 ``interrupted`` (the run died without its end line, or its end line says it was interrupted;
@@ -61,7 +64,7 @@ STATUSES = ("complete", "interrupted", "not-installed", "missing")
 #: The header fields a column of results.json keeps (what its reproduction scripts need).
 RUN_KEYS = ("suite_revision", "suite_dirty", "suite_digest", "adapter", "adapter_spec",
             "framework_version", "python", "python_executable", "device", "platform", "started",
-            "conformance_timeout", "leak_check", "expectations_note")
+            "conformance_timeout", "leak_check", "expectations_note", "unsupported")
 #: The end-line fields a column keeps.
 END_KEYS = ("finished", "exitstatus", "counts", "not_run")
 #: Keys of each entry of a run's ``root_causes`` (conformance.report.rootcause), ranked.

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from conformance.results import records
+from conformance.results import legacy, records
 from conformance.results.errors import ResultsSchemaError
 
 LINES = "lines"
 COMBINED = "results.json"
 #: The combined file's current version (its layout: :mod:`conformance.results.combined`).
-COMBINED_VERSION = 2
+COMBINED_VERSION = 3
 
 
 def _combined_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
@@ -34,12 +34,30 @@ def _combined_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "version": 2}
 
 
+def _combined_2_to_3(data: dict[str, Any]) -> dict[str, Any]:
+    """results.json 3: tests carry ``missing_feature`` (from an older harness's message)."""
+    for run in data.get("runs", []):
+        if isinstance(run, dict) and isinstance(run.get("tests"), list):
+            for test in run["tests"]:
+                legacy.fill_missing_feature(test)
+    return {**data, "version": 3}
+
+
+def _lines_1_to_2(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Results schema 2: test lines carry ``missing_feature`` (from an older harness's
+    message)."""
+    for line in lines[1:]:
+        if isinstance(line, dict) and line.get("type") == "test":
+            legacy.fill_missing_feature(line)
+    return lines
+
+
 #: document -> {version: function turning that version's content into the next version's}.
 #: For LINES the content is the list of parsed lines (dicts); for COMBINED the parsed
 #: results.json (the function sets the new ``version``).
-#: (Lines schema 1 is the first versioned one; add ``MIGRATIONS[LINES][1]`` with schema 2.)
+#: (Lines schema 1 is the first versioned one.)
 MIGRATIONS: dict[str, dict[int, Callable[[Any], Any]]] = {
-    LINES: {}, COMBINED: {1: _combined_1_to_2}}
+    LINES: {1: _lines_1_to_2}, COMBINED: {1: _combined_1_to_2, 2: _combined_2_to_3}}
 
 
 def migrate_lines(lines: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:

@@ -26,7 +26,7 @@ from conformance.results.json_fields import ANY, wrong_type
 
 #: The ``--results`` file's format version (the header's ``schema``); readers migrate older
 #: versions through :mod:`conformance.results.migrations`.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def _field(*types, default=None, factory=None, required: bool = False, omit_none: bool = False):
@@ -119,6 +119,10 @@ class RunHeader(_Record):
     #: the adapter's declared-missing features the framework contradicts (a name the feature
     #: implies exists), or why they were not checked: the page shows them beside the run
     declarations: list | None = _field(list, omit_none=True)
+    #: the adapter's ``unsupported`` table (feature -> why the framework lacks it): a test
+    #: UNSUPPORTED on one of these features is what the adapter declares, needing no
+    #: expectation entry, and the declaration's reason is its cause on the page
+    unsupported: dict | None = _field(dict, omit_none=True)
     extra: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @property
@@ -155,6 +159,8 @@ class TestRecord(_Record):
     observed: Any = _field(ANY)
     expectation: dict | None = _field(dict)
     blocked_by: str | None = _field(str)
+    #: the feature an UNSUPPORTED test lacks (``Unsupported.feature``), else None
+    missing_feature: str | None = _field(str, omit_none=True)
     duration: float | None = _field(int, float, default=0.0)
     chain: dict | None = _field(dict, omit_none=True)
     extra: dict = dataclasses.field(default_factory=dict, repr=False)
@@ -181,6 +187,12 @@ class TestRecord(_Record):
         """What the framework did (before expectations); older lines without ``actual``:
         the final outcome."""
         return self.actual or self.outcome
+
+    def declared_missing(self, unsupported: dict | None) -> bool:
+        """Whether the test is UNSUPPORTED on a feature the run's adapter declares missing
+        (``unsupported``: the header's table): expected without an expectation entry."""
+        return (self.actual_outcome == "UNSUPPORTED" and self.missing_feature is not None
+                and self.missing_feature in (unsupported or {}))
 
     @property
     def expected_cause(self) -> str:

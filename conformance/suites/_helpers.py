@@ -174,7 +174,7 @@ def custom_function_refusals(adapter, fw, device):
     def mark_dirty(ctx, t):
         adapter.require("mark_dirty")
         if getattr(ctx, "mark_dirty", None) is None:
-            raise Unsupported(f"{adapter.name} has no ctx.mark_dirty")
+            raise Unsupported(f"{adapter.name} has no ctx.mark_dirty", feature="mark_dirty")
         ctx.mark_dirty(t)
 
     class Dirty(fw.autograd.Function):        # marks its input, changed in place, and returns it

@@ -55,13 +55,18 @@ def probe(adapter, device, t, what, allow_hook=False):
     return liveness.watch(t, what, adapter, device, allow_hook=allow_hook)
 
 
+#: the registry's feature of a keyword (the others are named ``grad_<keyword>``)
+_OPTION_FEATURES = {"inputs": "backward_inputs"}
+
+
 def with_option(option, call):
     """Run ``call()``; a TypeError naming the keyword ``option`` means the framework lacks it."""
     try:
         return call()
     except TypeError as exc:
         if option in str(exc):
-            raise Unsupported(f"no {option}= keyword: {exc}") from exc
+            raise Unsupported(f"no {option}= keyword: {exc}",
+                              feature=_OPTION_FEATURES.get(option, f"grad_{option}")) from exc
         raise
 
 
@@ -231,7 +236,7 @@ def test_backward_through_saved_tensor_detached_in_place_raises(adapter, fw, dev
     b = a * 2
     c = b * b                     # saves b (twice)
     if not hasattr(b, "detach_"):
-        raise Unsupported("no Tensor.detach_()")
+        raise Unsupported("no Tensor.detach_()", feature="inplace_methods")
     adapter.inplace(b, "detach_")
     with raises(Exception, what="backward through a saved tensor detached in place"):
         adapter.backward(fw.sum(c))
@@ -1190,7 +1195,8 @@ def test_eight_threads_backward_on_independent_graphs_with_their_own_grad_mode(f
 def test_queued_callbacks_run_once_at_the_end_in_order(adapter, fw, device):
     engine = getattr(getattr(fw.autograd, "Variable", None), "_execution_engine", None)
     if engine is None or not hasattr(engine, "queue_callback"):
-        raise Unsupported("no autograd.Variable._execution_engine.queue_callback")
+        raise Unsupported("no autograd.Variable._execution_engine.queue_callback",
+                          feature="queue_callback")
     order = []
     x = fw.ones(2, requires_grad=True, device=device)
 
@@ -1215,7 +1221,8 @@ def test_queued_callbacks_run_once_at_the_end_in_order(adapter, fw, device):
 def test_increment_version_makes_saved_tensor_stale(adapter, fw, device):
     increment = getattr(getattr(fw.autograd, "graph", None), "increment_version", None)
     if increment is None:
-        raise Unsupported("no autograd.graph.increment_version")
+        raise Unsupported("no autograd.graph.increment_version",
+                          feature="fw.autograd.graph.increment_version")
     a = fw.ones(2, requires_grad=True, device=device)
     y = a * a
     before = adapter.version(a)
@@ -1297,7 +1304,8 @@ def test_gradient_edge_stands_for_the_tensor_after_it_is_dropped(adapter, fw, de
 def test_callbacks_queue_callbacks_and_run_a_backward_of_their_own(adapter, fw, device):
     engine = getattr(getattr(fw.autograd, "Variable", None), "_execution_engine", None)
     if engine is None or not hasattr(engine, "queue_callback"):
-        raise Unsupported("no autograd.Variable._execution_engine.queue_callback")
+        raise Unsupported("no autograd.Variable._execution_engine.queue_callback",
+                          feature="queue_callback")
     ran = []
     x = fw.ones(2, requires_grad=True, device=device)
 

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conformance.features import judged_without
+from conformance.features import feature_of_name, judged_without
 from conformance.spelling import subject
 from conformance.api import (Blocked, Diverges, Unsupported, diverges_if_raises, in_fresh_interpreter,
                             missing_method, prerequisite, raises, rule)
@@ -47,7 +47,7 @@ def mark_dirty(adapter, ctx, *tensors):
     adapter.require("mark_dirty")
     fn = getattr(ctx, "mark_dirty", None)
     if fn is None:
-        raise Unsupported(f"{adapter.name} has no ctx.mark_dirty")
+        raise Unsupported(f"{adapter.name} has no ctx.mark_dirty", feature="mark_dirty")
     fn(*tensors)
 
 
@@ -56,7 +56,8 @@ def metadata_probe(adapter, node, what):
     try:
         return sentinel_in_metadata(node, what)
     except (AttributeError, TypeError) as exc:
-        raise Unsupported(f"{adapter.name}: node.metadata unusable ({type(exc).__name__}: {exc})")
+        raise Unsupported(f"{adapter.name}: node.metadata unusable ({type(exc).__name__}: {exc})",
+                          feature="node_metadata")
 
 
 # --------------------------------------------------------------------------------------------
@@ -165,7 +166,8 @@ def test_saved_tensor_accessor_after_backward_raises(fw, adapter, device):
     node = adapter.feature("graph_nodes", lambda: b.grad_fn)
     adapter.require("saved_tensor_attributes")
     if not hasattr(node, "_saved_self"):
-        raise Unsupported(f"{adapter.name}: grad_fn has no _saved_self")
+        raise Unsupported(f"{adapter.name}: grad_fn has no _saved_self",
+                          feature="saved_tensor_attributes")
     adapter.backward(fw.sum(b))
     with raises(Exception, what="b.grad_fn._saved_self after backward"):
         node._saved_self
@@ -481,7 +483,8 @@ def test_stashed_ctx_after_backward_refusal_is_a_runtime_error(adapter, fw, devi
         adapter.saved_tensors(ctx)
     except Exception as exc:        # noqa: BLE001 - its class is what this test judges
         if missing_method(exc):
-            raise Unsupported(f"{adapter.name}: no {missing_method(exc)!r} on ctx ({exc})") from exc
+            raise Unsupported(f"{adapter.name}: no {missing_method(exc)!r} on ctx ({exc})",
+                              feature=feature_of_name(missing_method(exc))) from exc
         assert isinstance(exc, RuntimeError), (
             f"saved_tensors of a ctx stashed during a non-retaining backward raised "
             f"{type(exc).__name__}, not RuntimeError: {exc}")
@@ -736,7 +739,8 @@ def test_node_metadata_cycle(fw, adapter, device, observe):
         try:
             b.grad_fn.metadata["t"] = b
         except (AttributeError, TypeError) as exc:
-            raise Unsupported(f"{adapter.name}: node.metadata unusable ({type(exc).__name__})")
+            raise Unsupported(f"{adapter.name}: node.metadata unusable ({type(exc).__name__})",
+                              feature="node_metadata")
         return watch(adapter, device, b, "output stored in its own grad_fn.metadata")
 
     with gc_disabled():

@@ -724,7 +724,8 @@ def test_node_hooks_fire_on_every_retained_backward(adapter, fw, device):
 def _multi_grad_hook(fw):
     register = getattr(getattr(fw.autograd, "graph", None), "register_multi_grad_hook", None)
     if register is None:
-        raise Unsupported("no autograd.graph.register_multi_grad_hook")
+        raise Unsupported("no autograd.graph.register_multi_grad_hook",
+                          feature="fw.autograd.graph.register_multi_grad_hook")
     return register
 
 

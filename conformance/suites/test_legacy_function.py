@@ -33,7 +33,7 @@ def mark_dirty(adapter, ctx, *tensors):
     adapter.require("mark_dirty")
     fn = getattr(ctx, "mark_dirty", None)
     if fn is None:
-        raise Unsupported(f"{adapter.name} has no ctx.mark_dirty")
+        raise Unsupported(f"{adapter.name} has no ctx.mark_dirty", feature="mark_dirty")
     fn(*tensors)
 
 
@@ -385,7 +385,7 @@ def test_materialize_grads(fw, adapter, device, materialize):
                 try:  # a missing method is a missing feature, judged after apply
                     setter = adapter.feature("set_materialize_grads", ctx, "set_materialize_grads")
                 except Unsupported as exc:  # kept as text: no traceback into this frame (ctx)
-                    seen.append(Unsupported(str(exc)))
+                    seen.append(Unsupported(str(exc), feature=exc.feature, reason=exc.reason))
                     return fw.clone(x), fw.clone(x)
                 setter(False)
             return fw.clone(x), fw.clone(x)
@@ -619,7 +619,8 @@ def test_needs_input_grad_false_for_a_tensor_without_grad(adapter, fw, device):
         raise seen[0]
     if seen and isinstance(seen[0], Exception):
         if missing_method(seen[0]):  # the ctx has no such attribute: a missing feature
-            raise Unsupported(f"the Function context has no needs_input_grad ({seen[0]})")
+            raise Unsupported(f"the Function context has no needs_input_grad ({seen[0]})",
+                              feature="needs_input_grad")
         raise Diverges(f"ctx.needs_input_grad raised {type(seen[0]).__name__}: {seen[0]}")
     assert seen == [(True, False)], f"needs_input_grad = {seen[0] if seen else None} for (requires grad, does not)"
 

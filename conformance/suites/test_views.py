@@ -31,13 +31,13 @@ def version(adapter, t):
     try:
         return adapter.version(t)
     except AttributeError as exc:
-        raise Unsupported(f"no version counter: {exc}") from exc
+        raise Unsupported(f"no version counter: {exc}", feature="version_counter") from exc
 
 
 def is_view(t):
     method = getattr(t, "_is_view", None)
     if method is None:
-        raise Unsupported("no Tensor._is_view()")
+        raise Unsupported("no Tensor._is_view()", feature="Tensor._is_view")
     return method()
 
 
@@ -306,7 +306,7 @@ def test_detach_in_place_refused_on_views(adapter, fw, device):
     v = (a * 1)[:2]
     fn = v.grad_fn
     if not hasattr(v, "detach_"):
-        raise Unsupported("no Tensor.detach_()")
+        raise Unsupported("no Tensor.detach_()", feature="inplace_methods")
     with raises(Exception, what="detach_() on a view of a tensor that requires grad"):
         adapter.inplace(v, "detach_")
     assert v.grad_fn is fn, "the view's grad_fn changed although detach_() was refused"
@@ -374,7 +374,8 @@ def test_write_into_an_output_of_unbind_is_refused_or_recorded(adapter, fw, devi
     with fw.no_grad():
         adapter.inplace(parts[1], "mul_", 2)
     if adapter.to_numpy(fw.detach(b))[1] != 2:
-        raise Unsupported("the outputs of unbind are copies, not views of their input")
+        raise Unsupported("the outputs of unbind are copies, not views of their input",
+                          feature="unbind")
     try:
         adapter.inplace(parts[0], "mul_", 3)
     except RuntimeError:  # refused, as torch does: nothing written

@@ -239,7 +239,7 @@ class Elsewhere(Adapter):
 
     def inplace(self, tensor, op, *args):
         if op == "zero_":
-            raise Unsupported("elsewhere does not support inplace_methods: no zero_")
+            raise Unsupported.missing("elsewhere", "inplace_methods", "no zero_")
         return getattr(tensor, op)(*args)
 '''
 

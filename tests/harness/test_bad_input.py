@@ -59,8 +59,8 @@ def test_current_results_file_reads_back(tmp_path):
 
 
 @pytest.mark.parametrize("header, message", [
-    ({"type": "run"}, ":1: written with no schema version (a harness from before versioned "
-                      "results); this reader reads schema 1 and cannot migrate it"),
+    ({"type": "run"}, f":1: written with no schema version (a harness from before versioned "
+                      f"results); this reader reads schema {SCHEMA_VERSION} and cannot migrate it"),
     ({"type": "run", "schema": SCHEMA_VERSION + 1},
      f":1: written with results schema {SCHEMA_VERSION + 1}, newer than this reader's "
      f"{SCHEMA_VERSION}; upgrade autograd-conformance"),

@@ -232,6 +232,7 @@ JSON_PARSES = {
     "conformance/torchtests/run.py": (1, "a torchtests worker's event lines"),
     "conformance/isolation.py": (2, "an isolation probe's answer and its feature-claims line"),
     "conformance/witness.py": (1, "a witness child's answer"),
+    "conformance/api.py": (1, "a fresh interpreter's UNSUPPORTED line (feature, reason, message)"),
     "conformance/evidence/runner.py": (1, "an evidence job"),
     "noxfile.py": (1, "nox's <label>.stamp.json"),
 }
