@@ -37,10 +37,6 @@ STYLE = {  # outcome -> (symbol, css class, meaning)
 }
 
 
-def column_title(run: Column) -> str:
-    return run.title
-
-
 def cells(data: Combined) -> dict[tuple[str, str], Cell]:
     """(rule id, run label) -> its cell (:func:`conformance.results.cells.table`)."""
     return _cells.table(data.runs, data.rule_ids)
