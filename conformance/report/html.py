@@ -30,6 +30,7 @@ from conformance.results import cells as _cells
 from conformance.results.combined import SCHEMA, Combined
 from conformance.results.naming import test_name
 from conformance.report.svg import chain_svg
+from conformance.versions import version_key
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -140,7 +141,7 @@ def context(data: Combined) -> dict[str, Any]:
     # the newest version of each framework first (most causes first), older versions after
     newest = {}
     for run in data.runs:
-        key = aggregate.version_key(run.framework_version)
+        key = version_key(run.framework_version)
         if run.framework not in newest or key > newest[run.framework][0]:
             newest[run.framework] = (key, run.label)
     latest = {label for _, label in newest.values()}
