@@ -124,6 +124,7 @@ def _python(version: str) -> str:
 # Which frameworks, versions, pins and Pythons: the adapters' own facts (adapters/*.py, `runs`).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from adapters.base import builtin_adapter_classes  # noqa: E402  (standard library only)
+from conformance.child_interpreter import pythonpath  # noqa: E402  (standard library only)
 
 # -n 1: a worker of pytest-xdist runs the tests, so a segfault is one CRASH, not the end.
 # 60 s a test: OneFlow 0.9.0 deadlocks in one thread rule, which is then a TIMEOUT, not a hang.
@@ -247,10 +248,9 @@ def _record_history(session: nox.Session, adapter: str, release: dict) -> None:
     """Install the release in this session's venv (its own Python), then run the snippets in
     it from the harness's interpreter (nox's own: the harness needs Python >= 3.10)."""
     _install_release(session, release["install"])
-    root = os.path.dirname(os.path.abspath(__file__))
     python = os.path.join(session.virtualenv.bin, "python")
     session.run(sys.executable, "-m", "conformance.history", "record", adapter, release["version"],
-                "--python", python, *session.posargs, external=True, env={"PYTHONPATH": root})
+                "--python", python, *session.posargs, external=True, env={"PYTHONPATH": pythonpath()})
 
 
 def _define_history_sessions() -> dict:
@@ -277,9 +277,6 @@ def history(session: nox.Session) -> None:
     """Record every release the adapters list that has no history file yet or stale entries
     (one history-<adapter>(<version>) session each, in sequence), then show the changes.
     `-- torch==1.2.0 ...` limits it to those releases. Spread over machines: docs/running.md."""
-    import subprocess
-
-    root = os.path.dirname(os.path.abspath(__file__))
     wanted = {a.replace("==", "(") + ")" for a in session.posargs}
     for adapter, by_version in HISTORY_RELEASES.items():
         for version in by_version:
@@ -289,7 +286,7 @@ def history(session: nox.Session) -> None:
             session.log(f"{name}: recording")
             session.run(sys.executable, "-m", "nox", "-s", name, external=True)
     session.run(sys.executable, "-m", "conformance.history", "changes", external=True,
-                env={"PYTHONPATH": root})
+                env={"PYTHONPATH": pythonpath()})
 
 
 @nox.session(python=False)
@@ -298,9 +295,8 @@ def history_merge(session: nox.Session) -> None:
     (each DIR a copy of another machine's conformance/history, e.g. a CI artifact)."""
     if not session.posargs:
         session.error("name the folders to merge: nox -s history_merge -- artifacts/history-*")
-    root = os.path.dirname(os.path.abspath(__file__))
     session.run(sys.executable, "-m", "conformance.history", "merge", *session.posargs,
-                external=True, env={"PYTHONPATH": root})
+                external=True, env={"PYTHONPATH": pythonpath()})
 
 
 # -- differential testing (docs/differential.md) ---------------------------------------------

@@ -9,7 +9,6 @@ rule observed.
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import sys
 import re
@@ -17,6 +16,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from conformance.child_interpreter import environment
 from conformance.outcome_exceptions import Blocked, Diverges, TestTimeout, Unsupported
 
 __all__ = ["rule", "Diverges", "Unsupported", "Blocked", "prerequisite", "diverges_if_raises",
@@ -170,9 +170,7 @@ def in_fresh_interpreter(adapter, script: str, *args: str, timeout: float = 300)
     is raised here (UNSUPPORTED); a child still running after ``timeout`` seconds is killed
     and the test is a TIMEOUT; any other failure of the child is a RuntimeError (ERROR).
     """
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] +
-                                        [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = environment(same_interpreter=True)
     try:
         proc = subprocess.run([sys.executable, "-c", _FRESH_PRELUDE, getattr(adapter, "spec", adapter.name),
                                script, *map(str, args)],

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from conformance import cli
 from conformance import mutants as M
+from conformance.child_interpreter import environment
 from conformance.outputs import reports_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,11 +124,10 @@ def run_suites(mutant_id: str | None, first_suite: str | None = None, stop_at_fi
         if _WARM:
             code, tail = _forked(cmd, mutant_id, Path(tmp) / "output.txt", timeout)
         else:
-            env = dict(os.environ)
+            env = environment()
             env.pop(M.ENV, None)
             if mutant_id:
                 env[M.ENV] = mutant_id
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
             try:
                 proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
                                       timeout=timeout)
