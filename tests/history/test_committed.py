@@ -15,7 +15,7 @@ RELEASES = {d["version"]: d for d in history.load("torch")}
 
 
 def test_at_least_twelve_releases_from_1_2_to_the_newest():
-    wanted = {"1.2.0", "1.3.0", "1.11.0", "1.13.1", "2.13.0", TorchAdapter.runs[1]["version"]}
+    wanted = {"1.2.0", "1.3.0", "1.11.0", "1.13.1", "2.13.0", TorchAdapter.runs[1].version}
     assert wanted <= set(RELEASES)
     assert any(v.startswith("2.0.") for v in RELEASES)
     assert len([v for v in RELEASES if history.version_key(v) >= history.version_key("1.2")]) >= 12
