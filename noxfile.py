@@ -123,7 +123,8 @@ def _python(version: str) -> str:
 
 # Which frameworks, versions, pins and Pythons: the adapters' own facts (adapters/*.py, `runs`).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from adapters.base import builtin_adapter_classes  # noqa: E402  (standard library only)
+from adapters.base import Run, builtin_adapter_classes, runs_of  # noqa: E402  (standard library only)
+from conformance.child_interpreter import pythonpath  # noqa: E402  (standard library only)
 
 # -n 1: a worker of pytest-xdist runs the tests, so a segfault is one CRASH, not the end.
 # 60 s a test: OneFlow 0.9.0 deadlocks in one thread rule, which is then a TIMEOUT, not a hang.
@@ -137,13 +138,13 @@ def _install_release(session: nox.Session, requirements) -> None:
     session.install(*requirements, env={"PIP_CONSTRAINT": os.devnull})
 
 
-def _conformance(session: nox.Session, adapter: str, run: dict) -> None:
-    if run["install"]:
-        _install_release(session, run["install"])
+def _conformance(session: nox.Session, adapter: str, run: Run) -> None:
+    if run.install:
+        _install_release(session, run.install)
     session.install("-e", ".[test]")
-    results = f"reports/results/{run['label']}.jsonl"
+    results = f"reports/results/{run.label}.jsonl"
     session.run("pytest", f"--adapter={adapter}", f"--results={results}", *CONFORMANCE_ARGS,
-                *run.get("pytest_args", ()), *session.posargs)
+                *run.pytest_args, *session.posargs)
 
 
 def _backend(python: str) -> str | None:
@@ -153,8 +154,10 @@ def _backend(python: str) -> str | None:
 
 def _pip_name(cls) -> str:
     """The requirement name an adapter's runs pin (``torch`` in ``torch==2.13.0``)."""
-    for run in (*cls.runs, *getattr(cls, "releases", ())):
-        for requirement in run.get("install") or ():
+    installs = [run.install for run in runs_of(cls)]
+    installs += [release["install"] for release in getattr(cls, "releases", ())]
+    for install in installs:
+        for requirement in install:
             if "==" in requirement:
                 return requirement.partition("==")[0]
     return cls.module or cls.name
@@ -172,20 +175,20 @@ def _named_versions(name: str) -> list[str]:
         raise SystemExit(f"noxfile.py: {exc}") from None
 
 
-def _named_runs(name: str, cls) -> list[dict]:
+def _named_runs(name: str, cls) -> list[Run]:
     """Optional runs of other releases named in $AUTOGRAD_CONFORMANCE_RELEASES
     ("torch==2.14.1"; docs/running.md): each a column of its own, with the Python and pins of
     the nearest release the adapter lists."""
     from conformance.history import release_for
 
-    listed = {r["version"] for r in cls.runs}
+    listed = {r.version for r in runs_of(cls)}
     runs = []
     for version in _named_versions(name):
         if version in listed:
             continue
         release = release_for(tuple(getattr(cls, "releases", ())), _pip_name(cls), version)
-        runs.append({"label": f"{name}-{version}", "version": version, "required": False,
-                     "install": release["install"], "python": release["python"]})
+        runs.append(Run(label=f"{name}-{version}", version=version, required=False,
+                        install=release["install"], python=release["python"]))
     return runs
 
 
@@ -195,7 +198,7 @@ def _define_conformance_sessions() -> dict:
     its run names. Returns report label -> (session name, run)."""
     columns = {}
     for name, cls in builtin_adapter_classes().items():
-        runs = list(cls.runs) + _named_runs(name, cls)
+        runs = list(runs_of(cls)) + _named_runs(name, cls)
         if not runs:
             continue
         session_name = f"conformance-{name}"
@@ -205,9 +208,9 @@ def _define_conformance_sessions() -> dict:
             def one(session: nox.Session, _name=name, _run=run) -> None:
                 _conformance(session, _name, _run)
 
-            one.__doc__ = f"The suites against {name} {run['version'] or ''} (Python {run['python']})."
-            nox.session(name=session_name, python=_python(run["python"]))(one)
-            columns[run["label"]] = (session_name, run)
+            one.__doc__ = f"The suites against {name} {run.version or ''} (Python {run.python})."
+            nox.session(name=session_name, python=_python(run.python))(one)
+            columns[run.label] = (session_name, run)
             continue
         # several runs (versions) of one framework: a session per version, each in its own
         # Python (nox cannot parametrize the interpreter: one named session each)
@@ -215,12 +218,12 @@ def _define_conformance_sessions() -> dict:
             def one_version(session: nox.Session, _name=name, _run=run) -> None:
                 _conformance(session, _name, _run)
 
-            one_version.__doc__ = (f"The suites against {name} {run['version']} "
-                                   f"(Python {run['python']}).")
-            versioned = f"{session_name}({run['version']})"
-            nox.session(name=versioned, python=_python(run["python"]),
-                        venv_backend=_backend(run["python"]))(one_version)
-            columns[run["label"]] = (versioned, run)
+            one_version.__doc__ = (f"The suites against {name} {run.version} "
+                                   f"(Python {run.python}).")
+            versioned = f"{session_name}({run.version})"
+            nox.session(name=versioned, python=_python(run.python),
+                        venv_backend=_backend(run.python))(one_version)
+            columns[run.label] = (versioned, run)
     return columns
 
 
@@ -247,10 +250,9 @@ def _record_history(session: nox.Session, adapter: str, release: dict) -> None:
     """Install the release in this session's venv (its own Python), then run the snippets in
     it from the harness's interpreter (nox's own: the harness needs Python >= 3.10)."""
     _install_release(session, release["install"])
-    root = os.path.dirname(os.path.abspath(__file__))
     python = os.path.join(session.virtualenv.bin, "python")
     session.run(sys.executable, "-m", "conformance.history", "record", adapter, release["version"],
-                "--python", python, *session.posargs, external=True, env={"PYTHONPATH": root})
+                "--python", python, *session.posargs, external=True, env={"PYTHONPATH": pythonpath()})
 
 
 def _define_history_sessions() -> dict:
@@ -277,9 +279,6 @@ def history(session: nox.Session) -> None:
     """Record every release the adapters list that has no history file yet or stale entries
     (one history-<adapter>(<version>) session each, in sequence), then show the changes.
     `-- torch==1.2.0 ...` limits it to those releases. Spread over machines: docs/running.md."""
-    import subprocess
-
-    root = os.path.dirname(os.path.abspath(__file__))
     wanted = {a.replace("==", "(") + ")" for a in session.posargs}
     for adapter, by_version in HISTORY_RELEASES.items():
         for version in by_version:
@@ -289,7 +288,7 @@ def history(session: nox.Session) -> None:
             session.log(f"{name}: recording")
             session.run(sys.executable, "-m", "nox", "-s", name, external=True)
     session.run(sys.executable, "-m", "conformance.history", "changes", external=True,
-                env={"PYTHONPATH": root})
+                env={"PYTHONPATH": pythonpath()})
 
 
 @nox.session(python=False)
@@ -298,9 +297,8 @@ def history_merge(session: nox.Session) -> None:
     (each DIR a copy of another machine's conformance/history, e.g. a CI artifact)."""
     if not session.posargs:
         session.error("name the folders to merge: nox -s history_merge -- artifacts/history-*")
-    root = os.path.dirname(os.path.abspath(__file__))
     session.run(sys.executable, "-m", "conformance.history", "merge", *session.posargs,
-                external=True, env={"PYTHONPATH": root})
+                external=True, env={"PYTHONPATH": pythonpath()})
 
 
 # -- differential testing (docs/differential.md) ---------------------------------------------
@@ -336,7 +334,7 @@ def fuzz(session: nox.Session) -> None:
 
 # -- the comparison report: every framework's run, one page ------------------------------------
 # label -> (nox session that writes reports/results/<label>.jsonl, what it installs)
-REPORT_COLUMNS = {label: (name, run["install"] or [label]) for label, (name, run) in REPORT_RUNS.items()}
+REPORT_COLUMNS = {label: (name, list(run.install) or [label]) for label, (name, run) in REPORT_RUNS.items()}
 
 
 def _suite_digest(spec: list[str]) -> str:

@@ -22,8 +22,8 @@ from conformance.results import why_not_complete  # noqa: E402  (standard librar
 from conformance.results.column_status import read_status  # noqa: E402  (standard library only)
 
 RESULTS = Path("reports/results")
-REQUIRED = [run["label"] for _, run in report_runs() if run.get("required", True)]
-OPTIONAL = [run["label"] for _, run in report_runs() if not run.get("required", True)]
+REQUIRED = [run.label for _, run in report_runs() if run.required]
+OPTIONAL = [run.label for _, run in report_runs() if not run.required]
 
 
 def end_line(label):

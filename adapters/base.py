@@ -26,6 +26,7 @@ of ``unsupported``.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from importlib import metadata
 from pathlib import Path
@@ -34,6 +35,43 @@ from typing import Any, Callable
 from conformance.outcome_exceptions import MissingName, Unsupported  # re-exported: adapters import them from here
 
 ENTRY_POINT_GROUP = "autograd_conformance.adapters"
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One run ``nox -s report`` makes of an adapter: a column of the page.
+
+    A record, not a dict read by string key (the noxfile and .ci/ read these fields; a typo
+    there was a KeyError at nox start-up, or a silent default with ``.get``). Standard library
+    only: the noxfile imports it in a bare Python.
+    """
+
+    label: str                  # the results file (reports/results/<label>.jsonl) and page column
+    version: str | None         # the framework's; None for the reference
+    python: str                 # X.Y the run needs
+    install: tuple[str, ...] = ()     # pip requirements, pinned
+    required: bool = True       # False: CI warns instead of failing when it cannot install it
+    pytest_args: tuple[str, ...] = ()  # extra pytest arguments
+
+    def __post_init__(self) -> None:  # lists are accepted, kept as tuples (hashable, frozen)
+        object.__setattr__(self, "install", tuple(self.install))
+        object.__setattr__(self, "pytest_args", tuple(self.pytest_args))
+
+    @classmethod
+    def of(cls, run: Run | dict) -> Run:
+        """``run`` as a Run: a third-party adapter written before this type may give a dict
+        with the same keys."""
+        if isinstance(run, cls):
+            return run
+        unknown = set(run) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise TypeError(f"a run has unknown keys {sorted(unknown)} (fields of adapters.base.Run)")
+        return cls(**run)
+
+
+def runs_of(adapter_class) -> tuple[Run, ...]:
+    """An adapter class's ``runs``, each a :class:`Run`."""
+    return tuple(Run.of(run) for run in adapter_class.runs)
 
 
 class Namespace:
@@ -110,11 +148,9 @@ class Adapter:
     # differential tester and .ci/; nothing outside adapters/ names a framework) ------------
     #: the name user code imports (``import torch``)
     module: str = ""
-    #: the runs ``nox -s report`` makes: each a dict with ``label`` (the results file and page
-    #: column), ``version`` (the framework's, None for the reference), ``install`` (pip
-    #: requirements), ``python`` (X.Y), ``required`` (CI fails without complete results;
-    #: False: a framework CI may fail to install is a warning) and ``pytest_args`` (extra).
-    runs: tuple[dict, ...] = ()
+    #: the runs ``nox -s report`` makes (:class:`Run`: label, version, python, install,
+    #: required, pytest_args); read them through :func:`runs_of`
+    runs: tuple[Run, ...] = ()
 
     def preamble(self) -> str:
         """The lines that make the framework importable and import it, as user code would
@@ -423,9 +459,9 @@ def builtin_adapter_classes() -> dict[str, type]:
     return {name: _import_spec(spec) for name, spec in _BUILTIN.items()}
 
 
-def report_runs() -> list[tuple[str, dict]]:
+def report_runs() -> list[tuple[str, Run]]:
     """(adapter name, run) for every run ``nox -s report`` makes, in page order."""
-    return [(name, dict(run)) for name, cls in builtin_adapter_classes().items() for run in cls.runs]
+    return [(name, run) for name, cls in builtin_adapter_classes().items() for run in runs_of(cls)]
 
 
 def framework_module(adapter_name: str) -> str:

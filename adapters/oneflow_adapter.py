@@ -18,7 +18,7 @@ import os
 import site
 import sys
 
-from adapters.base import Adapter
+from adapters.base import Adapter, Run
 
 _CUDA_LIBRARIES = ["nvidia-cudnn-cu11==8.5.0.96", "nvidia-cublas-cu11==11.10.3.66"]
 _LIBRARIES = (
@@ -54,8 +54,8 @@ class OneFlowAdapter(Adapter):
     module = "oneflow"
     # CI may fail to install OneFlow (large CUDA wheels): a missing run is a warning there.
     runs = tuple(
-        {"label": f"oneflow-{version}", "version": version, "python": "3.10", "required": False,
-         "install": [f"oneflow=={version}", numpy, *_CUDA_LIBRARIES]}
+        Run(label=f"oneflow-{version}", version=version, python="3.10", required=False,
+            install=(f"oneflow=={version}", numpy, *_CUDA_LIBRARIES))
         for version, numpy in (("0.9.0", "numpy<2"), ("0.8.0", "numpy<1.24")))
 
     def preamble(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from adapters.base import Adapter
+from adapters.base import Adapter, Run
 from conformance.outcome_exceptions import Unsupported
 
 
@@ -32,8 +32,7 @@ class PaddleAdapter(Adapter):
     devices = ("cpu",)
     module = "paddle"
     # -n 1 matters here: Paddle segfaults in several rules (each is then one CRASH).
-    runs = ({"label": "paddle", "version": "3.3.1", "install": ["paddlepaddle==3.3.1"],
-             "python": "3.11", "required": True},)
+    runs = (Run(label="paddle", version="3.3.1", install=("paddlepaddle==3.3.1",), python="3.11"),)
     unsupported = {
         "forward_ad": "paddle.autograd has no forward_ad (dual_level, make_dual)",
         "mark_dirty": "PyLayerContext has no mark_dirty (in-place custom Functions)",

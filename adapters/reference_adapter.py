@@ -1,5 +1,5 @@
 """The reference engine of this repository: the oracle every rule is checked against."""
-from adapters.base import Adapter, FrameworkNotInstalled
+from adapters.base import Adapter, FrameworkNotInstalled, Run
 
 
 class ReferenceAdapter(Adapter):
@@ -7,8 +7,7 @@ class ReferenceAdapter(Adapter):
     install_hint = "pip install -e .  (the reference ships with this repository)"
     devices = ("cpu", "cuda")
     module = "reference"
-    runs = ({"label": "reference", "version": None, "install": [], "python": "3.11",
-             "required": True},)
+    runs = (Run(label="reference", version=None, python="3.11"),)
 
     def _import(self):
         import os
@@ -16,14 +15,11 @@ class ReferenceAdapter(Adapter):
         import reference
 
         mutant = os.environ.get("AUTOGRAD_CONFORMANCE_MUTANT", "").strip()
-        if mutant:  # a planted bug (conformance/mutants)
-            from conformance import mutants
-
-            if mutant not in mutants.load():
-                raise FrameworkNotInstalled(
-                    f"AUTOGRAD_CONFORMANCE_MUTANT={mutant!r}: no mutant has this id; list the "
-                    f"ids with python -m conformance.mutants --list, or unset the variable")
-            mutants.activate_from_env()
+        if mutant:  # planted bugs are the mutants tool's own adapter; this one stays clean
+            raise FrameworkNotInstalled(
+                f"AUTOGRAD_CONFORMANCE_MUTANT={mutant!r} is set, but --adapter=reference runs "
+                f"the clean reference: plant it with --adapter=conformance.mutants.adapter:"
+                f"PlantedReference, or unset the variable")
         return reference
 
     def framework_version(self) -> str:

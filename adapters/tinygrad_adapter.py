@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from adapters.base import Adapter, Unsupported
+from adapters.base import Adapter, Run, Unsupported
 
 #: torch's in-place methods with their out-of-place tinygrad spelling, applied with ``assign``.
 _INPLACE = {"add_": "add", "sub_": "sub", "mul_": "mul", "div_": "div", "pow_": "pow"}
@@ -31,8 +31,7 @@ class TinygradAdapter(Adapter):
     devices = ("cpu",)
     module = "tinygrad"
     # required: a pure-Python wheel on its PYTHON device, so CI can always install and run it
-    runs = ({"label": "tinygrad", "version": "0.14.0", "install": ["tinygrad==0.14.0"],
-             "python": "3.11", "required": True},)
+    runs = (Run(label="tinygrad", version="0.14.0", install=("tinygrad==0.14.0",), python="3.11"),)
     unsupported = {
         "graph_nodes": "tensors have no grad_fn: the graph is tinygrad's UOp DAG, with no node objects",
         "node_hooks": "no graph node objects to hook",

@@ -5,7 +5,7 @@ are required, 1.13.1 (the last 1.x, Python 3.10 with numpy < 2) optional. ``rele
 ones whose evidence output the history records (conformance/history), each with the Python it
 needs; another version is named at run time (docs/running.md, "Another torch release").
 """
-from adapters.base import Adapter
+from adapters.base import Adapter, Run
 
 NEWEST = "2.15.0"  # the newest release the package index had when the columns were last set
 
@@ -23,12 +23,10 @@ class TorchAdapter(Adapter):
     devices = ("cpu", "cuda")
     module = "torch"
     runs = (
-        {"label": "torch", "version": "2.13.0", "install": ["torch==2.13.0"], "python": "3.11",
-         "required": True},
-        {"label": f"torch-{NEWEST}", "version": NEWEST, "install": [f"torch=={NEWEST}"],
-         "python": "3.11", "required": True},
-        {"label": "torch-1.13.1", "version": "1.13.1", "install": ["torch==1.13.1", "numpy<2"],
-         "python": "3.10", "required": False},
+        Run(label="torch", version="2.13.0", install=("torch==2.13.0",), python="3.11"),
+        Run(label=f"torch-{NEWEST}", version=NEWEST, install=(f"torch=={NEWEST}",), python="3.11"),
+        Run(label="torch-1.13.1", version="1.13.1", install=("torch==1.13.1", "numpy<2"),
+            python="3.10", required=False),
     )
     # oldest first; 1.1.0 is here because PR 22983 (custom Function ownership) is in 1.2.0,
     # 1.8.0 as the first release with torch.autograd.forward_ad, 1.10.2 to date the changes

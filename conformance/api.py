@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import re
@@ -18,6 +17,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from conformance.child_interpreter import environment
 from conformance.features import feature_of_name
 from conformance.outcome_exceptions import Blocked, Diverges, TestTimeout, Unsupported
 
@@ -174,9 +174,7 @@ def in_fresh_interpreter(adapter, script: str, *args: str, timeout: float = 300)
     is raised here (UNSUPPORTED); a child still running after ``timeout`` seconds is killed
     and the test is a TIMEOUT; any other failure of the child is a RuntimeError (ERROR).
     """
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] +
-                                        [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = environment(same_interpreter=True)
     try:
         proc = subprocess.run([sys.executable, "-c", _FRESH_PRELUDE, getattr(adapter, "spec", adapter.name),
                                script, *map(str, args)],

@@ -80,10 +80,6 @@ def positive_int(text: str) -> int:
     return _whole_number(text, 1)
 
 
-def non_negative_int(text: str) -> int:
-    return _whole_number(text, 0)
-
-
 #: The longest time limit a tool or the plugin takes (a year): the alarms and subprocess
 #: waits that enforce one overflow near 1e10 s (``--conformance-timeout=9e18`` was a traceback).
 MAX_SECONDS = 365 * 24 * 3600

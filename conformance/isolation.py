@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from conformance.child_interpreter import environment
 
 # The child: stdout is kept for the one JSON answer (anything the adapter or the framework
 # prints goes to stderr); every failure, BaseException included, is caught and described.
@@ -189,8 +190,7 @@ def probe(spec: str, device: str = "cpu", timeout: float = 300.0,
     None if no child can be started here (then the caller loads the adapter in-process).
     ``timeout_option``: the calling tool's option that sets ``timeout`` (named when it passed).
     """
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env = environment(same_interpreter=True)
     try:
         done = subprocess.run([sys.executable, "-c", PROBE, spec, device], capture_output=True,
                               env=env, timeout=timeout if timeout > 0 else None)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from conformance import cli
+from conformance.child_interpreter import environment
 from conformance.outcomes import Outcome
 
 #: The most lines a witness may have (its text, blank lines and comments excluded).
@@ -126,10 +126,7 @@ def script_of(preamble: str, module: str, witness: str) -> str:
 
 def _env() -> dict[str, str]:
     """The environment of a witness: this interpreter's path first (the adapter's packages)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] +
-                                        [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
+    return environment(same_interpreter=True)
 
 
 def _spawn(text: str) -> subprocess.Popen:

@@ -37,9 +37,9 @@ from pathlib import Path
 
 from conformance import cli
 from conformance import results as _results
+from conformance.child_interpreter import environment
 from conformance.outputs import reports_dir
 
-ROOT = Path(__file__).resolve().parents[2]
 TARGETS = Path(__file__).with_name("fuzz_targets.py")
 #: beside the reports (the checkout's root, or the current directory when installed)
 DEFAULT_DATABASE = reports_dir().parent / ".hypothesis" / "differential-fuzz"
@@ -235,14 +235,13 @@ def main(argv=None) -> int:
     spec = args.database
     if not spec.startswith(("redis://", "rediss://")):
         spec = str(Path(spec).resolve())
-    env = dict(os.environ)
+    env = environment()
     env.update({ENV["adapter"]: args.adapter, ENV["max_steps"]: str(args.max_steps),
                 ENV["database"]: spec, ENV["results"]: str(results), ENV["run"]: run,
                 ENV["lanes"]: str(args.workers)})
     for key in ("python", "plant"):
         if getattr(args, key):
             env[ENV[key]] = getattr(args, key)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     _results.append_findings(results, {
         "type": "run", "schema": _results.EXPLORE_SCHEMA, "engine": "hypofuzz", "fuzz_run": run,
         "adapter": args.adapter, "workers": args.workers, "seconds": args.seconds,

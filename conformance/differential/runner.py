@@ -34,6 +34,7 @@ from adapters.base import FrameworkNotInstalled
 from conformance import cli, isolation, options, results as _results
 from conformance.differential.compare import Divergence, compare
 from conformance.differential.interpreter import CRASH, MISSING_API, TIMEOUT, probe_features, run_steps
+from conformance.child_interpreter import environment
 from conformance.differential.program import Program
 from conformance.differential.render import render_script
 from conformance.differential.strategies import ALL_FEATURES, avoid_for, programs
@@ -109,8 +110,7 @@ class SubprocessTarget:
             cmd += ["--plant", self.plant]
         # the worker loads the adapter by the same spec; a package.module:Class adapter next to
         # where the tester was started is found there too
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [
-            str(ROOT), os.getcwd(), os.environ.get("PYTHONPATH")])))
+        env = environment(os.getcwd())
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, pass_fds=(write_fd,), env=env, text=True)
         os.close(write_fd)

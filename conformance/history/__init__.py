@@ -22,6 +22,8 @@ import json
 import re
 from pathlib import Path
 
+from conformance.versions import version_key  # re-exported: the release order of the history
+
 DIRECTORY = Path(__file__).resolve().parent
 
 ABSENT = re.compile(
@@ -38,12 +40,6 @@ class HistoryError(ValueError):
 def digest(prelude: str, snippet: str) -> str:
     """What an observation was produced from: prelude and snippet, 16 hex digits."""
     return hashlib.sha256((prelude + "\0" + snippet.strip()).encode()).hexdigest()[:16]
-
-
-def version_key(version: str) -> tuple:
-    """Release order: "1.13.1" after "1.2.0"; a local part ("+cpu") is ignored."""
-    parts = re.findall(r"\d+", version.split("+")[0])
-    return tuple(int(p) for p in parts)
 
 
 def _normalise(text: str) -> str:

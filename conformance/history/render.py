@@ -3,7 +3,10 @@
 ``timelines`` reads every adapter's recorded releases (conformance/history/<adapter>/) against
 today's evidence; ``since`` answers "since which release does today's output hold, and what was
 it before"; ``changes`` lists every release where a rule's output changed from the previous
-recorded release, with the upstream change named in ``<adapter>/upstream.toml`` where known.
+recorded release, with the upstream change named in ``<adapter>/upstream.toml`` where known;
+``unrecorded`` names, per rule, the recorded releases that have no observation of it yet (a
+rule added after they were recorded: a visible state, not an error; ``nox -s history`` records
+it, and only it, in each).
 HTML fragments for the spec page (``spec_fragment``) and the report (``report_section``) and a
 text listing (``python -m conformance.history changes``) are made from the same data.
 """
@@ -95,6 +98,25 @@ def timelines(evidence: dict, directory: Path = history.DIRECTORY) -> dict[str, 
     return found
 
 
+def unrecorded(evidence: dict, directory: Path = history.DIRECTORY) -> dict[str, dict[str, list[str]]]:
+    """adapter -> rule -> the recorded releases (oldest first) that have no observation of that
+    rule yet; rules recorded everywhere are left out."""
+    found: dict[str, dict[str, list[str]]] = {}
+    folders = sorted(p for p in Path(directory).iterdir() if p.is_dir()) if Path(directory).is_dir() else []
+    for folder in folders:
+        releases = history.load(folder.name, directory)
+        for rule in sorted(evidence):
+            missing = [d["version"] for d in releases if rule not in d["observations"]]
+            if missing:
+                found.setdefault(folder.name, {})[rule] = missing
+    return found
+
+
+def releases_text(versions: list[str]) -> str:
+    """``1.1.0, 1.2.0 and 2.15.0``."""
+    return versions[0] if len(versions) == 1 else ", ".join(versions[:-1]) + " and " + versions[-1]
+
+
 def since(observations: list[Observation]) -> tuple[Observation | None, Observation | None]:
     """(the oldest release from which every later one prints today's output, the release
     before it) -- (None, newest) when the newest recorded release itself differs."""
@@ -156,13 +178,17 @@ def text(evidence: dict, directory: Path = history.DIRECTORY) -> list[str]:
                      + (f"  [{c.upstream}]" if c.upstream else ""))
         lines.append(f"  {c.before.version}: " + c.before.output.strip().replace("\n", "\n    "))
         lines.append(f"  {c.after.version}: " + c.after.output.strip().replace("\n", "\n    "))
+    for adapter, rules in unrecorded(evidence, directory).items():
+        for rule, versions in rules.items():
+            lines.append(f"{adapter} {rule}: not yet recorded under {releases_text(versions)} "
+                         f"(nox -s history records it)")
     return lines
 
 
 # -- HTML -------------------------------------------------------------------------------
 CSS = """
 .h-same{background:#dfd;text-align:center} .h-differs{background:#fdd;text-align:center}
-.h-absent{background:#eee;color:#888;text-align:center} table.history td{vertical-align:top;border:1px solid #ddd}
+.h-absent{background:#eee;color:#888;text-align:center} .h-unrecorded{color:#8a5a00} table.history td{vertical-align:top;border:1px solid #ddd}
 table.history pre{margin:.2rem 0;white-space:pre-wrap;max-width:28rem}
 """
 SYMBOL = {"same": "=", "differs": "≠", "absent": "–"}
@@ -177,12 +203,24 @@ def _pre(text: str, limit: int = 0) -> str:
     return f"<pre>{html.escape(text) or '(nothing printed)'}</pre>"
 
 
-def spec_fragment(rule: str, found: dict[str, dict[str, list[Observation]]]) -> str:
-    """``<dt>History</dt><dd>…</dd>`` for one rule of the spec page ("" without history)."""
+def _not_yet(versions: list[str]) -> str:
+    return (f'<p class="h-unrecorded">Not yet recorded under these releases: '
+            f"{html.escape(releases_text(versions))} (<code>nox -s history</code> records "
+            f"it).</p>")
+
+
+def spec_fragment(rule: str, found: dict[str, dict[str, list[Observation]]],
+                  missing: dict[str, dict[str, list[str]]] | None = None) -> str:
+    """``<dt>History</dt><dd>…</dd>`` for one rule of the spec page ("" without history).
+    ``missing``: :func:`unrecorded`, the releases that have not recorded the rule yet."""
     parts = []
-    for adapter, rules in found.items():
-        observations = rules.get(rule)
+    missing = missing or {}
+    for adapter in dict.fromkeys([*found, *missing]):
+        observations = found.get(adapter, {}).get(rule)
+        not_yet = missing.get(adapter, {}).get(rule, [])
         if not observations:
+            if not_yet:
+                parts.append(f"<dt>History ({html.escape(adapter)})</dt><dd>{_not_yet(not_yet)}</dd>")
             continue
         first, before = since(observations)
         if first is None:
@@ -205,6 +243,8 @@ def spec_fragment(rule: str, found: dict[str, dict[str, list[Observation]]]) -> 
                  f'<span class="muted">= today\'s output, ≠ other output, – API absent'
                  + ("; * stale: the snippet was edited after this release was recorded "
                     "(<code>nox -s history</code> re-runs it)" if stale else "") + "</span>")
+        if not_yet:
+            body += _not_yet(not_yet)
         parts.append(f"<dt>History ({html.escape(adapter)})</dt><dd>{body}</dd>")
     return "\n".join(parts)
 
@@ -212,16 +252,18 @@ def spec_fragment(rule: str, found: dict[str, dict[str, list[Observation]]]) -> 
 def report_section(evidence: dict, directory: Path = history.DIRECTORY, spec_href: str = "spec.html") -> str:
     """The report's "<framework>'s lifetime changes by release" section ("" without history)."""
     found = changes(evidence, directory)
-    if not found:
+    missing = unrecorded(evidence, directory)
+    if not found and not missing:
         return ""
-    names = " and ".join(framework_name(a, directory) for a in dict.fromkeys(c.adapter for c in found))
+    adapters = list(dict.fromkeys([*(c.adapter for c in found), *missing]))
+    names = " and ".join(framework_name(a, directory) for a in adapters)
     out = [f'<section id="history"><style>{CSS}</style><h2>{html.escape(names)}\'s lifetime changes '
            f'by release</h2>'
            "<p>Every rule's evidence snippet run under older releases (<code>nox -s history</code>, "
            "data in <code>conformance/history/</code>). A change is a release whose output differs "
            "from the previous recorded release's; the arrival of an API is counted, not listed. "
            "Entries marked stale were recorded before their snippet was last edited.</p>"]
-    for adapter in dict.fromkeys(c.adapter for c in found):
+    for adapter in adapters:
         mine = [c for c in found if c.adapter == adapter]
         arrivals = [c for c in mine if c.kind == "arrives"]
         reworded_ = [c for c in mine if c.kind == "reworded"]
@@ -248,5 +290,13 @@ def report_section(evidence: dict, directory: Path = history.DIRECTORY, spec_hre
                    '<table class="history"><tr><th>release</th><th>rule</th><th>before</th>'
                    "<th>after</th><th>upstream change</th></tr>" + "".join(rows) + "</table>"
                    + (f"<p>Messages reworded, same behaviour:</p><ul>{wording}</ul>" if wording else ""))
+        not_yet = missing.get(adapter, {})
+        if not_yet:
+            out.append(f'<p class="h-unrecorded">{len(not_yet)} rule(s) not yet recorded under '
+                       f"these releases (added since; <code>nox -s history</code> records "
+                       f"them, the changes above do not count them yet):</p><ul>" + "".join(
+                           f'<li><a href="{spec_href}#{html.escape(r)}">{html.escape(r)}</a>: '
+                           f"{html.escape(releases_text(v))}</li>" for r, v in not_yet.items())
+                       + "</ul>")
     out.append("</section>")
     return "\n".join(out)

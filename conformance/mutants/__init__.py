@@ -12,10 +12,11 @@ not an equivalent one). tests/mutants checks that every mutant still applies to 
 (and to a reformatted one), that its probe differs and that ``deactivate`` undoes it.
 
 Activation:
-  * ``AUTOGRAD_CONFORMANCE_MUTANT=<id>`` in the environment: the reference adapter applies the
-    mutant when it imports the reference, so ``pytest --adapter=reference conformance/suites``
-    runs the suites against the buggy engine (``python -m conformance.mutants`` does this for
-    every mutant);
+  * ``AUTOGRAD_CONFORMANCE_MUTANT=<id>`` in the environment: this package's own adapter
+    (:mod:`conformance.mutants.adapter`) applies the mutant when it imports the reference, so
+    ``pytest --adapter=conformance.mutants.adapter:PlantedReference conformance/suites`` runs
+    the suites against the buggy engine (``python -m conformance.mutants`` does this for every
+    mutant); the reference adapter itself never imports this package;
   * ``activate(id)`` / ``deactivate()`` in-process (the probes, the differential tester's
     ``planted.py``, a test that shows one rule can fail).
 """

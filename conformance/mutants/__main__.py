@@ -30,6 +30,8 @@ from pathlib import Path
 
 from conformance import cli
 from conformance import mutants as M
+from conformance.mutants.adapter import SPEC as PLANTED
+from conformance.child_interpreter import environment
 from conformance.outputs import reports_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +43,7 @@ def _pytest_cmd(results: Path, first_suite: str | None, stop_at_first: bool, nod
     paths = list(nodeids or ["conformance/suites"])
     if not nodeids and first_suite and (ROOT / f"conformance/suites/test_{first_suite}.py").is_file():
         paths.insert(0, f"conformance/suites/test_{first_suite}.py")  # its own area first
-    return [sys.executable, "-m", "pytest", "--adapter=reference", "-p", "no:cacheprovider", "-q",
+    return [sys.executable, "-m", "pytest", f"--adapter={PLANTED}", "-p", "no:cacheprovider", "-q",
             "--conformance-timeout=20", f"--results={results}", *(["-x"] if stop_at_first else []), *paths]
 
 
@@ -63,7 +65,7 @@ def warm_up() -> bool:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = pytest.main(["--collect-only", "-q", "--adapter=reference", "-p", "no:cacheprovider",
+        code = pytest.main(["--collect-only", "-q", f"--adapter={PLANTED}", "-p", "no:cacheprovider",
                             "conformance/suites"])
     _WARM = code == 0
     return _WARM
@@ -123,11 +125,10 @@ def run_suites(mutant_id: str | None, first_suite: str | None = None, stop_at_fi
         if _WARM:
             code, tail = _forked(cmd, mutant_id, Path(tmp) / "output.txt", timeout)
         else:
-            env = dict(os.environ)
+            env = environment()
             env.pop(M.ENV, None)
             if mutant_id:
                 env[M.ENV] = mutant_id
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
             try:
                 proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
                                       timeout=timeout)

@@ -7,7 +7,6 @@ that lost tests shows them as NOT RUN instead of looking green.
 """
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -16,6 +15,7 @@ from conformance.outcomes import NOT_INSTALLED, NOT_RUN
 from conformance.results import cells as _cells
 from conformance.results.cells import Cell
 from conformance.results.combined import Column, Combined
+from conformance.versions import version_key
 
 #: Actual outcomes that count as holding a rule.
 HELD = tuple(o.value for o in outcomes.HELD)
@@ -35,10 +35,6 @@ STYLE = {  # outcome -> (symbol, css class, meaning)
     NOT_RUN: ("·", "notrun", "no result: the test did not run in this run"),
     NOT_INSTALLED: ("—", "notinstalled", "the framework could not be installed"),
 }
-
-
-def column_title(run: Column) -> str:
-    return run.title
 
 
 def cells(data: Combined) -> dict[tuple[str, str], Cell]:
@@ -86,15 +82,6 @@ def only_one(data: Combined, table) -> list[dict[str, Any]]:
                         + ", ".join(r.title for r in who) + ")",
                         "label": who[0].label})
     return out
-
-
-def version_key(version: str | None) -> tuple:
-    """A framework version's sort key: numeric parts as numbers (0.10 after 0.9); the page
-    orders a framework's columns by it."""
-    parts = []
-    for piece in re.split(r"[.+-]", version or ""):
-        parts.append((0, int(piece), "") if piece.isdigit() else (1, 0, piece))
-    return tuple(parts)
 
 
 def _first_message(cell: Cell) -> str:

@@ -43,10 +43,10 @@ from conformance.report import html, junit, rootcause
 
 ROOT = Path(__file__).resolve().parents[2]
 def _default_columns() -> dict[str, tuple[str, str | None]]:
-    from adapters.base import builtin_adapter_classes
+    from adapters.base import builtin_adapter_classes, runs_of
 
-    return {run["label"]: (cls.module or name, run["version"])
-            for name, cls in builtin_adapter_classes().items() for run in cls.runs}
+    return {run.label: (cls.module or name, run.version)
+            for name, cls in builtin_adapter_classes().items() for run in runs_of(cls)}
 
 
 #: label -> (framework, version): the columns of the README's report, in page order (the

@@ -25,11 +25,12 @@ import jinja2
 
 from conformance.outputs import write_text
 from conformance.report import aggregate, rootcause
+from conformance.repro import cells as repro_cells
 from conformance.repro import derive as repro
-from conformance.results import cells as _cells
 from conformance.results.combined import SCHEMA, Combined
 from conformance.results.naming import test_name
 from conformance.report.svg import chain_svg
+from conformance.versions import version_key
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -45,34 +46,6 @@ class _Rule:
 
     def __init__(self, entry, **extra):
         self.__dict__.update(entry.to_json(), **extra)
-
-
-def scripts_for(data: Combined) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
-    """run label -> rule id -> reproduction script, made from the run itself (its recorded
-    suite revision, adapter spec, framework version, device and the tests it ran); run label
-    -> rule id -> why that cell has none (e.g. the run's suite revision is not in this clone)."""
-    scripts: dict[str, dict[str, str]] = {}
-    errors: dict[str, dict[str, str]] = {}
-    for run in data.runs:
-        label = run.label
-        scripts[label], errors[label] = {}, {}
-        if not run.tests:
-            continue  # a column without results (not installed, not run): nothing to reproduce
-        info = repro.RunInfo.of(run, label)
-        try:
-            tree = info.tree()
-        except repro.ReproError as exc:
-            errors[label] = {rid: f"(no reproduction script: {exc})" for rid in data.rule_ids}
-            continue
-        cells = _cells.of_run(run.tests)
-        for entry in data.catalogue:
-            rule = _Rule(entry)
-            names = cells[entry.id].names if entry.id in cells else None
-            try:
-                scripts[label][entry.id] = repro.generate(rule, info, tree, names)
-            except (repro.ReproError, ValueError, KeyError) as exc:
-                errors[label][entry.id] = f"(no reproduction script: {exc})"
-    return scripts, errors
 
 
 def declared_missing(cell, unsupported: dict | None) -> dict[str, str]:
@@ -117,7 +90,7 @@ def context(data: Combined) -> dict[str, Any]:
         parts = [counts[(s, c["label"])] for s in suites]
         totals[c["label"]] = {k: sum(p[k] for p in parts)
                               for k in ("held", "rules", "tests", "tests_expected")}
-    scripts, script_errors = scripts_for(data)
+    scripts, script_errors = repro_cells.scripts_for(data)
     js_cells: dict[str, dict[str, Any]] = {}
     for (rid, label), cell in table.items():
         tests = []
@@ -156,7 +129,7 @@ def context(data: Combined) -> dict[str, Any]:
     # the newest version of each framework first (most causes first), older versions after
     newest = {}
     for run in data.runs:
-        key = aggregate.version_key(run.framework_version)
+        key = version_key(run.framework_version)
         if run.framework not in newest or key > newest[run.framework][0]:
             newest[run.framework] = (key, run.label)
     latest = {label for _, label in newest.values()}

@@ -86,10 +86,3 @@ def render(run: Column) -> bytes:
 def add_all(data, directory: Path, outputs: Outputs) -> list[Path]:
     """Every run's JUnit file (``<label>.xml`` in ``directory``), rendered into ``outputs``."""
     return [outputs.add(Path(directory) / f"{run.label}.xml", render(run)) for run in data.runs]
-
-
-def write_all(data, directory: Path) -> list[Path]:
-    outputs = Outputs()
-    paths = add_all(data, directory, outputs)
-    outputs.commit()
-    return paths

@@ -5,7 +5,8 @@ Modules: :mod:`source` (the suite source a run recorded: working tree or git rev
 framework version and device), :mod:`runtime` (what a script imports: the adapter, loaded by
 the run's spec, and the harness's own classification), :mod:`run` (runs scripts and reads their
 ``RESULT:`` line) and :mod:`check` (``python -m conformance.repro.check``: do the scripts of a
-sample of a results file's cells reproduce their outcomes?).
+sample of a results file's cells reproduce their outcomes?); :mod:`cells` makes the script of
+every cell of a report (the page renderer only lays them out).
 
 ``templates/<rule id>.py`` are hand-written bodies that replace the derived tests for their
 rule where an upstream issue needs a script that shows the behaviour itself (the alternating

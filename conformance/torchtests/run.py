@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -19,11 +18,10 @@ import tempfile
 import threading
 from pathlib import Path
 
-import conformance
+from conformance.child_interpreter import environment
 from conformance.torchtests import source
 from conformance.torchtests.worker import MARK
 
-ROOT = Path(conformance.__file__).resolve().parents[1]
 CATEGORIES = ("pass", "missing_api", "difference", "message", "fails_on_torch", "not_applicable", "not_in_file")
 
 
@@ -36,8 +34,7 @@ def _reader(stream, lines: queue.Queue) -> None:
 
 def run_engine(engine: str, path: Path, tests: list[str], timeout: float) -> tuple[str, dict[str, dict]]:
     """``(version, {test: record})`` for ``tests`` on ``engine``; restarts the worker after a crash or hang."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    env = environment()
     results: dict[str, dict] = {}
     version = "?"
     remaining = list(tests)

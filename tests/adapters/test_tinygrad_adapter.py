@@ -13,7 +13,7 @@ def test_declared_features_are_registry_names_and_the_run_is_required():
     assert not set(cls.unsupported) - set(features.registry())
     assert {"graph_nodes", "tensor_hooks", "custom_function", "grad_modes"} <= set(cls.unsupported)
     (run,) = cls.runs
-    assert run["install"] == ["tinygrad==0.14.0"] and run["required"] is True
+    assert run.install == ("tinygrad==0.14.0",) and run.required is True
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,7 @@ def test_releases_are_oldest_first_with_a_python_each():
 
 
 def test_columns_are_2_13_and_the_newest_required_and_1_13_optional():
-    runs = {r["version"]: r for r in TorchAdapter.runs}
+    runs = {r.version: r for r in TorchAdapter.runs}
     newest = max((r["version"] for r in TorchAdapter.releases), key=history.version_key)
-    assert runs["2.13.0"]["required"] and runs[newest]["required"]
-    assert not runs["1.13.1"]["required"] and "numpy<2" in runs["1.13.1"]["install"]
+    assert runs["2.13.0"].required and runs[newest].required
+    assert not runs["1.13.1"].required and "numpy<2" in runs["1.13.1"].install

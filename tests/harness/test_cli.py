@@ -152,12 +152,25 @@ def test_an_unknown_mutant_id_says_how_to_list_them(conformance_project, monkeyp
     conformance_project.rules("demo", "a")
     conformance_project.suite("demo", '@rule("demo.a")\ndef test_a(): pass\n')
     monkeypatch.setenv("AUTOGRAD_CONFORMANCE_MUTANT", "garbage")
-    result = conformance_project.run("suites", adapter="reference")
+    result = conformance_project.run("suites", adapter="conformance.mutants.adapter:PlantedReference")
     err = [line for line in result.errlines if line.strip()]
     assert result.ret == 4 and len(err) == 1, result.errlines
     assert "AUTOGRAD_CONFORMANCE_MUTANT='garbage': no mutant has this id; list the ids with " \
            "python -m conformance.mutants --list" in err[0]
     assert "reinstall" not in err[0]
+
+
+def test_the_reference_adapter_refuses_a_mutant_instead_of_running_clean(conformance_project,
+                                                                          monkeypatch):
+    """The reference adapter plants nothing (the mutants tool's own adapter does); a mutant
+    named for it would otherwise be silently absent."""
+    conformance_project.rules("demo", "a")
+    conformance_project.suite("demo", '@rule("demo.a")\ndef test_a(): pass\n')
+    monkeypatch.setenv("AUTOGRAD_CONFORMANCE_MUTANT", "hooks.tensor-hooks-reversed")
+    result = conformance_project.run("suites", adapter="reference")
+    err = [line for line in result.errlines if line.strip()]
+    assert result.ret == 4 and len(err) == 1, result.errlines
+    assert "--adapter=conformance.mutants.adapter:PlantedReference" in err[0]
 
 
 def test_every_tool_is_listed_in_the_docs_and_here():

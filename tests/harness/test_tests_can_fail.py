@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conformance import mutants as M
+from conformance.mutants.adapter import SPEC as PLANTED
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,7 +48,7 @@ def _run(tmp_path, mutant_id, tests):
     if mutant_id:
         env[M.ENV] = mutant_id
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--adapter=reference", "-p", "no:cacheprovider", "-q",
+        [sys.executable, "-m", "pytest", f"--adapter={PLANTED}", "-p", "no:cacheprovider", "-q",
          "-p", "no:randomly", "--results", str(results),
          *[f"conformance/suites/{t}" for t in tests]],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

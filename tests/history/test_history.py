@@ -26,6 +26,19 @@ def test_versions_sort_as_releases():
         ["1.2.0", "1.13.1", "2.0.1", "2.13.0+cpu"]
 
 
+def test_a_release_candidate_comes_before_its_release(tmp_path):
+    """The hand-written key (digits only) read 2.0.0rc1 as 2.0.0.1, after 2.0.0: a history
+    with both listed them the wrong way round and release_for took the candidate's pins."""
+    for version in ("2.0.0", "2.0.0rc1", "1.13.1"):
+        history.write(history.data_path("fw", version, tmp_path),
+                      {"version": version, "observations": {}})
+    assert [d["version"] for d in history.load("fw", tmp_path)] == ["1.13.1", "2.0.0rc1", "2.0.0"]
+    releases = ({"version": "2.0.0rc1", "python": "3.8", "install": ["fw==2.0.0rc1", "rc-pin"]},
+                {"version": "2.0.0", "python": "3.11", "install": ["fw==2.0.0"]})
+    assert history.release_for(releases, "fw", "2.0.1")["python"] == "3.11"
+    assert history.release_for(releases, "fw", "2.0.0b1")["python"] == "3.8"  # before both
+
+
 RELEASES = ({"version": "1.2.0", "python": "3.7", "install": ["torch==1.2.0", "numpy<2"]},
             {"version": "2.13.0", "python": "3.11", "install": ["torch==2.13.0"]})
 

@@ -84,3 +84,34 @@ def test_a_reworded_message_is_not_a_change_of_behaviour():
     assert not render.reworded("raises RuntimeError: x", "raises TypeError: x")
     assert not render.reworded("raises RuntimeError: x", "ok")
     assert not render.reworded("freed: False", "freed: True")
+
+
+def test_a_rule_added_since_is_named_with_the_releases_that_lack_it(tmp_path):
+    """Issue 32 item 4: a new rule with no history yet is a state the pages show, not an
+    error; a rule recorded under some releases names the others."""
+    folder = _folder(tmp_path)
+    _release(folder, "2.1.0", {"s.rule": "new", "s.api": "y", "s.half": "z"})
+    evidence = {**EVIDENCE, "s.new": ev.Evidence("s.new", "print(z)", "z", "", None),
+                "s.half": ev.Evidence("s.half", "print(z)", "z", "", None)}
+    missing = render.unrecorded(evidence, folder)
+    assert missing == {"fw": {"s.half": ["1.0.0", "1.10.0", "2.0.0"],
+                              "s.new": ["1.0.0", "1.10.0", "2.0.0", "2.1.0"]}}
+    found = render.timelines(evidence, folder)
+    new = render.spec_fragment("s.new", found, missing)
+    assert "<dt>History (fw)</dt>" in new
+    assert "Not yet recorded under these releases: 1.0.0, 1.10.0, 2.0.0 and 2.1.0" in new
+    assert "<code>nox -s history</code> records it" in new
+    half = render.spec_fragment("s.half", found, missing)
+    assert "2.1.0" in half.split("Not yet")[0] and "these releases: 1.0.0, 1.10.0 and 2.0.0" in half
+    assert "Not yet" not in render.spec_fragment("s.rule", found, missing)
+    page = render.report_section(evidence, folder)
+    assert "2 rule(s) not yet recorded under these releases" in page
+    assert '<a href="spec.html#s.new">s.new</a>: 1.0.0, 1.10.0, 2.0.0 and 2.1.0' in page
+    assert any(line.startswith("fw s.new: not yet recorded under 1.0.0")
+               for line in render.text(evidence, folder))
+
+
+def test_a_history_with_only_unrecorded_rules_still_has_its_section(tmp_path):
+    _release(tmp_path, "1.0.0", {"s.rule": "new"})
+    page = render.report_section({**EVIDENCE}, tmp_path)
+    assert "1 rule(s) not yet recorded" in page and "spec.html#s.api" in page

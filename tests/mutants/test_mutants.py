@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conformance import mutants as M
+from conformance.mutants.adapter import SPEC as PLANTED
 from conformance.mutants.anchor import AnchorError
 from conformance.rules import load_catalogue
 
@@ -118,11 +119,11 @@ def _suites(env_mutant, *args):
     env.pop(M.ENV, None)
     if env_mutant:
         env[M.ENV] = env_mutant
-    return subprocess.run([sys.executable, "-m", "pytest", "--adapter=reference", "-p", "no:cacheprovider",
+    return subprocess.run([sys.executable, "-m", "pytest", f"--adapter={PLANTED}", "-p", "no:cacheprovider",
                            "-q", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_the_environment_variable_plants_the_bug_under_the_reference_adapter():
+def test_the_environment_variable_plants_the_bug_under_the_mutants_adapter():
     args = ("conformance/suites/test_hooks.py", "-k", "registration_order")
     assert _suites(None, *args).returncode == 0
     planted = _suites("hooks.tensor-hooks-reversed", *args)
@@ -153,3 +154,13 @@ def test_list_names_every_scored_mutant_in_registration_order():
     proc = subprocess.run([sys.executable, "-m", "conformance.mutants", "--list"], cwd=ROOT, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
     assert [line.split()[0] for line in proc.stdout.splitlines()] == [m.id for m in SCORED]
+
+
+def test_the_reference_adapter_does_not_import_the_mutants_tool():
+    """The tool patches the reference from its own side (conformance/mutants/adapter.py)."""
+    import ast
+
+    tree = ast.parse((ROOT / "adapters" / "reference_adapter.py").read_text(encoding="utf-8"))
+    imported = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert not [m for m in imported if m and m.startswith("conformance")], imported

@@ -172,6 +172,21 @@ def test_versions_leak_and_blocked_reach_results_json_page_and_junit(tmp_path):
     assert any(C in m and m.startswith("BLOCKED") for m in skipped)
 
 
+def test_a_release_candidate_column_comes_before_its_release():
+    """Columns of one framework are compared oldest first: 2.0.0rc1, then 2.0.0 (the
+    hand-written key once put the candidate after the release), and 2.0.0 is the newest."""
+    def column(label, version):
+        return combined.Column(label=label, framework="torch", status="complete", detail="",
+                               header=RunHeader(framework_version=version), end=None, tests=[])
+
+    data = combined.Combined(catalogue=ENTRIES, runs=[column("torch", "2.0.0"),
+                                                      column("torch-rc", "2.0.0rc1")])
+    (change,) = aggregate.version_changes(data, aggregate.cells(data))
+    assert (change["old"], change["new"]) == ("torch-rc", "torch")
+    newest = max(data.runs, key=lambda r: aggregate.version_key(r.framework_version))
+    assert newest.label == "torch"
+
+
 def test_the_page_stays_under_a_megabyte_with_five_full_columns(tmp_path):
     d = tmp_path / "results"
     d.mkdir()

@@ -35,7 +35,6 @@ OTHER_DOCUMENTS = {
     ("conformance/repro/run.py", "rec", "started"): "a reproduction script's own result line",
     ("conformance/repro/run.py", "rec", "outcome"): "a reproduction script's own result line",
     ("conformance/differential/fuzz.py", "record", "expectation"): "a differential finding",
-    ("noxfile.py", "run", "python"): "a report run an adapter declares (adapters/*.py runs)",
     ("conformance/history/record.py", "t", "rule"): "a history job: one evidence snippet to run",
     ("conformance/history/record.py", "old", "framework_version"): "a release's history file",
     ("conformance/history/record.py", "header", "python"): "the history child runner's first line",
