@@ -163,6 +163,9 @@ from adapters.base import builtin_adapter_classes  # noqa: E402  (standard libra
 
 # -n 1: a worker of pytest-xdist runs the tests, so a segfault is one CRASH, not the end.
 # 60 s a test: OneFlow 0.9.0 deadlocks in one thread rule, which is then a TIMEOUT, not a hang.
+# Sized for an ordinary test on a quiet machine: it is multiplied by the machine's time-limit
+# scale (measured at start) and by a test's own time_limit_factor (the 10,000-op chains: 10),
+# so that TIMEOUT means a hang, not a slow framework on a busy machine (docs/running.md).
 CONFORMANCE_ARGS = ["-p", "no:cacheprovider", "-n", "1", "--conformance-timeout=60", "conformance/suites"]
 
 
