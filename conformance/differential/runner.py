@@ -116,7 +116,7 @@ class SubprocessTarget:
         os.close(write_fd)
         self._reader = os.fdopen(read_fd, "r")
         self._buffer = ""
-        ready = self._read(timeout=300)
+        ready = self._read(timeout=time_scale.scaled(300))  # a hang at start, on any machine
         if ready is None or ready.get("type") != "ready":
             raise RuntimeError(f"worker for {self.name!r} ({self.python}) did not start: {ready!r}")
         return ready
