@@ -44,18 +44,54 @@ def _chromium(session: nox.Session) -> str:
                   "its executable, then run nox -s tests again")
 
 
+def _project_tests(session: nox.Session) -> None:
+    chromium = _chromium(session)
+    session.install("-e", ".[test,torch,fuzz]")
+    # 900 s a test (times the machine's time-limit scale, conformance/time_scale.py): a few
+    # module fixtures run whole suites in child interpreters (each bounded by its own hang
+    # limit, tests/hang.py); the 300 s default is sized for one conformance rule, not for them.
+    session.run("pytest", "tests", "-p", "no:cacheprovider", "-n", "auto", "--dist", "loadgroup",
+                "--conformance-timeout=900", *session.posargs,
+                env={"AUTOGRAD_CONFORMANCE_CHROMIUM": chromium})
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """The project's own tests: the reference engine and the harness (pytest-xdist, one
     worker per core; they write only under temporary directories)."""
-    chromium = _chromium(session)
-    session.install("-e", ".[test,torch,fuzz]")
-    # 900 s a test: a few module fixtures run whole suites in child interpreters (each bounded
-    # by its own timeout); on a loaded two-core machine they outlast the 300 s default, which is
-    # sized for one conformance rule, not for them. A hang is still interrupted.
-    session.run("pytest", "tests", "-p", "no:cacheprovider", "-n", "auto", "--dist", "loadgroup",
-                "--conformance-timeout=900", *session.posargs,
-                env={"AUTOGRAD_CONFORMANCE_CHROMIUM": chromium})
+    _project_tests(session)
+
+
+#: CPU hogs per core in `tests-under-load`: twice as many busy loops as cores (a load of 2 per
+#: core beside the tests' own workers, as on the shared runner of issue 35).
+HOGS_PER_CORE = 2
+HOG = ["sh", "-c", "while :; do :; done"]
+
+
+@nox.session(python=PYTHON, name="tests-under-load")
+def tests_under_load(session: nox.Session) -> None:
+    """The project's tests beside CPU hogs that keep every core busy (`while :; do :; done`,
+    two per core, ended when the tests end, however they end): no test's verdict may depend
+    on how busy the machine is (time limits are limits on hangs: tests/hang.py,
+    conformance/time_scale.py). `-- tests/harness/test_timeout.py` runs some of them."""
+    import signal
+    import subprocess
+
+    hogs = [subprocess.Popen(HOG, start_new_session=True, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(HOGS_PER_CORE * (os.cpu_count() or 1))]
+    session.log(f"{len(hogs)} CPU hogs running ({' '.join(HOG)}), pids "
+                f"{' '.join(str(h.pid) for h in hogs)}")
+    try:
+        _project_tests(session)
+    finally:
+        for hog in hogs:
+            try:
+                os.killpg(hog.pid, signal.SIGKILL)  # its own session: the shell and its loop
+            except ProcessLookupError:
+                pass
+            hog.wait()
+        session.log(f"{len(hogs)} CPU hogs ended")
 
 
 @nox.session(python=PYTHON)
@@ -128,6 +164,9 @@ from conformance.child_interpreter import pythonpath  # noqa: E402  (standard li
 
 # -n 1: a worker of pytest-xdist runs the tests, so a segfault is one CRASH, not the end.
 # 60 s a test: OneFlow 0.9.0 deadlocks in one thread rule, which is then a TIMEOUT, not a hang.
+# Sized for an ordinary test on a quiet machine: it is multiplied by the machine's time-limit
+# scale (measured at start) and by a test's own time_limit_factor (the 10,000-op chains: 10),
+# so that TIMEOUT means a hang, not a slow framework on a busy machine (docs/running.md).
 CONFORMANCE_ARGS = ["-p", "no:cacheprovider", "-n", "1", "--conformance-timeout=60", "conformance/suites"]
 
 

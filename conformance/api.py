@@ -22,7 +22,7 @@ from conformance.features import feature_of_name
 from conformance.outcome_exceptions import Blocked, Diverges, TestTimeout, Unsupported
 
 __all__ = ["rule", "Diverges", "Unsupported", "Blocked", "prerequisite", "diverges_if_raises",
-           "raises", "in_fresh_interpreter"]
+           "raises", "in_fresh_interpreter", "time_limit", "time_limit_factor"]
 
 
 def rule(rule_id: str):
@@ -165,6 +165,25 @@ except Unsupported as exc:
 """
 
 
+def time_limit_factor(n: float):
+    """Mark a test whose work legitimately takes up to ``n`` ordinary tests' time (a 10,000-op
+    chain): its limit is ``n`` × ``--conformance-timeout`` (conformance/time_scale.py), so that
+    its TIMEOUT means a hang, not a slow framework on a busy machine. A bad ``n`` is a
+    ValueError where the test is defined (the module's collection error)."""
+    from conformance import time_scale
+
+    return pytest.mark.time_limit_factor(time_scale.checked_factor(n, "time_limit_factor"))
+
+
+def time_limit(seconds: float) -> float:
+    """A wait in a test (a thread's join, an event, a barrier) sized for a quiet machine, times
+    the run's ``--time-limit-scale`` (conformance/time_scale.py): a wait that runs out means a
+    hang, not a busy machine. Also in a child of ``in_fresh_interpreter``."""
+    from conformance import time_scale
+
+    return time_scale.scaled(seconds)
+
+
 def in_fresh_interpreter(adapter, script: str, *args: str, timeout: float = 300) -> str:
     """Run ``script`` in a new Python interpreter and return what it printed.
 
@@ -173,8 +192,14 @@ def in_fresh_interpreter(adapter, script: str, *args: str, timeout: float = 300)
     work too), ``fw`` and ``argv`` (``args`` as strings). ``Unsupported`` raised in the child
     is raised here (UNSUPPORTED); a child still running after ``timeout`` seconds is killed
     and the test is a TIMEOUT; any other failure of the child is a RuntimeError (ERROR).
+    ``timeout`` is sized for a quiet machine: it is scaled like every limit (``time_limit``),
+    and the child's own ``time_limit`` uses this run's scale.
     """
+    from conformance import time_scale
+
+    timeout = time_limit(timeout)
     env = environment(same_interpreter=True)
+    env[time_scale.ENVIRONMENT] = repr(time_scale.scale())
     try:
         proc = subprocess.run([sys.executable, "-c", _FRESH_PRELUDE, getattr(adapter, "spec", adapter.name),
                                script, *map(str, args)],

@@ -357,12 +357,14 @@ def main(argv=None) -> int:
     parser.add_argument("--adapter", required=True,
                         help="a built-in adapter, an entry point, or package.module:ClassName")
     parser.add_argument("--timeout", type=cli.positive_float, default=300.0,
-                        help="seconds the child interpreter may take (default 300)")
+                        help="seconds the child interpreter may take (default 300; times this "
+                        "machine's time-limit scale, conformance/time_scale.py)")
     args = parser.parse_args(argv)
-    from conformance import isolation
+    from conformance import isolation, time_scale
 
     try:
-        facts = isolation.probe(args.adapter, "cpu", args.timeout, timeout_option="--timeout")
+        facts = isolation.probe(args.adapter, "cpu", time_scale.scaled(args.timeout),
+                                timeout_option="--timeout")
     except isolation.ProbeFailed as exc:
         return parser.fail(str(exc))
     if facts is None:   # no child can be started here: the check runs in this process

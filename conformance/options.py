@@ -74,11 +74,31 @@ OPTIONS = (
         "--conformance-timeout",
         default="300",
         metavar="SECONDS",
-        help="per-test time limit (0: none). A test past it is interrupted and reported as "
+        help="per-test time limit (0: none), sized for an ordinary test on a quiet machine; "
+        "times --time-limit-scale and the test's time_limit_factor marker (a test whose work "
+        "legitimately takes long declares it). A test past it is interrupted and reported as "
         "TIMEOUT; one stuck outside Python (C code, a deadlock holding the GIL) has its "
         "worker process ended a few seconds later, also TIMEOUT; with -n 1 (pytest-xdist) "
         "the run goes on, without xdist it ends there. Under --leak-check the limit covers "
         "every run of the test.",
+    ),
+    Option(
+        "--startup-timeout",
+        default="600",
+        metavar="SECONDS",
+        help="time limit (0: none) of the start-up check: loading the adapter and importing "
+        "its framework in a child interpreter before any test, then checking its "
+        "declared-missing features. Its own limit, not --conformance-timeout's: a heavy "
+        "framework import on a busy machine is not a hang.",
+    ),
+    Option(
+        "--time-limit-scale",
+        default="auto",
+        metavar="FACTOR",
+        help="multiply every time limit (per test, start-up, witnesses, a test's own child "
+        "interpreters) by FACTOR (1 to 100); auto: measured at start, how much slower than "
+        "a quiet machine this one runs a fixed loop (at least 1), so that a busy or slow "
+        "machine gets longer limits and TIMEOUT still means a hang.",
     ),
     Option(
         "--leak-check",
@@ -103,10 +123,11 @@ OPTIONS = (
     ),
     Option(
         "--witness-timeout",
-        default="60",
+        default="600",
         metavar="SECONDS",
-        help="time limit of each witness (> 0); one past it is killed and recorded as an "
-        "error.",
+        help="time limit of each witness (> 0; times --time-limit-scale); one past it is "
+        "killed and recorded as an error. Sized for a hang: a witness importing a heavy "
+        "framework beside a run takes minutes on a busy machine.",
     ),
 )
 
@@ -178,6 +199,26 @@ def timeout_seconds(config) -> float:
         raise ValueError(f"--conformance-timeout {raw!r}: give a number of seconds >= 0, at "
                          f"most {MAX_SECONDS} (0 turns the limit off)")
     return value
+
+
+def startup_timeout(config) -> float:
+    """``--startup-timeout`` as seconds (0: no limit); a bad value is a ValueError."""
+    raw = config.getoption("startup_timeout")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = -1.0
+    if not 0 <= value <= MAX_SECONDS:
+        raise ValueError(f"--startup-timeout {raw!r}: give a number of seconds >= 0, at "
+                         f"most {MAX_SECONDS} (0 turns the limit off)")
+    return value
+
+
+def time_limit_scale(config) -> float | None:
+    """``--time-limit-scale`` as a factor, None for ``auto``; a bad value is a ValueError."""
+    from conformance import time_scale
+
+    return time_scale.parse(config.getoption("time_limit_scale"))
 
 
 def witness_timeout(config) -> float:

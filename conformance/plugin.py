@@ -26,7 +26,7 @@ import pytest
 
 from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
 from conformance import (features, hookspecs, import_names, isolation, leakcheck, options,
-                         summary, timeout, traceability, witness)
+                         summary, time_scale, timeout, traceability, witness)
 from conformance.rules import Catalogue, load_catalogue
 from conformance.expectations import ExpectationSet, coverage_note, load_expectations
 from conformance.outcomes import (HELD, Outcome, Verdict, blocked_by, first_lines, judge,
@@ -196,6 +196,9 @@ def pytest_configure(config):
                                        "guards itself (their absence does not make it UNSUPPORTED)")
     config.addinivalue_line("markers", "needs(*features): registry features the test needs "
                             "beyond what it touches (conformance/features.py)")
+    config.addinivalue_line("markers", "time_limit_factor(n): the test's work legitimately takes "
+                            "up to n ordinary tests' time; its limit is n × --conformance-timeout "
+                            "(conformance/time_scale.py)")
     config.addinivalue_line("markers", "subject(*names): methods or fields of the framework's objects "
                             "the test's rule is about, called as themselves (conformance/spelling.py)")
     spec = config.getoption("adapter")
@@ -219,6 +222,8 @@ def pytest_configure(config):
         limit = options.timeout_seconds(config)
         warmups, runs = options.leak_check_runs(config)
         witness_limit = options.witness_timeout(config)
+        startup_limit = options.startup_timeout(config)
+        scale = time_scale.set_scale(options.time_limit_scale(config))  # conformance/time_scale.py
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     touches = _touches(config, suites_dir)
@@ -233,7 +238,8 @@ def pytest_configure(config):
         # the adapter's module and its framework are loaded first in a child interpreter
         # (conformance/isolation.py): a hang, a crash, sys.exit or any exception is one line
         try:
-            facts = isolation.probe(spec, device, limit)
+            facts = isolation.probe(spec, device, time_scale.scaled(startup_limit),
+                                    timeout_option="--startup-timeout")
         except isolation.ProbeFailed as exc:
             if exc.kind == "device":
                 raise pytest.UsageError(str(exc)) from None
@@ -261,7 +267,8 @@ def pytest_configure(config):
             leakcheck.LeakChecker(warmups, runs, lambda item: item.stash.__delitem__(OBSERVED)
                                   if OBSERVED in item.stash else None),
             "autograd-conformance-leakcheck")
-    h.watchdog = timeout.Watchdog(config, limit, scale=1 + (warmups + runs + 1 if leak_check else 0))
+    h.watchdog = timeout.Watchdog(config, limit, scale=1 + (warmups + runs + 1 if leak_check else 0),
+                                  time_limit_scale=scale)
     config.pluginmanager.register(h.watchdog, "autograd-conformance-timeout")
     if not touches:
         return
@@ -306,7 +313,8 @@ def pytest_configure(config):
             # under --leak-check they run after the tests: objects and memory a witness
             # thread allocates mid-test would count against the test being measured
             controller.start_witnesses(Path(path) if path else adapter.expectations_file(),
-                                       spec, witness_limit, deferred=bool(leak_check))
+                                       spec, time_scale.scaled(witness_limit),
+                                       deferred=bool(leak_check))
 
 
 def pytest_report_header(config):

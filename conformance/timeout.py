@@ -35,6 +35,7 @@ from typing import Callable
 
 import pytest
 
+from conformance import time_scale
 from conformance.outcome_exceptions import TestTimeout  # re-exported: raised by the alarm
 
 #: Seconds between the interrupt (stage 1) and ending the process (stage 2).
@@ -44,6 +45,7 @@ GRACE_FRACTION = 0.2
 WORKERINPUT_KEY = "conformance_timeout_dir"
 MARKER_HEAD = "conformance timeout"
 PHASE_HEAD = "conformance phase:"
+LIMIT_HEAD = "conformance limit:"  # the test's limit in seconds, then how it was reached
 PHASE_CALL = "running the test"
 PHASE_REPORT = "reporting the test's result (pytest's report and failure formatting)"
 
@@ -113,13 +115,13 @@ def grace(limit: float) -> float:
     return max(GRACE_MIN, GRACE_FRACTION * limit)
 
 
-def arm(limit: float, per_run: float, file) -> Callable[[], None]:
+def arm(limit: float, per_run: float, file, note: str = "") -> Callable[[], None]:
     """Arm both stages for ``limit`` seconds: the alarm (:func:`arm_alarm`), then faulthandler's
     watchdog ``grace(limit)`` later, writing every thread's traceback to ``file`` and ending the
     process; returns the function that disarms both. ``per_run`` is the limit the user gave,
     named in the interrupt's message (``limit`` covers every run of a ``--leak-check``)."""
     faulthandler.dump_traceback_later(limit + grace(limit), exit=True, file=file)
-    disarm_alarm = arm_alarm(limit, per_run)
+    disarm_alarm = arm_alarm(limit, per_run, note)
 
     def disarm() -> None:
         disarm_alarm()
@@ -135,10 +137,13 @@ def marker_path(directory: Path, nodeid: str) -> Path:
 class Watchdog:
     """pytest plugin: arms both stages around every test's whole protocol."""
 
-    def __init__(self, config, limit: float, scale: int = 1) -> None:
+    def __init__(self, config, limit: float, scale: int = 1, time_limit_scale: float = 1.0) -> None:
         self.config = config
-        self.limit = limit * scale  # the whole protocol, e.g. every --leak-check run
-        self.per_run = limit
+        self.runs = scale  # the whole protocol, e.g. every --leak-check run
+        self.time_limit_scale = time_limit_scale  # conformance/time_scale.py
+        self.per_run = limit  # the option's seconds, named in messages
+        self.limit = limit * scale * time_limit_scale  # the running test's (with its factor)
+        self.limit_note = ""  # how the running test's limit was reached, for messages
         workerinput = getattr(config, "workerinput", None)
         self.owns_directory = workerinput is None or WORKERINPUT_KEY not in workerinput
         if self.owns_directory:
@@ -168,8 +173,13 @@ class Watchdog:
         if not head.startswith(MARKER_HEAD) or "Timeout (" not in dump:
             self.crashes[nodeid] = dump  # armed but not expired: a real crash (see crash_message)
             return None
-        return (f"TIMEOUT: {nodeid} ran past --conformance-timeout {self.per_run:g}s and did "
-                f"not return {grace(self.limit):g}s after it was interrupted (stuck outside "
+        limit, note = self.limit, ""  # the worker's, for this test (its factor, its scale)
+        for line in dump.splitlines():
+            if line.startswith(LIMIT_HEAD):
+                seconds, _, note = line[len(LIMIT_HEAD):].strip().partition(" ")
+                limit = float(seconds)
+        return (f"TIMEOUT: {nodeid} ran past --conformance-timeout {self.per_run:g}s{note} and did "
+                f"not return {grace(limit):g}s after it was interrupted (stuck outside "
                 f"Python); its worker was ended. Tracebacks at that moment:\n{dump.strip()}")
 
     def crash_message(self, nodeid: str, fallback: str) -> str:
@@ -206,20 +216,33 @@ class Watchdog:
         self._phase("teardown")
         return (yield)
 
+    def pytest_collection_modifyitems(self, items):
+        """A malformed ``time_limit_factor`` marker stops the run before any test, one line."""
+        for item in items:
+            try:
+                time_scale.factor_of(item)
+            except ValueError as exc:
+                raise pytest.UsageError(str(exc)) from None
+
     # -- both stages around one test ------------------------------------------------
     @pytest.hookimpl(tryfirst=True, wrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        if self.limit <= 0:
+        if self.per_run <= 0:
             return (yield)
+        factor = time_scale.factor_of(item)
+        self.limit = self.per_run * self.runs * factor * self.time_limit_scale
+        self.limit_note = time_scale.describe(self.per_run, factor, self.time_limit_scale)
         marker = None
         if self.in_worker:
             marker = open(marker_path(self.directory, item.nodeid), "w")
             marker.write(f"{MARKER_HEAD} {self.per_run:g}s {item.nodeid}\n")
+            marker.write(f"{LIMIT_HEAD} {self.limit!r} {self.limit_note}\n")
             marker.write(f"{PHASE_HEAD} setup\n")
             marker.flush()
             self._marker = marker
             _enable_crash_dump(marker)  # a segfault writes its tracebacks into the marker too
-        disarm = arm(self.limit, self.per_run, marker if marker is not None else self.stderr_fd)
+        disarm = arm(self.limit, self.per_run, marker if marker is not None else self.stderr_fd,
+                     self.limit_note)
         try:
             return (yield)
         finally:
@@ -243,7 +266,7 @@ class Watchdog:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def arm_alarm(seconds: float, per_run: float | None = None) -> Callable[[], None]:
+def arm_alarm(seconds: float, per_run: float | None = None, note: str = "") -> Callable[[], None]:
     """Stage 1: SIGALRM raises TestTimeout after ``seconds``; returns the disarm function.
 
     Restores the previous handler and timer (an outer pytest session of the harness's own
@@ -255,7 +278,8 @@ def arm_alarm(seconds: float, per_run: float | None = None) -> Callable[[], None
     named = seconds if per_run is None else per_run
 
     def expired(signum, frame):
-        raise TestTimeout(f"test ran past --conformance-timeout {named:g}s and was interrupted")
+        raise TestTimeout(f"test ran past --conformance-timeout {named:g}s{note} and was "
+                          f"interrupted")
 
     previous_handler = signal.signal(signal.SIGALRM, expired)
     previous_timer = signal.setitimer(signal.ITIMER_REAL, seconds)

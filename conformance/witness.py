@@ -316,8 +316,12 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--file", type=Path, help="an expectations file (default: the adapter's own)")
     parser.add_argument("--expect-clean", action="store_true",
                         help="every witness must exit 0 (a framework that follows the rules)")
-    parser.add_argument("--timeout", type=cli.positive_float, default=120, help="seconds per witness")
+    parser.add_argument("--timeout", type=cli.positive_float, default=600,
+                        help="seconds per witness (a limit on hangs: times this machine's "
+                        "time-limit scale, conformance/time_scale.py)")
     args = parser.parse_args(list(argv) if argv is not None else None)
+    from conformance import time_scale
+    args.timeout = time_scale.scaled(args.timeout)
     from adapters.base import load_adapter
     from conformance import isolation
     from conformance.tomlfile import FileError

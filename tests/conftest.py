@@ -11,6 +11,8 @@ import textwrap
 import pytest
 from hypothesis.configuration import set_hypothesis_home_dir
 
+from tests.hang import hang_limit
+
 # The project's own tests write only under temporary directories: Hypothesis's example
 # database and caches too (not .hypothesis/ in the checkout).
 _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="autograd-conformance-hypothesis-")
@@ -84,7 +86,7 @@ class ConformanceProject:
     def run(self, *args: str, subprocess: bool = False, adapter: str = "fakefw:FakeAdapter"):
         argv = ["-p", "no:cacheprovider", f"--adapter={adapter}", *args]
         if subprocess:
-            return self.pytester.runpytest_subprocess(*argv, timeout=120)
+            return self.pytester.runpytest_subprocess(*argv, timeout=hang_limit(30))
         return self.pytester.runpytest(*argv)
 
     def results(self, name: str = "results.jsonl") -> list[dict]:
@@ -112,6 +114,6 @@ def run_tool_without():
         code = (f"import runpy, sys; sys.modules[{missing!r}] = None; sys.argv = ['x']; "
                 f"runpy.run_module({tool!r}, run_name='__main__')")
         return subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
-                              text=True, timeout=120)
+                              text=True, timeout=hang_limit(30))
 
     return run

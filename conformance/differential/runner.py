@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hyp_seed, s
 from hypothesis.errors import Flaky
 
 from adapters.base import FrameworkNotInstalled
-from conformance import cli, isolation, options, results as _results
+from conformance import cli, isolation, options, results as _results, time_scale
 from conformance.differential.compare import Divergence, compare
 from conformance.differential.interpreter import CRASH, MISSING_API, TIMEOUT, probe_features, run_steps
 from conformance.child_interpreter import environment
@@ -116,7 +116,7 @@ class SubprocessTarget:
         os.close(write_fd)
         self._reader = os.fdopen(read_fd, "r")
         self._buffer = ""
-        ready = self._read(timeout=300)
+        ready = self._read(timeout=time_scale.scaled(300))  # a hang at start, on any machine
         if ready is None or ready.get("type") != "ready":
             raise RuntimeError(f"worker for {self.name!r} ({self.python}) did not start: {ready!r}")
         return ready
@@ -479,7 +479,8 @@ def main(argv=None) -> int:
         # the adapter's module and its framework are loaded in a child interpreter first
         # (conformance/isolation.py): a hang, a segfault or sys.exit at import is one line
         try:
-            isolation.probe(args.adapter, "cpu", timeout=PROBE_TIMEOUT, timeout_option=None)
+            isolation.probe(args.adapter, "cpu", timeout=time_scale.scaled(PROBE_TIMEOUT),
+                            timeout_option=None)
         except isolation.ProbeFailed as exc:
             return parser.fail(exc)
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from conformance import evidence as ev
-from conformance import history
+from conformance import history, time_scale
 from conformance.evidence import runner
 from conformance.results import json_text
 
@@ -69,7 +69,9 @@ def _run_child(python: str, module: str, todo: list[dict], partial: Path, timeou
             now_seen = (header, len(_read_partial(partial)[1]))
             # importing an old framework on a busy machine may take long: the timeout counts
             # from the child's first line (its version), the import gets IMPORT_TIMEOUT
-            limit = timeout if header else max(timeout, IMPORT_TIMEOUT)
+            # (both limits on hangs: times this machine's time-limit scale; the recorded line
+            # names the nominal seconds, so a history file does not depend on the machine)
+            limit = time_scale.scaled(timeout if header else max(timeout, IMPORT_TIMEOUT))
             if now_seen != seen:
                 seen, last_progress = now_seen, time.monotonic()
             elif time.monotonic() - last_progress > limit:

@@ -131,10 +131,12 @@ class Repro:
     def _arm(self) -> Callable[[], None]:
         if self.timeout <= 0:
             return lambda: None
-        from conformance import timeout
+        from conformance import time_scale, timeout
 
         scale = 1 + (sum(self.leak_check) + 1 if self.leak_check else 0)
-        return timeout.arm(self.timeout * scale, self.timeout, sys.__stderr__)
+        machine = time_scale.scale()  # a limit on hangs, as in the run (conformance/time_scale.py)
+        return timeout.arm(self.timeout * scale * machine, self.timeout, sys.__stderr__,
+                           time_scale.describe(self.timeout, 1, machine))
 
     # -- the rule ------------------------------------------------------------------------
     def finish(self) -> str:

@@ -16,7 +16,7 @@ import pytest
 
 from conformance import liveness, meanings
 from conformance.spelling import subject
-from conformance.api import Diverges, Unsupported, diverges_if_raises, in_fresh_interpreter, prerequisite, raises, rule
+from conformance.api import Diverges, Unsupported, diverges_if_raises, in_fresh_interpreter, prerequisite, raises, rule, time_limit, time_limit_factor
 from conformance.features import judged_without
 from conformance.suites._helpers import TENSOR_WEAKREF, custom_function_refusals, inplace_on_saved_refused, key_words, leaf_hooks_fire_once
 
@@ -794,6 +794,7 @@ def test_retain_grad_populates_nonleaf(adapter, fw, device):
 
 # -- deep graphs --------------------------------------------------------------------------
 
+@time_limit_factor(10)  # thousands of nodes: minutes on a slow framework (tinygrad, OneFlow)
 @rule("engine.deep-graph-backward")
 def test_backward_through_10000_op_chain(adapter, fw, device):
     limit = sys.getrecursionlimit()
@@ -805,6 +806,7 @@ def test_backward_through_10000_op_chain(adapter, fw, device):
     close(adapter, x.grad, np.full(2, 1.0001 ** DEEP), "gradient of the deep chain")
 
 
+@time_limit_factor(10)  # thousands of nodes: minutes on a slow framework (tinygrad, OneFlow)
 @rule("engine.deep-graph-backward")
 def test_autograd_grad_through_10000_op_chain(adapter, fw, device):
     x = fw.ones(1, requires_grad=True, device=device, dtype=fw.float64)
@@ -819,6 +821,7 @@ def test_autograd_grad_through_10000_op_chain(adapter, fw, device):
 NESTED = 1000
 
 
+@time_limit_factor(10)  # thousands of nodes: minutes on a slow framework (tinygrad, OneFlow)
 @rule("engine.nested-backward-depth")
 def test_backward_nested_1000_deep_in_custom_backwards(adapter, fw, device):
     calls = []
@@ -846,6 +849,7 @@ def test_backward_nested_1000_deep_in_custom_backwards(adapter, fw, device):
     close(adapter, x.grad, [2.0])
 
 
+@time_limit_factor(10)  # thousands of nodes: minutes on a slow framework (tinygrad, OneFlow)
 @rule("engine.nested-backward-depth")
 def test_backward_nested_1000_deep_in_tensor_hooks(adapter, fw, device):
     depths = []
@@ -927,7 +931,7 @@ def _in_thread(target):
 
     th = threading.Thread(target=run)
     th.start()
-    th.join(30)
+    th.join(time_limit(30))
     assert not th.is_alive(), "worker thread did not finish"
     if "error" in box:
         raise box["error"]
@@ -945,7 +949,7 @@ def test_no_grad_in_other_thread_does_not_leak(fw, device):
             with fw.no_grad():
                 box["worker_before"] = (x * 2).requires_grad
                 entered.set()
-                release.wait(10)
+                release.wait(time_limit(10))
                 box["worker"] = (x * 2).requires_grad
         except BaseException as exc:  # noqa: BLE001
             box["error"] = exc
@@ -954,11 +958,11 @@ def test_no_grad_in_other_thread_does_not_leak(fw, device):
     th = threading.Thread(target=worker)
     th.start()
     try:
-        assert entered.wait(10), "worker did not enter no_grad"
+        assert entered.wait(time_limit(10)), "worker did not enter no_grad"
         main_records = (x * 2).grad_fn is not None
     finally:
         release.set()
-        th.join(30)
+        th.join(time_limit(30))
     if "error" in box:
         raise box["error"]
     assert main_records, "another thread's no_grad disabled recording in this thread"
@@ -1129,6 +1133,7 @@ THREAD_ROUNDS = 25
 _THREADS_SCRIPT = textwrap.dedent("""
     import json, threading, time
     import numpy as np
+    from conformance.api import time_limit
     device, THREADS, ROUNDS = argv[0], int(argv[1]), int(argv[2])
     barrier = threading.Barrier(THREADS)
     errors = []
@@ -1136,7 +1141,7 @@ _THREADS_SCRIPT = textwrap.dedent("""
     def work(i):
         scale = float(i + 1)
         try:
-            barrier.wait(30)
+            barrier.wait(time_limit(30))
             for r in range(ROUNDS):
                 x = fw.full((4,), scale, requires_grad=True, device=device)
                 w = fw.full((4,), float(r + 1), requires_grad=True, device=device)
@@ -1166,7 +1171,7 @@ _THREADS_SCRIPT = textwrap.dedent("""
     threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(THREADS)]
     for th in threads:
         th.start()
-    deadline = time.monotonic() + 120  # one wait for all: stuck threads cost 120 s, not 8 x 120 s
+    deadline = time.monotonic() + time_limit(120)  # one wait for all: stuck threads cost 120 s, not 8 x 120 s
     for th in threads:
         th.join(max(0.0, deadline - time.monotonic()))
     print("RESULT", json.dumps({"stuck": sum(th.is_alive() for th in threads), "errors": errors,
@@ -1177,6 +1182,7 @@ _THREADS_SCRIPT = textwrap.dedent("""
 """)
 
 
+@time_limit_factor(5)  # its child interpreter is given 240 s
 @rule("engine.threads-independent-graphs")
 def test_eight_threads_backward_on_independent_graphs_with_their_own_grad_mode(fw, adapter, device):
     out = in_fresh_interpreter(adapter, _THREADS_SCRIPT, device, THREADS, THREAD_ROUNDS, timeout=240)

@@ -16,7 +16,7 @@ from numpy.testing import assert_allclose
 
 from conformance import liveness
 from conformance.spelling import subject
-from conformance.api import Unsupported, diverges_if_raises, raises, rule
+from conformance.api import Unsupported, diverges_if_raises, raises, rule, time_limit
 from conformance.suites._helpers import expect_refusal, refusal_of, require_forward_ad, set_attr, tensor_weakref
 
 
@@ -508,9 +508,9 @@ def _run_threads(targets, timeout=60.0):
     for th in threads:
         th.start()
     for th in threads:
-        th.join(timeout)
+        th.join(time_limit(timeout))
     stuck = sum(th.is_alive() for th in threads)
-    assert stuck == 0, f"{stuck} thread(s) still running after {timeout}s (deadlock?)"
+    assert stuck == 0, f"{stuck} thread(s) still running after {time_limit(timeout):g}s (deadlock?)"
 
 
 @rule("forward_levels.levels-process-global")
@@ -568,7 +568,7 @@ def test_eight_threads_make_and_unpack_duals_concurrently(fw, adapter, device):
     def work(i):
         def run():
             try:
-                barrier.wait(30)
+                barrier.wait(time_limit(30))
                 for k in range(40):
                     value = float(i * 1000 + k)
                     tangent = fw.full((3,), value, device=device)
@@ -774,7 +774,7 @@ def test_eight_threads_enter_and_exit_levels_in_rounds(fw, adapter, device):
     def work(i):
         def run():
             try:
-                barrier.wait(30)
+                barrier.wait(time_limit(30))
                 for r in range(rounds):
                     try:
                         lvl = fwad.enter_dual_level()

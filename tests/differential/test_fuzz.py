@@ -15,6 +15,7 @@ from conformance.differential import fuzz
 from conformance.results import read_findings
 from conformance.differential import program as P
 from conformance.differential.runner import InProcessTarget, SubprocessTarget
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANT = "conformance.differential.planted:reverse_tensor_hooks"
@@ -79,7 +80,7 @@ def test_two_workers_share_one_database_for_a_bounded_time(tmp_path):
                            "reference", "--plant", TWICE, "--workers", "2", "--seconds", "40",
                            "--startup", "120", "--max-steps", "8", "--database", str(db),
                            "--results", str(results)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=240,
+                          cwd=ROOT, capture_output=True, text=True, timeout=hang_limit(60),
                           env={**os.environ, "CI": "true"})  # Hypothesis's ci profile derandomizes
     logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in tmp_path.glob("*.log"))
     said = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}\nHypoFuzz's log:\n{logs}"

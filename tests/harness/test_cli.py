@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,7 +71,7 @@ def test_an_unknown_option_is_one_line_and_exit_4(tool, capsys):
 
 def test_the_options_table_tool_refuses_arguments_as_a_process():
     done = subprocess.run([sys.executable, "-m", "conformance.options", "--bogus"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120,
+                          capture_output=True, text=True, timeout=hang_limit(30),
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     one_line(done.stderr, done.returncode, "unrecognized arguments: --bogus")
     assert done.stdout == ""
@@ -243,7 +244,7 @@ def test_an_internal_worker_run_by_hand_is_one_line(module, argv):
     """The tools' workers read a job from their parent; run by hand they waited on stdin or
     printed a traceback (exit 1) or argparse's two lines (exit 2)."""
     done = subprocess.run([sys.executable, "-W", "ignore", "-m", module, *argv], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=hang_limit(30), stdin=subprocess.DEVNULL,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     one_line(done.stderr, done.returncode, f"python -m {module}: ")
 
@@ -268,7 +269,7 @@ def test_ctrl_c_in_a_tool_is_one_line_and_ends_as_interrupted():
             "cli.Parser('python -m conformance.demo').parse_args([])\n"
             "raise KeyboardInterrupt if sys.argv[1] == 'int' else RuntimeError('boom')\n")
     done = [subprocess.run([sys.executable, "-c", code, kind], cwd=ROOT, capture_output=True,
-                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                           text=True, timeout=hang_limit(30), env={**os.environ, "PYTHONPATH": str(ROOT)})
             for kind in ("int", "other")]
     assert done[0].stderr.splitlines() == [
         "python -m conformance.demo: interrupted (Ctrl-C); every output is whole: the previous "

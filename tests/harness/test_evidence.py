@@ -6,6 +6,7 @@ import pytest
 
 from conformance import evidence as ev
 from conformance.rules import load_catalogue
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = load_catalogue(ROOT / "conformance" / "catalogue")
@@ -69,7 +70,7 @@ def fresh_outputs(torch_213, tmp_path_factory):
     state (forward-AD levels, threads, grad mode), and other tests sharing an xdist worker with
     them must neither disturb them nor be disturbed."""
     out = tmp_path_factory.mktemp("evidence") / "outputs.jsonl"
-    return _outputs([entry for _, entry in sorted(EVIDENCE.items())], out, timeout=900)
+    return _outputs([entry for _, entry in sorted(EVIDENCE.items())], out, timeout=hang_limit(225))
 
 
 @pytest.mark.parametrize("rule_id", sorted(EVIDENCE))
@@ -90,7 +91,7 @@ def _run_alone(entry):
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        return _outputs([entry], Path(tmp) / "outputs.jsonl", timeout=300).get(entry.rule, "")
+        return _outputs([entry], Path(tmp) / "outputs.jsonl", timeout=hang_limit(75)).get(entry.rule, "")
 
 
 def test_only_a_snippet_with_a_race_is_run_again():

@@ -18,6 +18,7 @@ import pytest
 from adapters.base import Adapter, Unsupported, builtin_adapter_classes
 from conformance import feature_claims, features, isolation
 from conformance.feature_claims import ABSENT, EXPLAINED, PRESENT, UNPROBED, Claim
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = "tests.harness.test_feature_claims"
@@ -266,7 +267,7 @@ class HangingCheck(FakeAdapter):
 
 def tool(*args):
     return subprocess.run([sys.executable, "-m", "conformance.feature_claims", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=hang_limit(30))
 
 
 def test_the_command_exits_1_on_a_contradicted_declaration_and_0_otherwise():

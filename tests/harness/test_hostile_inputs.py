@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from conformance import isolation
 from conformance.expectations import ExpectationsError, load_expectations
 from conformance.rules import load_catalogue
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "tests" / "report" / "data" / "torch-at-b301759.jsonl"
@@ -334,7 +335,7 @@ specs = st.text(st.sampled_from("abcxyz_.:-/ 0"), max_size=12) | st.sampled_from
 @given(specs)
 def test_a_random_adapter_spec_is_loaded_or_one_line(spec):
     try:
-        facts = isolation.probe(spec, "cpu", timeout=60)
+        facts = isolation.probe(spec, "cpu", timeout=hang_limit(15))
     except isolation.ProbeFailed as exc:
         assert "\n" not in str(exc) and str(exc).strip() and "Traceback" not in str(exc), str(exc)
     else:

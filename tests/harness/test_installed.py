@@ -13,6 +13,7 @@ import venv
 from pathlib import Path
 
 import pytest
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,7 +24,7 @@ CLEAN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 def _run(cmd, **kw):
     kw.setdefault("env", CLEAN_ENV)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=hang_limit(150), **kw)
 
 
 @pytest.fixture(scope="module")

@@ -54,7 +54,7 @@ raise RuntimeError("adapter module broken on purpose")
 
 HANGING_MODULE = '''
 import time
-time.sleep(600)
+time.sleep(3600)
 '''
 
 SEGFAULTING_MODULE = '''
@@ -105,8 +105,9 @@ def test_an_adapter_module_that_fails_at_import(project, module, words):
 
 def test_an_adapter_module_that_hangs_at_import_meets_the_time_limit(project):
     project.file("badmod.py", HANGING_MODULE)
-    line = one_line_exit_4(project, "badmod:Adapter", "--conformance-timeout=2")
-    assert "did not finish within 2s" in line, line
+    # its own limit (--startup-timeout), unscaled: HANGING_MODULE never finishes
+    line = one_line_exit_4(project, "badmod:Adapter", "--startup-timeout=2", "--time-limit-scale=1")
+    assert "did not finish within 2s" in line and "--startup-timeout" in line, line
 
 
 def test_a_relative_adapter_spec(project):

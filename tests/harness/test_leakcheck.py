@@ -5,6 +5,7 @@ Runs go through a subprocess: in-process, pytester records every hook call, whic
 import pytest
 
 from conformance import leakcheck
+from tests.hang import hang_limit
 
 LEAKY_SUITE = '''
     import pytest
@@ -141,6 +142,6 @@ def test_every_rule_on_the_reference_runs_clean():
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
                            "--adapter=reference", "--leak-check", "--leak-check-runs", "1:3",
                            "conformance/suites"], cwd=root, capture_output=True, text=True,
-                          timeout=900)
+                          timeout=hang_limit(225))
     leaks = [line for line in done.stdout.splitlines() if line.startswith("LEAK ")]
     assert done.returncode == 0 and not leaks, done.stdout[-3000:]

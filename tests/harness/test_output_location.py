@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conformance import outputs
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 OLD_RUN = ROOT / "tests" / "report" / "data" / "torch-at-b301759.jsonl"
@@ -42,7 +43,7 @@ def site(tmp_path_factory):
 def _run(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(site)}
     return subprocess.run([sys.executable, "-B", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=hang_limit(75))
 
 
 def _written_inside(site: Path) -> list[str]:

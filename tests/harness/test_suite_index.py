@@ -15,6 +15,7 @@ import pytest
 from conformance import fw_surface, spec, suite_index, traceability
 from conformance.repro import derive
 from conformance.repro.source import WorkingTree
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITES = ROOT / "conformance" / "suites"
@@ -44,7 +45,7 @@ def test_the_index_agrees_with_pytests_collection(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
                            "-p", "no:cacheprovider", "-p", "rules_dump", "--adapter=reference",
                            str(SUITES)], capture_output=True, text=True, cwd=ROOT, env=env,
-                          timeout=300)
+                          timeout=hang_limit(75))
     assert proc.returncode == 0 and dump.is_file(), proc.stdout[-2000:] + proc.stderr[-2000:]
     rows = json.loads(dump.read_text())
     index = suite_index.index_of()

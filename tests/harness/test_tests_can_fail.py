@@ -12,6 +12,7 @@ import pytest
 
 from conformance import mutants as M
 from conformance.mutants.adapter import SPEC as PLANTED
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +52,7 @@ def _run(tmp_path, mutant_id, tests):
         [sys.executable, "-m", "pytest", f"--adapter={PLANTED}", "-p", "no:cacheprovider", "-q",
          "-p", "no:randomly", "--results", str(results),
          *[f"conformance/suites/{t}" for t in tests]],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=hang_limit(150))
     lines = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
     got = {d["nodeid"].split("suites/")[-1]: d["actual"] for d in lines if d.get("type") == "test"}
     assert set(got) == set(tests), (proc.stdout[-2000:], proc.stderr[-2000:])

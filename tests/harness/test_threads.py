@@ -17,6 +17,7 @@ import pytest
 
 import reference as R
 import reference.autograd.forward_ad as fwAD
+from tests.hang import hang_limit
 
 THREADS = 8
 ROUNDS = int(os.environ.get("AUTOGRAD_CONFORMANCE_STRESS_ROUNDS", "40"))
@@ -38,7 +39,7 @@ def run_threads(target):
 
     def guarded(i):
         try:
-            barrier.wait(30)
+            barrier.wait(hang_limit(7))
             target(i, errors)
         except Exception as exc:  # noqa: BLE001 - reported by the test
             errors.append(f"thread {i}: {type(exc).__name__}: {exc}")
@@ -47,7 +48,7 @@ def run_threads(target):
     for th in threads:
         th.start()
     for th in threads:
-        th.join(600)
+        th.join(hang_limit(150))
     assert not any(th.is_alive() for th in threads), "threads still running (deadlock?)"
     return errors
 

@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ADAPTERS = '''
 from adapters.base import Adapter
 import types
+from tests.hang import hang_limit
 
 
 class BrokenLibraryAdapter(Adapter):
@@ -210,14 +211,14 @@ def test_report_of_a_binary_results_file(tmp_path):
     (results / "torch.jsonl").write_bytes(b"\xff\xfe\x00\x81garbage\n\x00\x00")
     done = subprocess.run([sys.executable, "-m", "conformance.report", "--results-dir",
                            str(results), "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+                          capture_output=True, text=True, cwd=ROOT, timeout=hang_limit(30))
     assert_usage_error(done.stderr, done.returncode, "torch.jsonl: not a text file")
     assert not (tmp_path / "out").exists()
 
 
 def test_differential_help_explains_adapter():
     done = subprocess.run([sys.executable, "-m", "conformance.differential", "--help"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+                          capture_output=True, text=True, cwd=ROOT, timeout=hang_limit(30))
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
     assert "--adapter NAME framework to compare with the reference" in text, done.stdout

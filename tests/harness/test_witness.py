@@ -6,6 +6,7 @@ import pytest
 
 from adapters.base import framework_module
 from conformance import cascades, witness
+from tests.hang import hang_limit
 
 EXPECTATIONS = sorted((Path(__file__).resolve().parents[2] / "adapters" / "expectations").glob("*.toml"))
 
@@ -118,23 +119,20 @@ def _background(causes, timeout=30.0, preamble=lambda: ("import sys\n", "sys")):
 
 
 def test_the_background_runner_records_each_status_and_a_hang_within_its_limit():
-    import time
-
-    start = time.monotonic()
+    # the witnesses that end get a limit on hangs; the one that never ends a short one, so its
+    # "error" shows the limit ended it (wait() returning at all shows it did not hold the run)
     found = _background([_cause("still", "print('saw it'); raise SystemExit(3)"),
                          _cause("gone", "print('fine now')"),
-                         _cause("hangs", "while True: pass"),
                          _cause("crashes", "import os; print('dying'); sys.stdout.flush(); "
                                            "os.kill(os.getpid(), 9)"),
-                         _cause("none", "")], timeout=3).wait()
-    took = time.monotonic() - start
+                         _cause("none", "")], timeout=hang_limit(2)).wait()
+    found += _background([_cause("hangs", "while True: pass")], timeout=3).wait()
     got = {f.cause.slug: (f.result.status, f.result.output.strip()) for f in found}
     assert got["still"] == ("reproduces", "saw it")
     assert got["gone"] == ("does not reproduce", "fine now")
     assert got["none"] == ("no witness", "")
     assert got["crashes"] == ("reproduces", "dying (killed by signal 9)")  # one line, no raise
     assert got["hangs"][0] == "error" and "still running after 3s" in got["hangs"][1]
-    assert took < 3 + 20, f"a hanging witness held the run {took:.0f}s past its 3s limit"
 
 
 def test_a_preamble_that_cannot_be_had_is_each_witness_error_never_an_exception():
@@ -150,11 +148,11 @@ def test_a_preamble_that_cannot_be_had_is_each_witness_error_never_an_exception(
 def test_cancel_kills_running_witnesses_and_records_none_of_them():
     import time
 
-    runner = _background([_cause("hangs", "while True: pass")], timeout=120)
+    # wait() returns with nothing recorded only because cancel killed it (else: an error)
+    runner = _background([_cause("hangs", "while True: pass")], timeout=hang_limit(2))
     time.sleep(1)
-    start = time.monotonic()
     runner.cancel()
-    assert runner.wait() == [] and time.monotonic() - start < 20
+    assert runner.wait() == []
 
 
 def test_output_is_trimmed_to_its_end():
@@ -232,12 +230,10 @@ def witness_project(conformance_project):
 
 
 def test_a_run_records_each_witness_of_its_version_and_names_the_fixed_ones(witness_project):
-    import time
-
-    start = time.monotonic()
+    # 4 s times the machine's time-limit scale (conformance/time_scale.py): the hanging witness
+    # is ended, the others (a few lines importing the reference) finish on a busy machine too
     result = witness_project.run("suites", "--results=r.jsonl", "--expectations=expect.toml",
                                  "--witness-timeout=4", adapter="reference")
-    took = time.monotonic() - start
     lines = witness_project.results("r.jsonl")
     assert [line["type"] for line in lines][-1] == "end"  # witnesses come before the end line
     got = {line["cause"]: line for line in lines if line["type"] == "witness"}
@@ -248,8 +244,7 @@ def test_a_run_records_each_witness_of_its_version_and_names_the_fixed_ones(witn
     assert got["known-divergence"]["rules"] == ["demo.b"]
     assert got["no-forward-ad"]["status"] == "does not reproduce"
     assert got["no-forward-ad"]["kind"] == "unsupported"
-    assert got["hangs"]["status"] == "error" and "after 4s" in got["hangs"]["output"]
-    assert took < 60, f"the run took {took:.0f}s with one witness limited to 4s"
+    assert got["hangs"]["status"] == "error" and "still running after" in got["hangs"]["output"]
     out = result.stdout.str()
     assert "witnesses: 1 reproduce, 1 do not reproduce (fixed?), 1 error" in out
     assert "no-forward-ad: does not reproduce (fixed?) -- dual numbers work now" in out
@@ -307,11 +302,12 @@ def test_an_adapter_that_segfaults_or_hangs_at_import_is_one_line(tmp_path, caps
     """The witness runner loaded the adapter in its own process: a segfault was a bare exit
     139 and a hang hung it (issue 28); it is loaded in a child interpreter first."""
     (tmp_path / "segvfw.py").write_text("import ctypes\nctypes.string_at(0)\n")
-    (tmp_path / "hangfw.py").write_text("import time\ntime.sleep(600)\n")
+    (tmp_path / "hangfw.py").write_text("import time\ntime.sleep(3600)\n")  # never ends itself
     monkeypatch.syspath_prepend(str(tmp_path))
     assert witness.main(["--adapter", "segvfw:Adapter"]) == 4
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "crashed the interpreter (SIGSEGV" in err, err
     assert witness.main(["--adapter", "hangfw:Adapter", "--timeout", "2"]) == 4
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "within 2s" in err and "longer --timeout" in err, err
+    # 2 s times the machine's time-limit scale (conformance/time_scale.py)
+    assert err.count("\n") == 1 and "did not finish within" in err and "longer --timeout" in err, err

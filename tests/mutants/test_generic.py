@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 from conformance.mutants import generic as G
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,7 +134,7 @@ def test_long_only_runs_both_steps_and_keeps_the_curated_result(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "AUTOGRAD_CONFORMANCE_MUTMUT": f"{sys.executable} {script}"}
     proc = subprocess.run([sys.executable, "-m", "conformance.mutants", "--long-only", "--budget", "60",
                            "--seed", "3", "--json", str(out)], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=hang_limit(30))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     found = json.loads(out.read_text())
     assert found["curated"] == {"killed": 90, "total": 91}
@@ -153,7 +154,7 @@ def test_a_failed_preparation_is_reported_not_scored(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "AUTOGRAD_CONFORMANCE_MUTMUT": f"{sys.executable} {script}"}
     proc = subprocess.run([sys.executable, "-m", "conformance.mutants", "--long-only", "--budget", "30",
                            "--json", str(tmp_path / "m.json")], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=hang_limit(30))
     assert proc.returncode == 1
     generic = json.loads((tmp_path / "m.json").read_text())["generic"]
     assert generic["status"] == "failed to prepare" and "failed to collect stats" in generic["detail"]

@@ -15,6 +15,7 @@ from conformance import mutants as M
 from conformance.mutants.adapter import SPEC as PLANTED
 from conformance.mutants.anchor import AnchorError
 from conformance.rules import load_catalogue
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 SCORED = [m for m in M.load().values() if m.scored]
@@ -120,7 +121,7 @@ def _suites(env_mutant, *args):
     if env_mutant:
         env[M.ENV] = env_mutant
     return subprocess.run([sys.executable, "-m", "pytest", f"--adapter={PLANTED}", "-p", "no:cacheprovider",
-                           "-q", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                           "-q", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=hang_limit(75))
 
 
 def test_the_environment_variable_plants_the_bug_under_the_mutants_adapter():

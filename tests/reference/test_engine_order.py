@@ -12,6 +12,7 @@ import numpy as np
 
 import reference as R
 from tests.reference.helpers import arr, leaf
+from tests.hang import hang_limit
 
 
 def _log_node(node, log, label):
@@ -177,12 +178,12 @@ def test_grad_mode_is_thread_local():
         with R.no_grad():
             other["inside"] = R.is_grad_enabled()
             entered.set()
-            release.wait(10)
+            release.wait(hang_limit(2))
             other["recorded"] = (x * 2).requires_grad
 
     thread = threading.Thread(target=worker)
     thread.start()
-    assert entered.wait(10)
+    assert entered.wait(hang_limit(2))
     try:
         # the other thread is inside no_grad right now; this one still records
         assert R.is_grad_enabled()
@@ -190,7 +191,7 @@ def test_grad_mode_is_thread_local():
         assert y.requires_grad and y.grad_fn is not None
     finally:
         release.set()
-        thread.join(10)
+        thread.join(hang_limit(2))
     assert other == {"inside": False, "recorded": False}
 
 
@@ -199,7 +200,7 @@ def test_new_thread_starts_with_grad_enabled():
     with R.no_grad():
         thread = threading.Thread(target=lambda: result.setdefault("enabled", R.is_grad_enabled()))
         thread.start()
-        thread.join(10)
+        thread.join(hang_limit(2))
         assert not R.is_grad_enabled()
     assert result == {"enabled": True}
     assert R.is_grad_enabled()

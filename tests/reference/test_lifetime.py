@@ -18,6 +18,7 @@ import pytest
 import reference as R
 from reference.autograd import Function
 from tests.reference.helpers import FREED, arr, gc_disabled, leaf
+from tests.hang import hang_limit
 
 
 def _array_ref(t):
@@ -379,5 +380,5 @@ DEEP = textwrap.dedent(
 
 
 def test_deep_graph_backward_and_freeing_without_recursion_error():
-    proc = subprocess.run([sys.executable, "-c", DEEP], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", DEEP], capture_output=True, text=True, timeout=hang_limit(75))
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]

@@ -20,6 +20,7 @@ import pytest
 from conformance.report import html
 from conformance.report.build import build
 from conformance.repro.run import run_all
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 # where the page's screenshots go: a temporary directory, or the directory `nox -s screenshots`
@@ -71,7 +72,7 @@ def report(tmp_path_factory):
                                "--conformance-timeout=60",
                         "-p", "no:cacheprovider", "conformance/suites",
                         f"--results={results / (label + '.jsonl')}"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=1200)
+                       cwd=ROOT, capture_output=True, text=True, timeout=hang_limit(300))
         assert (results / f"{label}.jsonl").is_file(), \
             f"the {label} run ({python}) wrote no results:\n{proc.stdout[-1500:]}{proc.stderr[-1500:]}"
     data, page = build(results, base / "out", COLUMNS)
@@ -209,7 +210,7 @@ def test_grad_id_script_runs_standalone_and_prints_the_ids(report, tmp_path):
         script.write_text(embedded["scripts"][label]["identity.grad-stable-id"])
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         proc = subprocess.run([python, str(script)], capture_output=True, text=True,
-                              cwd=tmp_path, timeout=300, env=env)
+                              cwd=tmp_path, timeout=hang_limit(75), env=env)
         assert "id(a.grad) read around allocations" in proc.stdout, proc.stderr[-2000:]
         assert f"RESULT: {embedded['cells']['identity.grad-stable-id'][label]['actual']}" \
             in proc.stdout, proc.stdout

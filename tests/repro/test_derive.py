@@ -10,6 +10,7 @@ from pathlib import Path
 
 from conformance.repro import derive, source
 from conformance.rules import load_catalogue
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = load_catalogue(ROOT / "conformance" / "catalogue")
@@ -83,7 +84,7 @@ def test_a_judged_without_test_does_not_drop_the_feature_need_of_the_other_tests
     path.write_text(script)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
-                          cwd=tmp_path, env=env, timeout=300)
+                          cwd=tmp_path, env=env, timeout=hang_limit(75))
     out = proc.stdout + proc.stderr
     said = ("nonodes does not support graph_nodes: nonodes shows no graph nodes (declared in the "
             "adapter; the test needs it)")

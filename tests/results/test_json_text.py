@@ -10,6 +10,7 @@ import threading
 import pytest
 
 from conformance.results import json_text
+from tests.hang import hang_limit
 
 
 def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
@@ -19,7 +20,7 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
     done = []
     reader = threading.Thread(target=lambda: done.append(_error_of(fifo)), daemon=True)
     reader.start()
-    reader.join(30)
+    reader.join(hang_limit(7))
     if not done:  # unblock the reader, then fail
         with open(fifo, "w"):
             pass

@@ -30,6 +30,7 @@ import torch.nn as nn
 from torch.autograd import Function
 from torch.testing._internal.common_device_type import onlyCUDA
 from torch.testing._internal.common_utils import TestCase, disable_gc
+from tests.hang import hang_limit
 
 
 def engine_is_torch():
@@ -101,7 +102,7 @@ SELECTION = '''
 
 def _tool(*args, cwd):
     return subprocess.run([sys.executable, "-m", "conformance.torchtests", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=600,
+                          capture_output=True, text=True, timeout=hang_limit(150),
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
