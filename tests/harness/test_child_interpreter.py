@@ -10,6 +10,7 @@ from pathlib import Path
 
 from conformance import child_interpreter
 from conformance.child_interpreter import ROOT, environment, pythonpath
+from tests.hang import hang_limit
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +44,7 @@ def test_environment_copies_the_base_and_keeps_its_other_variables():
 def test_a_child_started_elsewhere_imports_this_checkout(tmp_path):
     out = subprocess.run([sys.executable, "-c", "import conformance; print(conformance.__file__)"],
                          cwd=tmp_path, env=environment(base={"PATH": os.environ.get("PATH", "")}),
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=hang_limit(4))
     assert out.stdout.strip() == str(ROOT / "conformance" / "__init__.py"), out.stderr
 
 

@@ -3,13 +3,14 @@ start-up and said in one line (issue 36 item 5): pip lets the two overwrite each
 silently, so without the check `import adapters.base` runs the other package's code."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 
 from conformance import import_names
+from conformance.child_interpreter import environment
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,11 +65,10 @@ def test_pytest_adapter_stops_in_one_line_when_adapterhub_adapters_is_installed(
     fake_distribution(site, "adapters", top_level=["adapters"])
     work = tmp_path / "work"
     work.mkdir()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(ROOT), str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    env = environment(ROOT, site)
     done = subprocess.run([sys.executable, "-m", "pytest", "--adapter=reference",
                            "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=work,
-                          env=env, timeout=600)
+                          env=env, timeout=hang_limit(10))
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     assert done.returncode == 4, done.stdout + done.stderr
     assert len(lines) == 1 and "Traceback" not in lines[0], lines
@@ -80,10 +80,9 @@ def test_control_without_the_other_distribution_the_same_run_starts(tmp_path):
     test's exit 4 is the collision, not the command)."""
     work = tmp_path / "work"
     work.mkdir()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    env = environment(ROOT)
     done = subprocess.run([sys.executable, "-m", "pytest", "--adapter=reference",
                            "-p", "no:cacheprovider", "--collect-only", "-q"],
-                          capture_output=True, text=True, cwd=work, env=env, timeout=600)
+                          capture_output=True, text=True, cwd=work, env=env, timeout=hang_limit(10))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "collision" not in done.stdout + done.stderr
