@@ -313,25 +313,33 @@ class Adapter:
         return Path(__file__).parent / "expectations" / f"{self.name}.toml"
 
     def check_device(self, device: str) -> None:
-        """Raise ValueError unless the adapter declares ``device`` and can really use it.
-
-        Declared is not enough (the reference declares cuda but needs cupy and a GPU): a
-        device other than the cpu is tried by creating and reading back one tensor.
-        """
+        """Raise ValueError (one line) unless the adapter declares ``device`` and can really
+        use it. An adapter whose framework names its own devices (torch: any string
+        ``torch.device`` parses) overrides this and ends with :meth:`try_device`."""
         if device not in self.devices:
             raise ValueError(
                 f"adapter {self.name!r} cannot run on device {device!r}; "
                 f"it supports: {', '.join(self.devices)}"
             )
+        self.try_device(device)
+
+    def try_device(self, device: str) -> Any:
+        """Create and read back one tensor on ``device``; ValueError (one line) if that fails.
+
+        Declared is not enough (the reference declares cuda but needs cupy and a GPU): a
+        device other than the cpu is tried. Returns the tensor (None for the cpu).
+        """
         if device == "cpu":
-            return
+            return None
         try:
-            self.to_numpy(self.fw.zeros(1, device=device))
+            tensor = self.fw.zeros(1, device=device)
+            self.to_numpy(tensor)
         except Exception as exc:  # noqa: BLE001 - whatever the framework raises for it
             raise ValueError(
                 f"adapter {self.name!r} cannot use device {device!r} here "
                 f"({type(exc).__name__}: {_first_line(exc)}); use --device cpu"
             ) from None
+        return tensor
 
 
 def _own_files(cls: type) -> tuple[str, ...]:
