@@ -105,6 +105,11 @@ class Adapter:
     devices: tuple[str, ...] = ("cpu",)
     unsupported: dict[str, str] = {}
     unsupported_although_present: dict[str, dict[str, str]] = {}
+    #: device type -> {feature -> why}: what the framework lacks on that device only (a
+    #: wrapper-subclass device cannot make tensor subclasses of its tensors; a device may have
+    #: no offloading of saved tensors); added to ``unsupported`` by :meth:`declare_device`
+    #: once the device is accepted, so those tests end UNSUPPORTED naming the feature
+    device_unsupported: dict[str, dict[str, str]] = {}
 
     # -- facts about the framework (read by the noxfile, the report, the repro scripts, the
     # differential tester and .ci/; nothing outside adapters/ names a framework) ------------
@@ -124,6 +129,7 @@ class Adapter:
     def __init__(self) -> None:
         self._fw = None
         self.spec = self.name   # set by load_adapter to the spec the run used
+        self.device_declared: dict[str, str] = {}   # set by declare_device
 
     # -- the framework -------------------------------------------------------------
     def _import(self) -> Any:
@@ -322,6 +328,16 @@ class Adapter:
                 f"it supports: {', '.join(self.devices)}"
             )
         self.try_device(device)
+        self.declare_device(device)
+
+    def declare_device(self, device_type: str) -> None:
+        """Add what the framework lacks on ``device_type`` (``device_unsupported``) to this
+        adapter's ``unsupported``; the reason names the device."""
+        missing = self.device_unsupported.get(device_type.split(":")[0], {})
+        self.device_declared = {feature: f"on device {device_type}: {why}"
+                                for feature, why in missing.items()}
+        if missing:
+            self.unsupported = {**self.unsupported, **self.device_declared}
 
     def try_device(self, device: str) -> Any:
         """Create and read back one tensor on ``device``; ValueError (one line) if that fails.

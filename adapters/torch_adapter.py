@@ -92,3 +92,4 @@ class TorchAdapter(Adapter):
                 f"adapter 'torch': a tensor created with device={device!r} reports device "
                 f"{str(made.device)!r}; the back end does not create tensors on its device, "
                 f"so the suites cannot run there")
+        self.declare_device(wanted.type)

@@ -69,7 +69,6 @@ def install():
             kwargs = kwargs or {}
             originals = {id(t.inner): t for t in _pytree.tree_leaves((args, kwargs))
                          if isinstance(t, FakeDeviceTensor)}
-            print("DISPATCH", func, flush=True) if __import__("os").environ.get("FDDBG") else None
             out = func(*_pytree.tree_map(on_cpu, args), **_pytree.tree_map(on_cpu, kwargs))
             target = kwargs.get("device")
             stays = target is None or on_cpu(target) != target   # the result's device: ours?
@@ -109,7 +108,21 @@ def install():
 
 class FakeDeviceTorchAdapter(TorchAdapter):
     """torch with the ``fakedev`` back end registered, as importing an out-of-tree back end's
-    package registers its device; the name stays ``torch``: its expectations are torch's."""
+    package registers its device; the name stays ``torch``: its expectations are torch's.
+
+    What a wrapper-subclass device lacks is declared for that device only: every tensor on it
+    already is an instance of a Python subclass, so ``as_subclass`` to another one raises
+    ("the raw Tensor object is already associated to a python object"). Not declared, because
+    the feature is there and behaves differently: assigning ``.data`` swaps the wrapper's
+    TensorImpl while the Python object keeps computing with the CPU tensor it wraps (the two
+    ``.data`` assignment rules DIVERGE on this device, as they would on any wrapper device
+    that does not handle it).
+    """
+
+    device_unsupported = {DEVICE: {
+        "tensor_subclass": "every tensor on it is a FakeDeviceTensor wrapper already; "
+                           "as_subclass to another class raises",
+    }}
 
     def _import(self):
         torch = super()._import()
