@@ -13,9 +13,15 @@ allocations every factory function ends in, ``empty.memory_format``, ``empty_str
 ``Python`` dispatch key, on the wrapper itself, as it would on a real device.
 
 ``--adapter tests.adapters.fake_device:FakeDeviceTorchAdapter --device fakedev`` runs the suites
-on it (tests/harness/test_any_device.py). Needs torch >= 2.5 (``torch._C._acc``).
+on it (tests/harness/test_any_device.py; with ``FAKEDEV_EVIDENCE=DIR`` each process writes
+how many tensors it made on the device to ``DIR/<pid>.count`` at exit). Needs torch's Python
+back-end hooks (``torch._C._acc``: 2.13.0 has them; an older torch skips the test).
 """
 from __future__ import annotations
+
+import atexit
+import os
+from pathlib import Path
 
 from adapters.torch_adapter import TorchAdapter
 
@@ -60,6 +66,7 @@ def install():
 
         def __init__(self, inner):
             self.inner = inner
+            _state["made"] = _state.get("made", 0) + 1
 
         def __repr__(self):
             return f"FakeDeviceTensor({self.inner!r}, device='{fake}')"
@@ -103,6 +110,10 @@ def install():
     library.impl("_efficientzerotensor", efficient_zeros, "PrivateUse1")
     library.impl("_copy_from", copy_from, "PrivateUse1")
     _state.update(library=library, tensor=FakeDeviceTensor)
+    evidence = os.environ.get("FAKEDEV_EVIDENCE")
+    if evidence:   # how many tensors this process made on the device, for the project's test
+        atexit.register(lambda: Path(evidence, f"{os.getpid()}.count").write_text(
+            str(_state.get("made", 0))))
     return FakeDeviceTensor
 
 
