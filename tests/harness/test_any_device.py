@@ -2,7 +2,10 @@
 accepts, and the torch suites run whole on an out-of-tree device: here the pure-Python
 wrapper-subclass stand-in of tests/adapters/fake_device.py (``fakedev``).
 
-The full run is one subprocess of a few minutes on 2 cores; the device-check tests are quick.
+The suites run in one subprocess, all but test_engine.py and test_gc_cycles.py: on the stand-in
+(every operator a Python call) those two take 7 of the 10 minutes of a whole run on 2 cores, and
+they need nothing of a device the others do not exercise (their whole run on fakedev: no ERROR,
+docs/devices.md). The device-check tests are quick.
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ torch = pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = "tests.adapters.fake_device:FakeDeviceTorchAdapter"
+SUITES = [f"conformance/suites/test_{name}.py" for name in (
+    "hooks", "saved_tensors", "identity", "views", "legacy_function", "forward_levels")]
 needs_python_backends = pytest.mark.skipif(
     not hasattr(torch._C, "_acc"), reason="this torch has no Python back-end hooks (torch._C._acc)")
 
@@ -84,11 +89,11 @@ def test_the_torch_suites_run_on_a_wrapper_subclass_device(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2",
          f"--adapter={FAKE}", "--device=fakedev", f"--results={results}", "--no-witnesses",
-         "conformance/suites"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+         *SUITES], cwd=ROOT, env=env, capture_output=True, text=True, timeout=800)
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     header, tests = lines[0], [r for r in lines if r.get("type") == "test"]
     assert header["device"] == "fakedev" and header["adapter_spec"] == FAKE, done.stdout[-2000:]
-    assert lines[-1]["type"] == "end" and len(tests) > 300, done.stdout[-2000:]
+    assert lines[-1]["type"] == "end" and len(tests) > 200, done.stdout[-2000:]
     assert all(r["device"] == "fakedev" for r in tests)
     # the tensors really were on the device: the workers made thousands there
     made = sum(int(p.read_text()) for p in evidence.glob("*.count"))
