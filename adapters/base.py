@@ -143,6 +143,11 @@ class Adapter:
     devices: tuple[str, ...] = ("cpu",)
     unsupported: dict[str, str] = {}
     unsupported_although_present: dict[str, dict[str, str]] = {}
+    #: device type -> {feature -> why}: what the framework lacks on that device only (a
+    #: wrapper-subclass device cannot make tensor subclasses of its tensors; a device may have
+    #: no offloading of saved tensors); added to ``unsupported`` by :meth:`declare_device`
+    #: once the device is accepted, so those tests end UNSUPPORTED naming the feature
+    device_unsupported: dict[str, dict[str, str]] = {}
 
     # -- facts about the framework (read by the noxfile, the report, the repro scripts, the
     # differential tester and .ci/; nothing outside adapters/ names a framework) ------------
@@ -160,6 +165,7 @@ class Adapter:
     def __init__(self) -> None:
         self._fw = None
         self.spec = self.name   # set by load_adapter to the spec the run used
+        self.device_declared: dict[str, str] = {}   # set by declare_device
 
     # -- the framework -------------------------------------------------------------
     def _import(self) -> Any:
@@ -350,25 +356,43 @@ class Adapter:
         return Path(__file__).parent / "expectations" / f"{self.name}.toml"
 
     def check_device(self, device: str) -> None:
-        """Raise ValueError unless the adapter declares ``device`` and can really use it.
-
-        Declared is not enough (the reference declares cuda but needs cupy and a GPU): a
-        device other than the cpu is tried by creating and reading back one tensor.
-        """
+        """Raise ValueError (one line) unless the adapter declares ``device`` and can really
+        use it. An adapter whose framework names its own devices (torch: any string
+        ``torch.device`` parses) overrides this and ends with :meth:`try_device`."""
         if device not in self.devices:
             raise ValueError(
                 f"adapter {self.name!r} cannot run on device {device!r}; "
                 f"it supports: {', '.join(self.devices)}"
             )
+        self.try_device(device)
+        self.declare_device(device)
+
+    def declare_device(self, device_type: str) -> None:
+        """Add what the framework lacks on ``device_type`` (``device_unsupported``) to this
+        adapter's ``unsupported``; the reason names the device."""
+        missing = self.device_unsupported.get(device_type.split(":")[0], {})
+        self.device_declared = {feature: f"on device {device_type}: {why}"
+                                for feature, why in missing.items()}
+        if missing:
+            self.unsupported = {**self.unsupported, **self.device_declared}
+
+    def try_device(self, device: str) -> Any:
+        """Create and read back one tensor on ``device``; ValueError (one line) if that fails.
+
+        Declared is not enough (the reference declares cuda but needs cupy and a GPU): a
+        device other than the cpu is tried. Returns the tensor (None for the cpu).
+        """
         if device == "cpu":
-            return
+            return None
         try:
-            self.to_numpy(self.fw.zeros(1, device=device))
+            tensor = self.fw.zeros(1, device=device)
+            self.to_numpy(tensor)
         except Exception as exc:  # noqa: BLE001 - whatever the framework raises for it
             raise ValueError(
                 f"adapter {self.name!r} cannot use device {device!r} here "
                 f"({type(exc).__name__}: {_first_line(exc)}); use --device cpu"
             ) from None
+        return tensor
 
 
 def _own_files(cls: type) -> tuple[str, ...]:

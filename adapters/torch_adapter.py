@@ -20,7 +20,7 @@ def _release(version: str, python: str) -> dict:
 class TorchAdapter(Adapter):
     name = "torch"
     install_hint = "pip install torch==2.13.0"
-    devices = ("cpu", "cuda")
+    devices = ("cpu", "cuda")   # examples only: check_device takes any device torch accepts
     module = "torch"
     runs = (
         Run(label="torch", version="2.13.0", install=("torch==2.13.0",), python="3.11"),
@@ -73,7 +73,21 @@ class TorchAdapter(Adapter):
                 f"adapter 'torch': torch {self.framework_version()} cannot use numpy "
                 f"{numpy.__version__} here ({text}); torch 1.x needs numpy < 2: "
                 f"pip install 'numpy<2'") from None
-        if device == "cuda" and not self.fw.cuda.is_available():
-            raise ValueError("adapter 'torch': --device cuda but torch.cuda.is_available() is "
-                             "False (a CPU build or no GPU); use --device cpu")
-        super().check_device(device)
+        try:
+            wanted = self.fw.device(device)
+        except Exception as exc:  # noqa: BLE001 - RuntimeError today; say it in one line
+            text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ValueError(
+                f"adapter 'torch': --device {device!r} is not a device string torch accepts "
+                f"({text}); give cpu, cuda, cuda:N, mps, or the device an out-of-tree back end "
+                f"registers (docs/devices.md)") from None
+        if wanted.type == "cuda" and not self.fw.cuda.is_available():
+            raise ValueError(f"adapter 'torch': --device {device} but torch.cuda.is_available() "
+                             "is False (a CPU build or no GPU); use --device cpu")
+        made = self.try_device(device)
+        if made is not None and made.device.type != wanted.type:
+            raise ValueError(
+                f"adapter 'torch': a tensor created with device={device!r} reports device "
+                f"{str(made.device)!r}; the back end does not create tensors on its device, "
+                f"so the suites cannot run there")
+        self.declare_device(wanted.type)

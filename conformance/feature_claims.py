@@ -301,6 +301,7 @@ def check(adapter, registry=None, made: Subjects | None = None) -> list[Claim]:
     registry = registry if registry is not None else features.registry()
     declared = dict(getattr(adapter, "unsupported", None) or {})
     reasons = dict(getattr(adapter, "unsupported_although_present", None) or {})
+    on_device = dict(getattr(adapter, "device_declared", None) or {})   # Adapter.declare_device
     bare = sorted({n for f in declared if f in registry for n in registry[f].names
                    if not n.startswith(("fw.", "adapter.")) and not n.endswith("=")})
     made = made if made is not None else (subjects(adapter, bare) if declared else None)
@@ -314,6 +315,8 @@ def check(adapter, registry=None, made: Subjects | None = None) -> list[Claim]:
             if where:
                 present[name] = where
         why = {str(k): str(v) for k, v in dict(reasons.get(feature) or {}).items()}
+        if feature in on_device:   # missing on the run's device only: the framework has it
+            why = {**{n: on_device[feature] for n in present}, **why}
         explained = {n: why[n] for n in present if n in why}
         stale = {n: w for n, w in why.items() if n not in present}
         status = (UNPROBED if not names else ABSENT if not present

@@ -147,3 +147,30 @@ class GradModeAdapter(Adapter):
     outcomes = {r["nodeid"].split("::")[-1]: r["outcome"] for r in project.results()
                 if r.get("nodeid")}
     assert outcomes == {"test_a": "PASS", "test_b": "PASS"}
+
+
+# -- features a device lacks (docs/devices.md) -------------------------------------------------
+class TwoDevices(Adapter):
+    name = "twodev"
+    devices = ("cpu", "dev")
+    unsupported = {"forward_ad": "no dual numbers"}
+    device_unsupported = {"dev": {"save_on_cpu": "no host offloading"}}
+
+    def try_device(self, device):
+        return None
+
+
+@pytest.mark.parametrize("device, expected", [
+    ("cpu", {"forward_ad": "no dual numbers"}),
+    ("dev", {"forward_ad": "no dual numbers", "save_on_cpu": "on device dev: no host offloading"}),
+])
+def test_a_device_adds_what_it_lacks_to_unsupported_only_on_that_device(device, expected):
+    adapter = TwoDevices()
+    adapter.check_device(device)
+    assert adapter.unsupported == expected
+    assert TwoDevices.unsupported == {"forward_ad": "no dual numbers"}   # the class is untouched
+    if device == "dev":
+        with pytest.raises(Unsupported, match="save_on_cpu: on device dev: no host offloading"):
+            adapter.require("save_on_cpu")
+    else:
+        adapter.require("save_on_cpu")   # the cpu has it
