@@ -310,10 +310,10 @@ def pytest_configure(config):
             raise pytest.UsageError("--resume needs --results=PATH: the file of the run to go "
                                     "on from")
         h.resumed = _resumed_run(Path(results), spec, version) if resume else None
-        if h.resumed is not None:
-            h.done = frozenset(t.nodeid for t in h.resumed.tests)
         if child is not None and child.number > 1:  # the tests earlier children died in
             h.done |= frozenset(survival.crashed(child.directory))
+        if h.resumed is not None:
+            h.done |= frozenset(t.nodeid for t in h.resumed.tests)
             h.results = _open_results(results, [h.resumed.header, *h.resumed.tests,
                                                 *h.resumed.witnesses])
         elif results:
