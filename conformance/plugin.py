@@ -62,6 +62,9 @@ class Harness:
     resumed: Run | None = None
     #: tests recorded already (deselected): the resumed run's, or xdist's workerinput
     done: frozenset = frozenset()
+    #: tests of the resumed run, or crashes of earlier children, that failed the run (-x)
+    failed_before: int = 0
+    stopped: list = dataclasses.field(default_factory=list)
     #: nodeid -> rule id of each test left out as done (for the CRASH of one whose process died)
     rules_left_out: dict = dataclasses.field(default_factory=dict)
 
@@ -314,6 +317,9 @@ def pytest_configure(config):
             h.done |= frozenset(survival.crashed(child.directory))
         if h.resumed is not None:
             h.done |= frozenset(t.nodeid for t in h.resumed.tests)
+            h.failed_before = sum(map(_fails, h.resumed.tests))
+        if child is not None and child.number > 1:
+            h.failed_before += len(survival.crashed(child.directory))
             h.results = _open_results(results, [h.resumed.header, *h.resumed.tests,
                                                 *h.resumed.witnesses])
         elif results:
@@ -362,11 +368,16 @@ def pytest_collection_modifyitems(config, items):
     if h is None or not h.done:
         return
     kept = [item for item in items if item.nodeid not in h.done]
+    maxfail = config.getoption("maxfail", 0)
+    if maxfail and h.failed_before >= maxfail:  # -x: an earlier child's CRASH stops the run
+        h.stopped = [item.nodeid for item in kept]  # not run: the end line says so
+        kept = []
     for item in items:
         if item.nodeid in h.done and (rule := h.active and h.rule_of(item)):
             h.rules_left_out[item.nodeid] = rule.id
     if len(kept) != len(items):
-        config.hook.pytest_deselected(items=[i for i in items if i.nodeid in h.done])
+        chosen = {item.nodeid for item in kept}
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in chosen])
         items[:] = kept
 
 
@@ -649,7 +660,7 @@ class Controller:
         self.expected.update(n for n in nodeids if self.h.is_suite_path(root / file_of(n)))
 
     def pytest_collection_finish(self, session):
-        self._expect(item.nodeid for item in session.items)
+        self._expect([item.nodeid for item in session.items] + self.h.stopped)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session):
