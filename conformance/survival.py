@@ -177,7 +177,7 @@ def wanted(config, touches_suites: bool) -> bool:
 def _say(line: str) -> None:
     try:
         sys.stderr.flush()
-        os.write(2, f"{line}\n".encode("utf-8", "replace"))
+        os.write(2, f"\n{line}\n".encode("utf-8", "replace"))
     except OSError:
         pass
 
@@ -210,11 +210,21 @@ def supervise(config) -> int | None:
             if pid == 0:
                 CHILD, _SUPERVISING = Child(directory, number), True
                 _run_child(config)  # never returns
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child handles Ctrl-C
+            terminated = []
+
+            def forward(signum, frame, pid=pid):  # `kill <pid>` of the run ends the child too
+                terminated.append(signum)
+                os.kill(pid, signum)
+
+            previous = (signal.signal(signal.SIGINT, signal.SIG_IGN),  # the child handles Ctrl-C
+                        signal.signal(signal.SIGTERM, forward))
             try:
                 _, status = os.waitpid(pid, 0)
             finally:
-                signal.signal(signal.SIGINT, previous)
+                signal.signal(signal.SIGINT, previous[0])
+                signal.signal(signal.SIGTERM, previous[1])
+            if terminated:
+                return 128 + int(terminated[0])
             left = {n: t for n, t in crashed(directory).items() if n not in seen}
             if not left:
                 if os.WIFSIGNALED(status):
