@@ -35,7 +35,7 @@ from conformance.results import (PhaseInfo, ResultsFile, RunHeader, Tally, TestR
                                  TestRecords, WitnessRecord, phase_info)
 from conformance.results.run_file import Run, resumable
 from conformance.results.locks import InUse
-from conformance.results.naming import file_of
+from conformance.results.naming import file_of, test_name
 from conformance.tomlfile import FileError
 
 
@@ -695,7 +695,7 @@ class Controller:
     def _exited_mid_test(self, nodeid: str, status) -> None:
         message = (f"CRASH: the framework called os._exit({status!r}) in the middle of the "
                    f"test; the run ended there")
-        report = pytest.TestReport(nodeid, (file_of(nodeid), None, nodeid.rpartition("::")[2]),
+        report = pytest.TestReport(nodeid, (file_of(nodeid), None, test_name(nodeid)),
                                    {}, "failed", message, "???")
         self._crash(nodeid, report)
         self.pytest_runtest_logreport(report)
@@ -717,7 +717,7 @@ class Controller:
             if nodeid in self.h.tally.seen:
                 continue
             report = pytest.TestReport(
-                nodeid, (file_of(nodeid), None, nodeid.rpartition("::")[2]), {}, "failed",
+                nodeid, (file_of(nodeid), None, test_name(nodeid)), {}, "failed",
                 "", "???")
             self._crash(nodeid, report)
             self.config.hook.pytest_runtest_logreport(report=report)

@@ -247,6 +247,10 @@ def supervise(config) -> int | None:
 def _run_child(config) -> None:
     try:
         status = config.hook.pytest_cmdline_main(config=config)
+    except pytest.UsageError as exc:  # as pytest.main says it: one line each, exit status 4
+        for message in exc.args:
+            _say(f"ERROR: {message}")
+        status = pytest.ExitCode.USAGE_ERROR
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - pytest's own failure: its traceback, then exit 3
