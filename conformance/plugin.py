@@ -314,12 +314,12 @@ def pytest_configure(config):
                                     "on from")
         h.resumed = _resumed_run(Path(results), spec, version) if resume else None
         if child is not None and child.number > 1:  # the tests earlier children died in
-            h.done |= frozenset(survival.crashed(child.directory))
+            died_in = frozenset(survival.crashed(child.directory))
+            h.done |= died_in
+            h.failed_before += len(died_in)
         if h.resumed is not None:
             h.done |= frozenset(t.nodeid for t in h.resumed.tests)
-            h.failed_before = sum(map(_fails, h.resumed.tests))
-        if child is not None and child.number > 1:
-            h.failed_before += len(survival.crashed(child.directory))
+            h.failed_before += sum(map(_fails, h.resumed.tests))
             h.results = _open_results(results, [h.resumed.header, *h.resumed.tests,
                                                 *h.resumed.witnesses])
         elif results:
