@@ -238,8 +238,9 @@ def supervise(config) -> int | None:
                     with open(running_path(directory, nodeid), "a", encoding="utf-8") as out:
                         out.write(f"{ENDED_HEAD} {_ended(status)}\n")
                 why = crash_message(text)[len("CRASH: "):] or f"the process running it {_ended(status)}"
-                _say(f"conformance: {nodeid}: CRASH ({why}); going on with the tests not yet "
-                     f"run in a fresh process")
+                _say(f"conformance: {nodeid}: {why}; going on with the tests not yet run in a "
+                     f"fresh process (its outcome follows: CRASH, or TIMEOUT if the watchdog "
+                     f"ended it)")
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
