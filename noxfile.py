@@ -451,24 +451,29 @@ def report(session: nox.Session) -> None:
         results = results_dir / f"{label}.jsonl"
         stamp = results_dir / f"{label}.stamp.json"
         digest = _suite_digest(spec)
-        if (not force and _complete(results) and stamp.is_file()
-                and json.loads(stamp.read_text()).get("digest") == digest):
+        same = not force and stamp.is_file() and json.loads(stamp.read_text()).get("digest") == digest
+        if same and _complete(results):
             session.log(f"{label}: reusing {results} (suites and framework unchanged)")
             continue
-        results.unlink(missing_ok=True)
+        # an incomplete column of the same suites and framework goes on where it stopped
+        resume = same and results.is_file()
+        if not resume:
+            results.unlink(missing_ok=True)
         column_status.clear_status(results_dir, label)
-        session.log(f"{label}: running nox -s {name!r}")
+        session.log(f"{label}: running nox -s {name!r}" + (" (resuming)" if resume else ""))
         # divergences fail the pytest run: that is the point, not a reason to stop the report
         done = column_status.run_column(
-            lambda: session.run(sys.executable, "-m", "nox", "-s", name, external=True,
-                                silent=True, success_codes=range(0, 256)),
-            results, _install_failed, session.warn)
+            lambda again: session.run(sys.executable, "-m", "nox", "-s", name,
+                                      *(("--", "--resume") if again else ()), external=True,
+                                      silent=True, success_codes=range(0, 256)),
+            results, _install_failed, session.warn, resume_first=resume)
         tail = "\n".join(done.output.strip().splitlines()[-8:])
         if results.is_file():
             _write_whole(stamp, {"digest": digest, "session": name})
-            if not done.complete:  # both attempts were incomplete
+            if not done.complete:  # no attempt completed it
                 column_status.write_status(results_dir, label, column_status.ColumnStatus(
-                    column_status.MISSING, f"nox -s {name!r} did not complete twice: "
+                    column_status.MISSING, f"nox -s {name!r} did not complete in "
+                    f"{len(done.incomplete)} attempts: "
                     + " | ".join(done.incomplete)))
             session.log(f"{label}: {tail.splitlines()[-1] if tail else 'done'}")
             continue

@@ -80,8 +80,8 @@ OPTIONS = (
         "times --time-limit-scale and the test's time_limit_factor marker (a test whose work "
         "legitimately takes long declares it). A test past it is interrupted and reported as "
         "TIMEOUT; one stuck outside Python (C code, a deadlock holding the GIL) has its "
-        "worker process ended a few seconds later, also TIMEOUT; with -n 1 (pytest-xdist) "
-        "the run goes on, without xdist it ends there. Under --leak-check the limit covers "
+        "worker process ended a few seconds later, also TIMEOUT; the run goes on in a "
+        "fresh worker (with --in-process it ends there). Under --leak-check the limit covers "
         "every run of the test.",
     ),
     Option(
@@ -122,6 +122,21 @@ OPTIONS = (
         help="do not run the witnesses of the expectations' root causes (by default each "
         "runs beside the tests, in a fresh interpreter, and its result is recorded per root "
         "cause: conformance/witness.py).",
+    ),
+    Option(
+        "--in-process",
+        action="store_true",
+        help="run the tests in pytest's own process. By default a run without -n runs them "
+        "in a forked child that a test which crashes or corrupts the interpreter ends: that "
+        "test is CRASH and a fresh child goes on with the rest (conformance/survival.py); "
+        "--pdb and --trace imply this option.",
+    ),
+    Option(
+        "--resume",
+        action="store_true",
+        help="with --results: go on from the incomplete run that file holds (same adapter "
+        "and framework version): its records are kept, only the tests it has not recorded "
+        "run, and the file ends complete (nox -s report uses it for a column that stopped).",
     ),
     Option(
         "--witness-timeout",

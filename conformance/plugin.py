@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import platform
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +27,16 @@ import pytest
 
 from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
 from conformance import (features, hookspecs, import_names, isolation, leakcheck, options,
-                         summary, time_scale, timeout, traceability, witness)
+                         summary, survival, time_scale, timeout, traceability, witness)
 from conformance.rules import Catalogue, load_catalogue
 from conformance.expectations import ExpectationSet, coverage_note, load_expectations
 from conformance.outcomes import (HELD, Outcome, Verdict, blocked_by, first_lines, judge,
                                   missing_feature, test_outcome)
-from conformance.results import (PhaseInfo, ResultsFile, RunHeader, Tally, TestRecords,
-                                 WitnessRecord, phase_info)
+from conformance.results import (PhaseInfo, ResultsFile, RunHeader, Tally, TestRecord,
+                                 TestRecords, WitnessRecord, phase_info)
+from conformance.results.run_file import Run, resumable
 from conformance.results.locks import InUse
-from conformance.results.naming import file_of
+from conformance.results.naming import file_of, test_name
 from conformance.tomlfile import FileError
 
 
@@ -56,6 +58,16 @@ class Harness:
     #: the adapter's declared-missing features that the framework contradicts, or why they
     #: were not checked (conformance/feature_claims.py; from the start-up child interpreter)
     declarations: list[str] = dataclasses.field(default_factory=list)
+    #: the earlier, incomplete run this one goes on from (--resume, or a supervised child
+    #: after a crash: conformance/survival.py); its tests are not run again
+    resumed: Run | None = None
+    #: tests recorded already (deselected): the resumed run's, or xdist's workerinput
+    done: frozenset = frozenset()
+    #: tests of the resumed run, or crashes of earlier children, that failed the run (-x)
+    failed_before: int = 0
+    stopped: list = dataclasses.field(default_factory=list)
+    #: nodeid -> rule id of each test left out as done (for the CRASH of one whose process died)
+    rules_left_out: dict = dataclasses.field(default_factory=dict)
 
     @property
     def active(self) -> bool:
@@ -140,11 +152,11 @@ def _suite_digest(suites_dir: Path) -> dict[str, Any]:
     return {"suite_digest": source.digest(root) if suites_dir == root / source.SUITES else None}
 
 
-def _open_results(raw: str) -> ResultsFile:
+def _open_results(raw: str, kept: list | None = None) -> ResultsFile:
     """The ``--results`` file, held by this run (UsageError: another run holds it, or it
-    cannot be written)."""
+    cannot be written); ``kept``: the records of the run it resumes."""
     try:
-        return ResultsFile(Path(raw))
+        return ResultsFile(Path(raw), kept)
     except InUse as exc:
         raise pytest.UsageError(f"--results {exc}") from None
     except OSError as exc:
@@ -188,6 +200,18 @@ def _load_in_process(spec: str, device: str):
         raise ValueError(f"adapter {adapter.name!r}: {type(exc).__name__}: "
                          f"{isolation.first_line(exc)}") from None
     return adapter, version
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Without pytest-xdist, a suite run is supervised: a test that kills or corrupts the
+    process is CRASH and a fresh process goes on with the rest (conformance/survival.py)."""
+    try:
+        suites_dir = options.ini_path(config, "conformance_suites")
+        touches = _installed_suites_wanted(config) or _touches(config, suites_dir)
+    except (ValueError, OSError):
+        return None  # pytest_configure says what is wrong
+    return survival.supervise(config) if survival.wanted(config, touches) else None
 
 
 def pytest_configure(config):
@@ -267,11 +291,18 @@ def pytest_configure(config):
             leakcheck.LeakChecker(warmups, runs, lambda item: item.stash.__delitem__(OBSERVED)
                                   if OBSERVED in item.stash else None),
             "autograd-conformance-leakcheck")
+    child = survival.CHILD
     h.watchdog = timeout.Watchdog(config, limit, scale=1 + (warmups + runs + 1 if leak_check else 0),
-                                  time_limit_scale=scale)
+                                  time_limit_scale=scale,
+                                  directory=child.directory if child else None)
     config.pluginmanager.register(h.watchdog, "autograd-conformance-timeout")
     if not touches:
         return
+    if not _is_controller(config) or child is not None:  # this process runs the tests
+        config.pluginmanager.register(survival.Guard(h.watchdog.directory),
+                                      "autograd-conformance-guard")
+        if not _is_controller(config):
+            h.done = frozenset(config.workerinput.get(survival.WORKERINPUT_KEY, ()))
     try:
         h.catalogue = load_catalogue(h.catalogue_dir)
         path = config.getoption("expectations")
@@ -289,15 +320,30 @@ def pytest_configure(config):
                       python=platform.python_version())
     if _is_controller(config):
         h.records = TestRecords(h.run)
-        results = config.getoption("results")
-        if results:
+        results = config.getoption("results") or (str(child.private_results) if child else None)
+        resume = bool(results) and (config.getoption("resume") or (child is not None
+                                                                   and child.number > 1))
+        if config.getoption("resume") and not config.getoption("results"):
+            raise pytest.UsageError("--resume needs --results=PATH: the file of the run to go "
+                                    "on from")
+        h.resumed = _resumed_run(Path(results), spec, version) if resume else None
+        if child is not None and child.number > 1:  # the tests earlier children died in
+            died_in = frozenset(survival.crashed(child.directory))
+            h.done |= died_in
+            h.failed_before += len(died_in)
+        if h.resumed is not None:
+            h.done |= frozenset(t.nodeid for t in h.resumed.tests)
+            h.failed_before += sum(map(_fails, h.resumed.tests))
+            h.results = _open_results(results, [h.resumed.header, *h.resumed.tests,
+                                                *h.resumed.witnesses])
+        elif results:
             h.results = _open_results(results)
             # adapter_spec: how this run named its adapter (a built-in name, an entry point or
             # package.module:Class), so that scripts made from the results load it the same way
             # conformance_timeout / leak_check: what makes a test TIMEOUT or LEAK, which a
             # reproduction script applies the same way
             try:
-                h.results.header(dataclasses.replace(
+                h.resumed is None and h.results.header(dataclasses.replace(
                     h.run, adapter_spec=spec, conformance_timeout=limit,
                     leak_check=[warmups, runs] if leak_check else None,
                     expectations_note=_expectations_note(config, h) or None,
@@ -307,7 +353,7 @@ def pytest_configure(config):
             except OSError as exc:  # a full disk (ENOSPC) or a file system that refuses it
                 raise pytest.UsageError(f"--results {results}: cannot write it ({exc.strerror or exc}); "
                                         f"free space or choose a writable path") from None
-        controller = Controller(config, h)
+        controller = Controller(config, h, private_results=not config.getoption("results"))
         config.pluginmanager.register(controller, "autograd-conformance-controller")
         if not config.getoption("no_witnesses") and not config.getoption("collectonly"):
             # under --leak-check they run after the tests: objects and memory a witness
@@ -315,6 +361,40 @@ def pytest_configure(config):
             controller.start_witnesses(Path(path) if path else adapter.expectations_file(),
                                        spec, time_scale.scaled(witness_limit),
                                        deferred=bool(leak_check))
+
+
+def _resumed_run(path: Path, spec: str, version: str) -> Run | None:
+    """The incomplete run in ``path`` to go on from (None: none there, start afresh); one of
+    another adapter or framework version is a usage error (its records would be mixed in)."""
+    run = resumable(path)
+    if run is None:
+        return None
+    header = run.header
+    if header.adapter_to_load != spec or header.framework_version != version:
+        raise pytest.UsageError(
+            f"--resume: {path} holds a run of {header.adapter_to_load} "
+            f"{header.framework_version}, not of {spec} {version}; run without --resume "
+            f"or choose that file's adapter")
+    return run
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests the resumed run recorded already are not run again (deselected)."""
+    h = config.stash.get(HARNESS, None)
+    if h is None or not h.done:
+        return
+    kept = [item for item in items if item.nodeid not in h.done]
+    maxfail = config.getoption("maxfail", 0)
+    if maxfail and h.failed_before >= maxfail:  # -x: an earlier child's CRASH stops the run
+        h.stopped = [item.nodeid for item in kept]  # not run: the end line says so
+        kept = []
+    for item in items:
+        if item.nodeid in h.done and (rule := h.active and h.rule_of(item)):
+            h.rules_left_out[item.nodeid] = rule.id
+    if len(kept) != len(items):
+        chosen = {item.nodeid for item in kept}
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in chosen])
+        items[:] = kept
 
 
 def pytest_report_header(config):
@@ -526,14 +606,21 @@ class Controller:
     """Hooks of the controller process (the only one under pytest-xdist that sees every
     report): assembles records, writes results, tallies and prints the summary."""
 
-    def __init__(self, config, h: Harness) -> None:
+    def __init__(self, config, h: Harness, private_results: bool = False) -> None:
         self.config = config
         self.h = h
         self.results_path: Path | None = None
+        self.private_results = private_results  # the supervisor's own file: not named
         self.expected: set[str] = set()  # suite tests collected, to find those never run
         self.witnesses: witness.Background | None = None
         self.witness_records: list[WitnessRecord] = []
         self._deferred: tuple | None = None  # start_witnesses' arguments, for the run's end
+        self.earlier_failed = False  # a test of the resumed run failed it
+        if h.resumed is not None:
+            for record in h.resumed.tests:
+                h.tally.add(record)
+                self.earlier_failed = self.earlier_failed or _fails(record)
+            self.witness_records.extend(h.resumed.witnesses)
 
     def start_witnesses(self, expectations: Path, spec: str, limit: float,
                         deferred: bool = False) -> None:
@@ -548,6 +635,8 @@ class Controller:
                 if Path(expectations).is_file() else []
         except FileError:  # the expectations were read already: cannot happen, never fatal
             found = []
+        recorded = {r.cause for r in self.witness_records}  # by the run this one resumes
+        found = [cause for cause in found if cause.slug not in recorded]
         if not found:
             return
         adapter = self.h.adapter
@@ -588,7 +677,72 @@ class Controller:
         self.expected.update(n for n in nodeids if self.h.is_suite_path(root / file_of(n)))
 
     def pytest_collection_finish(self, session):
-        self._expect(item.nodeid for item in session.items)
+        self._expect([item.nodeid for item in session.items] + self.h.stopped)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session):
+        try:
+            return (yield)
+        finally:
+            self._record_earlier_crashes()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        """In this process (no xdist): a framework that calls ``os._exit`` mid-test ends
+        the run with the test's CRASH line and an end line marked interrupted, and exit
+        status 3 where it asked for 0: never a file without its end line that CI takes for
+        success. (A supervised child is left to its supervisor, which goes on with the rest.)"""
+        if survival.CHILD is not None:
+            return (yield)
+        real = os._exit
+
+        def exit_now(status):
+            os._exit = real
+            try:
+                self._exited_mid_test(item.nodeid, status)
+            finally:
+                real(status or int(pytest.ExitCode.INTERNAL_ERROR))
+
+        os._exit = exit_now
+        try:
+            return (yield)
+        finally:
+            os._exit = real
+
+    def _exited_mid_test(self, nodeid: str, status) -> None:
+        message = (f"CRASH: the framework called os._exit({status!r}) in the middle of the "
+                   f"test; the run ended there")
+        report = pytest.TestReport(nodeid, (file_of(nodeid), None, test_name(nodeid)),
+                                   {}, "failed", message, "???")
+        self._crash(nodeid, report)
+        self.pytest_runtest_logreport(report)
+        sys.stdout.flush()
+        if self.h.results is not None:
+            self.h.tally.not_run = sorted(self.expected - self.h.tally.seen)
+            results, self.h.results = self.h.results, None
+            results.close(pytest.ExitCode.INTERNAL_ERROR if not status else status,
+                          self.h.tally, error=message, interrupted=True)
+        print(f"\n{nodeid}: {message}", file=sys.stderr, flush=True)
+
+    def _record_earlier_crashes(self) -> None:
+        """The CRASH of each test an earlier child of the supervisor was running when it
+        died (conformance/survival.py); after the loop, as xdist reports a crashed worker's."""
+        child = survival.CHILD
+        if child is None or child.number == 1:
+            return
+        for nodeid in survival.crashed(child.directory):
+            if nodeid in self.h.tally.seen:
+                continue
+            report = pytest.TestReport(
+                nodeid, (file_of(nodeid), None, test_name(nodeid)), {}, "failed",
+                "", "???")
+            self._crash(nodeid, report)
+            self.config.hook.pytest_runtest_logreport(report=report)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node):
+        """pytest-xdist: the workers leave out the tests a resumed run recorded already."""
+        node.workerinput[survival.WORKERINPUT_KEY] = sorted(self.h.done)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids):
@@ -606,9 +760,18 @@ class Controller:
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem, report, sched):
         """pytest-xdist: the worker running ``crashitem`` died; the outcome is CRASH."""
+        self._crash(crashitem, report)
+
+    def _crash(self, crashitem: str, report) -> None:
+        """Make ``report`` the CRASH (or TIMEOUT: the watchdog ended the process) of a test
+        whose process died; an INTERNALERROR the guard caught is named (survival.Guard)."""
         h = self.h
+        internal = survival.crash_message(survival.take(h.watchdog.directory, crashitem) or "") \
+            if h.watchdog else ""
+        if internal:
+            report.longrepr = f"{internal}\n{report.longrepr}" if report.longrepr else internal
         meta = h.records.meta(crashitem)
-        rule = h.catalogue.get(meta.rule or "")
+        rule = h.catalogue.get(meta.rule or h.rules_left_out.get(crashitem) or "")
         expectation = h.expectations.get(rule.id, crashitem) if rule else None
         timed_out = h.watchdog.crash_outcome(crashitem) if h.watchdog else None
         actual = Outcome.TIMEOUT if timed_out else Outcome.CRASH
@@ -673,16 +836,21 @@ class Controller:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
+        if self.earlier_failed and exitstatus in (pytest.ExitCode.OK,
+                                                  pytest.ExitCode.NO_TESTS_COLLECTED):
+            exitstatus = session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the whole run's
+        self.exitstatus = exitstatus
         self.finish_witnesses(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
         if self.h.results is not None:
             self.h.tally.not_run = sorted(self.expected - self.h.tally.seen)
-            self.results_path = self.h.results.path
+            self.results_path = None if self.private_results else self.h.results.path
             # Ctrl-C, -x, a collection error: tests did not run; the end line says so, the
             # report shows the run as interrupted and nox -s report never reuses it
             interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(self.h.tally.not_run)
             self.h.results.close(exitstatus, self.h.tally, interrupted=interrupted)
             self.h.results = None
 
+    @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config):
         if self.witnesses is not None:  # the session never finished: stop them
             self.witnesses.cancel()
@@ -690,6 +858,21 @@ class Controller:
         if self.h.results is not None:  # the session never finished: give the file up
             self.h.results.release()
             self.h.results = None
+        if (config.getoption("in_process") and not config.invocation_params.plugins
+                and survival.foreign_threads()):
+            # pytest's own process, run from the command line: a framework's non-daemon
+            # thread would keep the finished run from ever exiting (the supervised child
+            # does the same in conformance/survival.py)
+            survival.end_child(int(getattr(self, "exitstatus", 0)))
+
+
+def _fails(record: TestRecord) -> bool:
+    """Whether a recorded test failed its run (as :func:`conformance.outcomes.judge` decided:
+    a broken rule or a strict XPASS; a BLOCKED only against an expectation)."""
+    outcome = record.outcome or str(Outcome.ERROR)
+    if outcome in (str(o) for o in (*HELD, Outcome.UNSUPPORTED, Outcome.XFAIL)):
+        return False
+    return outcome != str(Outcome.BLOCKED) or record.expectation is not None
 
 
 def declaration_lines(facts) -> list[str]:

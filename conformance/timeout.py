@@ -14,7 +14,8 @@ Python cannot, so its process has to end.
    ends the process. Under pytest-xdist the controller then sees a crashed worker, finds
    the marker file of the test it was running (:func:`crash_outcome`) and reports TIMEOUT
    with those tracebacks instead of CRASH; xdist starts a new worker and the run goes on.
-   Without xdist the run ends there (the tracebacks go to the terminal): use ``-n 1``.
+   Without xdist the supervised child (conformance/survival.py) is ended the same way and
+   the next child reports it; only under ``--in-process`` does the run end there.
 
 pytest's own ``faulthandler_timeout`` ini option uses the same faulthandler watchdog; leave
 it unset when using this one (only one can be armed at a time).
@@ -137,7 +138,10 @@ def marker_path(directory: Path, nodeid: str) -> Path:
 class Watchdog:
     """pytest plugin: arms both stages around every test's whole protocol."""
 
-    def __init__(self, config, limit: float, scale: int = 1, time_limit_scale: float = 1.0) -> None:
+    def __init__(self, config, limit: float, scale: int = 1, time_limit_scale: float = 1.0,
+                 directory: Path | None = None) -> None:
+        """``directory``: where a supervised child (conformance/survival.py) leaves its
+        markers for the next one; it then behaves as an xdist worker does."""
         self.config = config
         self.runs = scale  # the whole protocol, e.g. every --leak-check run
         self.time_limit_scale = time_limit_scale  # conformance/time_scale.py
@@ -145,12 +149,15 @@ class Watchdog:
         self.limit = limit * scale * time_limit_scale  # the running test's (with its factor)
         self.limit_note = ""  # how the running test's limit was reached, for messages
         workerinput = getattr(config, "workerinput", None)
-        self.owns_directory = workerinput is None or WORKERINPUT_KEY not in workerinput
-        if self.owns_directory:
+        self.owns_directory = directory is None and (workerinput is None
+                                                     or WORKERINPUT_KEY not in workerinput)
+        if directory is not None:
+            self.directory = Path(directory)
+        elif self.owns_directory:
             self.directory = Path(tempfile.mkdtemp(prefix="conformance-timeouts-"))
         else:
             self.directory = Path(workerinput[WORKERINPUT_KEY])
-        self.in_worker = workerinput is not None
+        self.in_worker = workerinput is not None or directory is not None
         # stage 2 without xdist: the real terminal, saved before pytest captures fd 2 per test
         self.stderr_fd = os.dup(2) if not self.in_worker else None
         self._marker = None  # the running test's marker file (worker only)

@@ -87,20 +87,34 @@ class Attempts:
     incomplete: list = dataclasses.field(default_factory=list)
 
 
-def run_column(run: Callable[[], str], results: Path,
-               install_failed: Callable[[str], bool], warn: Callable[[str], None]) -> Attempts:
-    """Run a column (``run``: nox's session, returning its output) and, when it leaves no
-    complete results file without an install failure, once more: a framework that kills its
-    test worker (OneFlow 0.9.0, ten times a run) can take the harness's bookkeeping with it
-    now and then, and a whole column should not be lost to that. The first attempt's file is
-    kept beside, under ``incomplete/``; every attempt that did not complete is said (``warn``)
-    with why (:func:`why_not_complete`) and the end of what nox printed."""
-    from conformance.results.run_file import why_not_complete
+#: At most this many attempts per column; each after the first goes on from the last.
+ATTEMPTS = 5
+
+
+def run_column(run: Callable[[bool], str], results: Path,
+               install_failed: Callable[[str], bool], warn: Callable[[str], None],
+               resume_first: bool = False, attempts: int = ATTEMPTS) -> Attempts:
+    """Run a column (``run(resume)``: nox's session, returning its output; ``resume``: pass
+    ``--resume`` so that the run goes on from the incomplete ``results`` file) until it leaves
+    a complete results file. A framework that kills or corrupts its test worker is normally
+    one CRASH (conformance/survival.py), but a run can still stop (the machine, an OOM kill,
+    a crash outside any test): the next attempt resumes it, running only the tests it did
+    not record, and the file ends complete, written whole with the earlier lines. Attempts go
+    on while each records more tests than the one before (at most ``attempts``); a run that
+    left no readable file is started afresh once. Each incomplete attempt's file is kept
+    under ``incomplete/``; each is said (``warn``) with why (:func:`why_not_complete`) and
+    the end of what nox printed. ``resume_first``: an incomplete file of an earlier
+    ``nox -s report`` is there; the first attempt goes on from it."""
+    import shutil
+
+    from conformance.results.run_file import resumable, why_not_complete
 
     results = Path(results)
     done = Attempts()
-    for attempt in (1, 2):
-        done.output = run() or ""
+    resume = resume_first and resumable(results) is not None
+    recorded = -1
+    for attempt in range(1, attempts + 1):
+        done.output = run(resume) or ""
         done.install_failed = (not done.incomplete and not results.is_file()
                                and install_failed(done.output))
         if done.install_failed:
@@ -111,11 +125,20 @@ def run_column(run: Callable[[], str], results: Path,
             return done
         tail = " / ".join(done.output.strip().splitlines()[-3:])[-300:]
         done.incomplete.append(f"attempt {attempt}: {why}; nox said: {tail}")
-        if attempt == 1 and results.is_file():
-            kept = results.parent / "incomplete" / f"{results.stem}.attempt-1.jsonl"
+        left = resumable(results)
+        if left is not None:
+            kept = results.parent / "incomplete" / f"{results.stem}.attempt-{attempt}.jsonl"
             kept.parent.mkdir(exist_ok=True)
-            results.replace(kept)
-            why += f" (kept as {kept})"
+            shutil.copyfile(results, kept)
+            why += f" (a copy kept as {kept})"
+        progressed = left is not None and len(left.tests) > recorded
+        fresh = left is None and attempt == 1
+        again = attempt < attempts and (progressed or fresh)
+        resume = left is not None
+        recorded = len(left.tests) if left is not None else recorded
         warn(f"{results.stem}: the run did not complete: {why}"
-             + ("; running it once more" if attempt == 1 else ""))
+             + (("; running it once more, going on from its last recorded test" if resume
+                 else "; running it once more") if again else ""))
+        if not again:
+            return done
     return done

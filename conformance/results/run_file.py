@@ -127,13 +127,21 @@ class ResultsFile:
     """The ``--results`` JSON-lines file of the run that holds it (one writer at a time:
     :class:`ResultsInUse` names the other run's pid)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, kept: list | None = None) -> None:
+        """``kept``: the records of an earlier, incomplete run of the same tests that this
+        run resumes (its header first); the file is rewritten whole with them (never a part
+        of them) before this run appends its own lines."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = OwnerLock(path)  # before truncating: never cut another run's file
         try:
-            self._fh: TextIO = open(path, "w", encoding="utf-8")
+            if kept:
+                from conformance.outputs import write_text
+
+                write_text(path, "".join(json.dumps(r.to_json(), default=repr) + "\n"
+                                         for r in kept))
+            self._fh: TextIO = open(path, "a" if kept else "w", encoding="utf-8")
         except BaseException:
             self._lock.release()
             raise
@@ -304,6 +312,17 @@ def end_line(path: Path) -> RunEnd | None:
     except (OSError, ResultsSchemaError):
         return None
     return run.end if run.complete else None
+
+
+def resumable(path: Path) -> Run | None:
+    """The incomplete run in ``path`` that a new run can go on from (its header and the
+    tests and witnesses it recorded, its end line dropped), or None: no file, one that
+    cannot be read, or a complete run (nothing to resume: run it again)."""
+    try:
+        run = read_run(Path(path))
+    except (OSError, ResultsSchemaError):
+        return None
+    return None if run.complete else run
 
 
 def why_not_complete(path: Path) -> str:
