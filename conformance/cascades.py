@@ -21,7 +21,7 @@ __all__ = ["problems"]
 def problems(path: Path) -> list[str]:
     """Root causes in expectations file ``path`` that break the one-home-rule convention, one
     line each (``slug: what is wrong``)."""
-    from conformance.expectations import file_entries
+    from conformance.model.expectations import file_entries
 
     diverging: dict[str, list] = defaultdict(list)
     for exp in file_entries(path):

@@ -294,7 +294,7 @@ def _only_refuses(function: Any) -> bool:
 
 def check(adapter, registry=None, made: Subjects | None = None) -> list[Claim]:
     """A :class:`Claim` per feature ``adapter`` declares unsupported, in its table's order."""
-    from conformance import features
+    from conformance.model import features
 
     registry = registry if registry is not None else features.registry()
     declared = dict(getattr(adapter, "unsupported", None) or {})
@@ -365,7 +365,7 @@ def main(argv=None) -> int:
         return parser.fail(str(exc))
     if facts is None:   # no child can be started here: the check runs in this process
         from adapters.base import FrameworkNotInstalled, load_adapter
-        from conformance import features
+        from conformance.model import features
 
         try:
             adapter = load_adapter(args.adapter)

@@ -18,7 +18,8 @@ import threading
 import types
 import warnings
 
-from conformance import cli, features, suite_index
+from conformance import cli
+from conformance.model import features, suite_index
 from conformance.outputs import needs_checkout, write_text
 
 ROOT = Path(__file__).resolve().parents[1]

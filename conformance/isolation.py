@@ -95,7 +95,8 @@ answer.flush()
 # then whether the declared-missing features are missing (conformance/feature_claims.py), on a
 # line of its own: a framework that crashes making a tensor leaves the facts above whole
 try:
-    from conformance import feature_claims, features
+    from conformance import feature_claims
+    from conformance.model import features
     problem = features.unknown_keys_problem(adapter)
     claims = {"error": problem} if problem else {
         "claims": [c.as_json() for c in feature_claims.check(adapter)]}

@@ -25,10 +25,11 @@ from typing import Any
 import pytest
 
 from adapters.base import Adapter, FrameworkNotInstalled, Unsupported, load_adapter
-from conformance import (features, hookspecs, isolation, leakcheck, options, summary, timeout,
+from conformance import (hookspecs, isolation, leakcheck, options, summary, timeout,
                          traceability, witness)
-from conformance.rules import Catalogue, load_catalogue
-from conformance.expectations import ExpectationSet, coverage_note, load_expectations
+from conformance.model import features
+from conformance.model.catalogue import Catalogue, load_catalogue
+from conformance.model.expectations import ExpectationSet, coverage_note, load_expectations
 from conformance.outcomes import HELD, Outcome, Verdict, blocked_by, first_lines, judge, test_outcome
 from conformance.results import (PhaseInfo, ResultsFile, RunHeader, Tally, TestRecords,
                                  WitnessRecord, phase_info)
@@ -130,9 +131,9 @@ def pytest_addhooks(pluginmanager):
 
 def _suite_digest(suites_dir: Path) -> dict[str, Any]:
     """``suite_digest`` for the header: the hash of the suite source the run reads, as
-    reproduction scripts find it again (conformance.repro.source); None for suites outside a
+    reproduction scripts find it again (conformance.model.suite_source); None for suites outside a
     ``conformance/suites`` directory of this layout."""
-    from conformance.repro import source
+    from conformance.model import suite_source as source
 
     suites_dir = Path(suites_dir).resolve()
     root = suites_dir.parents[1] if len(suites_dir.parents) > 1 else suites_dir

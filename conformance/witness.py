@@ -74,7 +74,7 @@ class Result:
 def causes(path: Path, version: str | None = None) -> list[Cause]:
     """The root causes of expectations file ``path`` with their witnesses, in file order;
     with ``version``: only from the entries that apply to that framework version."""
-    from conformance.expectations import ExpectationsError, file_entries
+    from conformance.model.expectations import ExpectationsError, file_entries
 
     found: dict[str, Cause] = {}
     for exp in file_entries(path):

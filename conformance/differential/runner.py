@@ -201,7 +201,7 @@ def unsupported_of(program: Program, error: dict) -> dict:
     step = program.steps[error["step"]]
     feature = error.get("feature")
     if feature is None and error.get("name"):
-        from conformance import features as registry
+        from conformance.model import features as registry
 
         for entry in registry.registry().values():
             if error["name"] in entry.names:

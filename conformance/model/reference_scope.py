@@ -19,7 +19,7 @@ from pathlib import Path
 
 from conformance.tomlfile import FileError, read_toml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCOPE_FILE = ROOT / "reference" / "scope.toml"
 
 #: the namespaces whose public names are accounted for: torch's own (``torch``, ``torch.autograd``,

@@ -8,7 +8,7 @@ function, ``api.rule(...)``); read here they cannot.
 
 The index is built from the suites' *source* (their ASTs), never by importing them: the harness
 checks expectations before any test module is imported, and a reproduction script for an older
-run reads that run's suite revision through ``git show`` (a :class:`conformance.repro.source.Tree`).
+run reads that run's suite revision through ``git show`` (a :class:`conformance.model.suite_source.Tree`).
 One index per tree and revision (:func:`index_of`, cached by the tree's key).
 
 A test is a top-level ``def test_*`` (or a method ``test_*`` of a top-level ``Test*`` class) of
@@ -25,7 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from conformance.repro.source import SUITES, SourceUnavailable, Tree, WorkingTree
+from conformance.model.suite_source import SUITES, SourceUnavailable, Tree, WorkingTree
 
 #: Fixture parameters a suite test may take besides its own parametrize arguments.
 FIXTURES = ("fw", "adapter", "device", "observe")

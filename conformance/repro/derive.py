@@ -44,10 +44,10 @@ import tokenize
 from pathlib import Path
 from typing import Any, Iterable
 
-from conformance import features, suite_index
-from conformance.repro import source as _source
-from conformance.repro.source import SourceUnavailable, Tree, WorkingTree
-from conformance.suite_index import FIXTURES, Definition, ModuleSource, SuiteSourceError
+from conformance.model import features, suite_index
+from conformance.model import suite_source as _source
+from conformance.model.suite_index import FIXTURES, Definition, ModuleSource, SuiteSourceError
+from conformance.model.suite_source import SourceUnavailable, Tree, WorkingTree
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 

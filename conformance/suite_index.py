@@ -1,0 +1,2 @@
+"""Moved to :mod:`conformance.model.suite_index`; this path stays for the suites, older reproduction scripts and third-party adapters that import it."""
+import sys; import conformance.model.suite_index as _moved; sys.modules[__name__] = _moved  # noqa: E702
