@@ -29,6 +29,19 @@ the file was written from (fnmatch patterns, like ``versions``); a run of any ot
 says so in its results header and on the page (``coverage_note``), since its outcomes were
 never reviewed. A file without it makes no such claim.
 
+A top-level ``[[differential]]`` array names the differential search's divergences the file
+explains (``python -m conformance.differential``): a divergence whose signature starts with
+``signature`` is the root cause ``root_cause`` of rule ``rule``, whose entry in this file (with
+that ``root_cause``) gives the reason::
+
+    [[differential]]
+    signature = "engine|Backward/Grad|error:freed/none"
+    rule = "engine.second-backward-error"
+    root_cause = "graph-never-freed"
+
+The file is read once per run (:func:`read`, cached per file): the plugin, the witnesses, the
+cascades check and the differential tester all take its typed :class:`ExpectationsFile`.
+
 A rule whose expectation differs between versions, or between its tests, uses an array of
 tables, ``[["identity.grad-stable-id"]]``, one entry per version set (and test set). For a
 test, an entry naming it in ``tests`` wins over an entry for the whole rule; at most one of
@@ -36,9 +49,11 @@ each kind may apply.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import difflib
 import fnmatch
+import os
 import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -150,15 +165,108 @@ def _at(path: Path, rule_id: str, key: str | None = None) -> str:
     return f" (line {line})" if line else ""
 
 
+@dataclasses.dataclass(frozen=True)
+class Differential:
+    """A differential-search divergence the file explains: a signature starting with
+    ``signature`` is the root cause ``root_cause`` of ``rule`` (``reason``: that entry's)."""
+
+    signature: str
+    rule: str
+    root_cause: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpectationsFile:
+    """One expectations file, parsed and validated whole (every entry, every version)."""
+
+    path: Path
+    written_for: tuple[str, ...] = ()
+    entries: tuple[Expectation, ...] = ()
+    differential: tuple[Differential, ...] = ()
+
+    def explaining(self, signature: str) -> Differential | None:
+        """The ``[[differential]]`` entry whose signature prefix ``signature`` starts with."""
+        return next((d for d in self.differential if signature.startswith(d.signature)), None)
+
+
+#: How many times each expectations file was parsed in this process (a project test holds a
+#: run to one per file).
+READS: collections.Counter = collections.Counter()
+_FILES: dict[tuple, ExpectationsFile] = {}
+
+
+def read(path: Path) -> ExpectationsFile:
+    """The expectations file ``path``, typed (ExpectationsError for a malformed one): parsed
+    once per file, then served from a cache keyed by the file and its state (an edit between
+    two calls is read again). A missing file is an empty one: no expectations."""
+    path = Path(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ExpectationsFile(path)
+    key = (str(path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key not in _FILES:
+        READS[key[0]] += 1
+        for stale in [k for k in _FILES if k[0] == key[0]]:  # the file's earlier state
+            del _FILES[stale]
+        _FILES[key] = _read(path)
+    found = _FILES[key]
+    return found if found.path == path else dataclasses.replace(found, path=path)
+
+
+def _read(path: Path) -> ExpectationsFile:
+    data = read_toml(path, ExpectationsError)
+    written_for = _written_for(path, data)  # the file's own keys, not entries
+    differential = data.pop(DIFFERENTIAL, [])
+    entries = []
+    statements: dict[str, tuple[str, str]] = {}  # root cause -> (reason, rule of its first entry)
+    for rule_id, value in _entries(data):
+        for table in value if isinstance(value, list) else [value]:
+            exp = _parse(path, rule_id, table)
+            if exp.root_cause:
+                first = statements.setdefault(exp.root_cause, (exp.reason, rule_id))
+                if first[0] != exp.reason:
+                    raise ExpectationsError(
+                        f"{path}: [{rule_id}]: root_cause {exp.root_cause!r} has the reason "
+                        f"{exp.reason!r} here but {first[0]!r} at [{first[1]}]; one root cause, "
+                        f"one statement{_at(path, rule_id, 'reason')}")
+            entries.append(exp)
+    return ExpectationsFile(path, written_for, tuple(entries),
+                            _differential(path, differential, entries))
+
+
+DIFFERENTIAL = "differential"
+_DIFFERENTIAL_KEYS = ("signature", "rule", "root_cause")
+
+
+def _differential(path: Path, tables: Any, entries: list[Expectation]) -> tuple[Differential, ...]:
+    """The ``[[differential]]`` tables, each naming an entry of this file by rule and cause."""
+    if not isinstance(tables, list):
+        raise ExpectationsError(f"{path}: {DIFFERENTIAL!r} must be an array of tables "
+                                f"([[{DIFFERENTIAL}]]) with {', '.join(_DIFFERENTIAL_KEYS)}")
+    out = []
+    for number, table in enumerate(tables, 1):
+        where = f"{path}: [[{DIFFERENTIAL}]] #{number}"
+        if not isinstance(table, dict) or set(table) != set(_DIFFERENTIAL_KEYS) or not all(
+                isinstance(table[k], str) and table[k] for k in _DIFFERENTIAL_KEYS):
+            raise ExpectationsError(f"{where}: needs exactly {', '.join(_DIFFERENTIAL_KEYS)} "
+                                    f"(non-empty strings)")
+        entry = next((e for e in entries if e.rule == table["rule"]
+                      and e.root_cause == table["root_cause"]), None)
+        if entry is None:
+            raise ExpectationsError(f"{where}: no entry [{table['rule']}] with root_cause "
+                                    f"{table['root_cause']!r} in this file; the divergence's "
+                                    f"reason is that entry's")
+        out.append(Differential(table["signature"], entry.rule, entry.root_cause, entry.reason))
+    return tuple(out)
+
+
 def file_entries(path: Path) -> Iterator[Expectation]:
     """Every entry of expectations file ``path``, parsed, in file order (ExpectationsError
     for a malformed one): for tools that read a file's root causes (witnesses, cascades)
     without judging a run."""
-    data = read_toml(path, ExpectationsError)
-    _written_for(path, data)  # the file's own key, not an entry
-    for rule_id, value in _entries(data):
-        for table in value if isinstance(value, list) else [value]:
-            yield _parse(path, rule_id, table)
+    yield from read(path).entries
 
 
 def _parse(path: Path, rule_id: str, table: Any) -> Expectation:
@@ -237,18 +345,16 @@ def _written_for(path: Path, data: dict) -> tuple[str, ...]:
     return tuple(patterns)
 
 
-def coverage_note(path: Path | None, version: str) -> str:
-    """"" when ``path``'s entries were written for ``version`` (its ``written_for`` or an
+def coverage_note(path: "Path | ExpectationsFile | None", version: str) -> str:
+    """"" when the file's entries were written for ``version`` (its ``written_for`` or an
     entry's ``versions`` names it, or it makes no claim); else one line saying they were not."""
-    if path is None or not Path(path).is_file():
+    if path is None:
         return ""
-    data = read_toml(Path(path), ExpectationsError)
-    patterns = _written_for(Path(path), data)
+    found = path if isinstance(path, ExpectationsFile) else read(Path(path))
+    patterns = found.written_for
     if not patterns:
         return ""
-    entry_patterns = {v for _, value in _entries(data)
-                      for table in (value if isinstance(value, list) else [value])
-                      if isinstance(table, dict) for v in table.get("versions", ())}
+    entry_patterns = {v for exp in found.entries for v in exp.versions}
     if any(fnmatch.fnmatchcase(version, v) for v in (*patterns, *entry_patterns)):
         return ""
     return (f"no expectation entry was written for version {version} (the file covers "
@@ -256,53 +362,43 @@ def coverage_note(path: Path | None, version: str) -> str:
             f"not a regression")
 
 
-def load_expectations(path: Path | None, rule_ids: Iterable[str], version: str,
-                      test_names: dict[str, set[str]] | None = None) -> ExpectationSet:
-    """The expectations in ``path`` that apply to framework ``version``, by rule id.
+def load_expectations(path: "Path | ExpectationsFile | None", rule_ids: Iterable[str],
+                      version: str, test_names: dict[str, set[str]] | None = None) -> ExpectationSet:
+    """The expectations in ``path`` (or an already read file) that apply to framework
+    ``version``, by rule id.
 
     Every entry is validated, including those for other versions; an unknown rule id is an
     error (a renamed rule must not silently drop its expectation), and so is a ``tests``
     pattern that names none of the rule's tests (``test_names``: rule id -> test function
     names, where known).
     """
-    if path is None or not Path(path).exists():
+    if path is None:
         return ExpectationSet()
-    path = Path(path)
+    found = path if isinstance(path, ExpectationsFile) else read(Path(path))
+    path = found.path
     known = set(rule_ids)
     chosen = ExpectationSet()
-    statements: dict[str, tuple[str, str]] = {}  # root cause -> (reason, rule id of its first entry)
-    data = read_toml(path, ExpectationsError)
-    _written_for(path, data)
-    for rule_id, value in _entries(data):
+    for exp in found.entries:
+        rule_id = exp.rule
         if rule_id not in known:
             close = difflib.get_close_matches(rule_id, sorted(known), n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise ExpectationsError(f"{path}: [{rule_id}]: no such rule in the catalogue; "
                                     f"{hint}fix the id or remove the entry{_at(path, rule_id)}")
-        tables = value if isinstance(value, list) else [value]
-        for table in tables:
-            exp = _parse(path, rule_id, table)
-            names = (test_names or {}).get(rule_id)
-            stale = [t for t in exp.tests if names and not _pattern_names_a_test(t, names)]
-            if stale:
-                raise ExpectationsError(
-                    f"{path}: [{rule_id}]: tests pattern {stale[0]!r} matches no test of this "
-                    f"rule (its tests: {', '.join(sorted(names))}); fix the pattern or remove it"
-                    f"{_at(path, rule_id, 'tests')}")
-            if exp.root_cause:
-                first = statements.setdefault(exp.root_cause, (exp.reason, rule_id))
-                if first[0] != exp.reason:
-                    raise ExpectationsError(
-                        f"{path}: [{rule_id}]: root_cause {exp.root_cause!r} has the reason "
-                        f"{exp.reason!r} here but {first[0]!r} at [{first[1]}]; one root cause, "
-                        f"one statement{_at(path, rule_id, 'reason')}")
-            if not exp.applies_to(version):
-                continue
-            if exp.tests:
-                chosen.per_test.setdefault(rule_id, []).append(exp)
-                continue
-            if rule_id in chosen:
-                raise ExpectationsError(f"{path}: [{rule_id}]: two entries apply to version "
-                                        f"{version}; make their 'versions' disjoint")
-            chosen[rule_id] = exp
+        names = (test_names or {}).get(rule_id)
+        stale = [t for t in exp.tests if names and not _pattern_names_a_test(t, names)]
+        if stale:
+            raise ExpectationsError(
+                f"{path}: [{rule_id}]: tests pattern {stale[0]!r} matches no test of this "
+                f"rule (its tests: {', '.join(sorted(names))}); fix the pattern or remove it"
+                f"{_at(path, rule_id, 'tests')}")
+        if not exp.applies_to(version):
+            continue
+        if exp.tests:
+            chosen.per_test.setdefault(rule_id, []).append(exp)
+            continue
+        if rule_id in chosen:
+            raise ExpectationsError(f"{path}: [{rule_id}]: two entries apply to version "
+                                    f"{version}; make their 'versions' disjoint")
+        chosen[rule_id] = exp
     return chosen
