@@ -29,7 +29,9 @@ from conformance import (hookspecs, isolation, leakcheck, options, summary, time
                          traceability, witness)
 from conformance.model import features
 from conformance.model.catalogue import Catalogue, load_catalogue
-from conformance.model.expectations import ExpectationSet, coverage_note, load_expectations
+from conformance.model import causes as declared_causes, expectations as declared_expectations
+from conformance.model.expectations import (ExpectationSet, ExpectationsFile, coverage_note,
+                                           load_expectations)
 from conformance.outcomes import HELD, Outcome, Verdict, blocked_by, first_lines, judge, test_outcome
 from conformance.results import (PhaseInfo, ResultsFile, RunHeader, Tally, TestRecords,
                                  WitnessRecord, phase_info)
@@ -48,6 +50,8 @@ class Harness:
     catalogue_dir: Path
     catalogue: Catalogue | None = None  # None: the run does not touch the suites
     expectations: ExpectationSet = dataclasses.field(default_factory=ExpectationSet)
+    #: the expectations file, read once for the whole run (conformance.model.expectations)
+    expectations_file: ExpectationsFile | None = None
     run: RunHeader = dataclasses.field(default_factory=RunHeader)  # adapter, version, device...
     records: TestRecords | None = None
     tally: Tally = dataclasses.field(default_factory=Tally)
@@ -267,8 +271,9 @@ def pytest_configure(config):
                             + ("a directory; give a file" if Path(path).is_dir()
                                else "not a regular file (a FIFO, device or socket); give a file"
                                if Path(path).exists() else "no such file"))
-        h.expectations = load_expectations(Path(path) if path else adapter.expectations_file(),
-                                           h.catalogue.rules, version,
+        h.expectations_file = declared_expectations.read(
+            Path(path) if path else adapter.expectations_file())
+        h.expectations = load_expectations(h.expectations_file, h.catalogue.rules, version,
                                            traceability.test_names_by_rule(h.suites_dir))
     except FileError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -298,8 +303,8 @@ def pytest_configure(config):
         if not config.getoption("no_witnesses") and not config.getoption("collectonly"):
             # under --leak-check they run after the tests: objects and memory a witness
             # thread allocates mid-test would count against the test being measured
-            controller.start_witnesses(Path(path) if path else adapter.expectations_file(),
-                                       spec, witness_limit, deferred=bool(leak_check))
+            controller.start_witnesses(h.expectations_file, spec, witness_limit,
+                                       deferred=bool(leak_check))
 
 
 def pytest_report_header(config):
@@ -314,10 +319,8 @@ def pytest_report_header(config):
 
 def _expectations_note(config, h) -> str:
     """"" unless the expectations were not written for this framework version (a run of
-    another release says so in its header; conformance.expectations.coverage_note)."""
-    path = config.getoption("expectations")
-    return coverage_note(Path(path) if path else h.adapter.expectations_file(),
-                         h.run.framework_version)
+    another release says so in its header; conformance.model.expectations.coverage_note)."""
+    return coverage_note(h.expectations_file, h.run.framework_version)
 
 
 def _check_declared_features(adapter: Adapter) -> None:
@@ -519,7 +522,7 @@ class Controller:
         self.witness_records: list[WitnessRecord] = []
         self._deferred: tuple | None = None  # start_witnesses' arguments, for the run's end
 
-    def start_witnesses(self, expectations: Path, spec: str, limit: float,
+    def start_witnesses(self, expectations: ExpectationsFile | None, spec: str, limit: float,
                         deferred: bool = False) -> None:
         """Run the witnesses of the root causes whose entries apply to the run's framework
         version beside the tests (conformance.witness.Background): their lines are written as
@@ -527,10 +530,10 @@ class Controller:
         if deferred:
             self._deferred = (expectations, spec, limit)
             return
-        try:
-            found = witness.causes(expectations, self.h.run.framework_version) \
-                if Path(expectations).is_file() else []
-        except FileError:  # the expectations were read already: cannot happen, never fatal
+        try:  # the file the run read (conformance.model.causes: the one Cause type)
+            found = declared_causes.declared(expectations, self.h.run.framework_version) \
+                if expectations is not None else []
+        except FileError:  # one cause with two witnesses: never fatal to the run
             found = []
         if not found:
             return
