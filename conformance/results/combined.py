@@ -53,6 +53,7 @@ from typing import Any, Iterable
 from conformance.results import json_text, migrations
 from conformance.results.errors import ResultsSchemaError
 from conformance.results.records import RunEnd, RunHeader, TestRecord, WitnessRecord
+from conformance.results.root_causes import RankedCause
 from conformance.results.run_file import read_run
 
 SCHEMA = "autograd-conformance/results"
@@ -64,8 +65,8 @@ RUN_KEYS = ("suite_revision", "suite_dirty", "suite_digest", "adapter", "adapter
             "conformance_timeout", "leak_check", "expectations_note")
 #: The end-line fields a column keeps.
 END_KEYS = ("finished", "exitstatus", "counts", "not_run")
-#: Keys of each entry of a run's ``root_causes`` (conformance.report.rootcause), ranked.
-ROOT_CAUSE_KEYS = ("id", "summary", "rules", "tests", "blocks", "rank")
+#: Keys every entry of a run's ``root_causes`` has (:class:`RankedCause`; older files: these).
+ROOT_CAUSE_KEYS = RankedCause.REQUIRED
 #: Keys every test entry of a run has (derived from the test record).
 TEST_KEYS = TestRecord.entry_fields()
 
@@ -81,7 +82,7 @@ class Column:
     header: RunHeader
     end: RunEnd | None
     tests: list[TestRecord]
-    root_causes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    root_causes: list[RankedCause] = dataclasses.field(default_factory=list)
     witnesses: list[WitnessRecord] = dataclasses.field(default_factory=list)
 
     # what the page and the scripts read of the header, by name
@@ -112,7 +113,7 @@ class Column:
         end["not_run"] = end["not_run"] or []
         out = {"label": self.label, "framework": self.framework, "status": self.status,
                "detail": self.detail, **header, **end,
-               "tests": [t.to_entry() for t in self.tests], "root_causes": self.root_causes}
+               "tests": [t.to_entry() for t in self.tests], "root_causes": [c.to_json() for c in self.root_causes]}
         if self.witnesses:
             out["witnesses"] = [w.to_entry() for w in self.witnesses]
         return out
@@ -136,7 +137,9 @@ class Column:
                      enumerate(obj.get("witnesses") or [], 1)]
         return cls(label=label, framework=obj.get("framework") or "?", status=obj["status"],
                    detail=obj.get("detail") or "", header=header, end=end, tests=tests,
-                   root_causes=list(obj.get("root_causes") or []), witnesses=witnesses)
+                   root_causes=[RankedCause.from_json(c, f"{here}, root cause {i}") for i, c
+                                in enumerate(obj.get("root_causes") or [], 1)],
+                   witnesses=witnesses)
 
 
 def column_of(path: Path, label: str | None = None, framework: str | None = None) -> Column:

@@ -22,7 +22,7 @@ def test_missing_attributes_of_different_names_are_different_causes():
     run = run_of((A, "test_a", "ERROR", "AttributeError: 'Tensor' object has no attribute 'grad_fn'"),
                  (B, "test_b", "ERROR", "AttributeError: 'Tensor' object has no attribute 'grad_fn'"),
                  (C, "test_c", "ERROR", "AttributeError: 'Tensor' object has no attribute 'register_hook'"))
-    causes = {frozenset(c["rules"]) for c in rootcause.root_causes(run, ENTRIES)}
+    causes = {frozenset(c.rules) for c in rootcause.root_causes(run, ENTRIES)}
     assert causes == {frozenset((A, B)), frozenset((C,))}
 
 
@@ -31,8 +31,8 @@ def test_unsupported_messages_cluster_by_the_feature_they_name():
                  (D, "test_d", "UNSUPPORTED", "tinygrad does not support graph_nodes: no grad_fn"),
                  (C, "test_c", "UNSUPPORTED", "tinygrad does not support tensor_hooks: no register_hook"))
     causes = rootcause.root_causes(run, ENTRIES)
-    assert sorted(tuple(sorted(c["rules"])) for c in causes) == sorted([tuple(sorted((A, D))), (C,)])
-    assert all(c["kind"] == "unsupported" for c in causes)
+    assert sorted(tuple(sorted(c.rules)) for c in causes) == sorted([tuple(sorted((A, D))), (C,)])
+    assert all(c.kind == "unsupported" for c in causes)
 
 
 def test_missing_feature_reads_the_first_line_only():
