@@ -28,6 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from conformance.claims import Claim
+
 # The child: stdout is kept for the one JSON answer (anything the adapter or the framework
 # prints goes to stderr); every failure, BaseException included, is caught and described.
 PROBE = r'''
@@ -128,7 +130,7 @@ class Facts:
     expectations: str
     install_hint: str = ""
     unsupported: dict = dataclasses.field(default_factory=dict)  # the adapter's declarations
-    #: whether each declared-missing feature is missing (conformance.feature_claims.Claim),
+    #: whether each declared-missing feature is missing (conformance.claims.Claim),
     #: and why that could not be checked ("" when it was)
     claims: list = dataclasses.field(default_factory=list)
     claims_error: str = ""
@@ -241,8 +243,6 @@ def probe(spec: str, device: str = "cpu", timeout: float = 300.0,
 
 def _claims(line: str) -> tuple[list, str]:
     """The child's second answer: the claims, or why they could not be checked."""
-    from conformance.feature_claims import Claim
-
     try:
         data = json.loads(line)
         if data.get("error"):
