@@ -199,7 +199,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "judged_without(*features): features the test touches but "
                                        "guards itself (their absence does not make it UNSUPPORTED)")
     config.addinivalue_line("markers", "needs(*features): registry features the test needs "
-                            "beyond what it touches (conformance/features.py)")
+                            "beyond what it touches (conformance/model/features.py)")
     config.addinivalue_line("markers", "subject(*names): methods or fields of the framework's objects "
                             "the test's rule is about, called as themselves (conformance/spelling.py)")
     spec = config.getoption("adapter")
@@ -337,7 +337,7 @@ def _check_declared_features(adapter: Adapter) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     """A suite test that needs a feature the adapter declares missing ends UNSUPPORTED, naming
-    it, before its fixtures or body run (conformance/features.py)."""
+    it, before its fixtures or body run (conformance/model/features.py)."""
     h = item.config.stash.get(HARNESS, None)
     if h is None or not h.is_suite_path(item.path):
         return

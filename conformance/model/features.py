@@ -12,7 +12,7 @@ that need them, while every other test still runs. The names live in
 imply it); an adapter key that is not there is a usage error, not a silently ignored typo.
 
 Which test needs what is *derived* from what it touches, read by the suite index
-(:mod:`conformance.suite_index`) from the suites' source: the ``fw.*``/``adapter.*`` chains and
+(:mod:`conformance.model.suite_index`) from the suites' source: the ``fw.*``/``adapter.*`` chains and
 the attribute names it uses on framework objects (``y.grad_fn`` -> ``graph_nodes``), in its own
 body and in the suite helpers it calls (followed transitively), plus any explicit
 ``@needs("feature")`` where reading the source cannot see the need.
@@ -161,7 +161,7 @@ def implied(surface: Iterable[str], attributes: Iterable[str]) -> set[str]:
 
 def _touched(index, test) -> tuple[set[str], set[str]]:
     """The surface chains and attribute names ``test`` touches, with those of the suite
-    definitions it reads (:meth:`conformance.suite_index.SuiteIndex.helpers_of`)."""
+    definitions it reads (:meth:`conformance.model.suite_index.SuiteIndex.helpers_of`)."""
     from conformance.model import suite_index
 
     surface, attributes = set(test.surface), set(test.attributes)
@@ -172,7 +172,7 @@ def _touched(index, test) -> tuple[set[str], set[str]]:
 
 
 def features_of(test, index=None) -> tuple[str, ...]:
-    """The features ``test`` (a :class:`conformance.suite_index.SuiteTest`) needs: derived
+    """The features ``test`` (a :class:`conformance.model.suite_index.SuiteTest`) needs: derived
     from what it touches, plus its ``@needs``; sorted."""
     from conformance.model import suite_index
 

@@ -18,7 +18,7 @@ A header without ``suite_digest`` (results written before it existed) goes strai
 The harness itself (adapters, classification, ``conformance.api``) is not part of this
 source: a script imports it from the installed package (:mod:`conformance.repro.runtime`), as
 it imports the suites' helper modules where the run's revision has them as installed
-(:mod:`conformance.repro.derive`). :mod:`conformance.suite_index` reads the tests of a tree.
+(:mod:`conformance.repro.derive`). :mod:`conformance.model.suite_index` reads the tests of a tree.
 Standard library only (the harness imports :func:`digest` to write the header).
 """
 from __future__ import annotations

@@ -183,7 +183,7 @@ class RuleEntry:
 
     @classmethod
     def of(cls, rule) -> "RuleEntry":
-        """The entry of a catalogue rule (:class:`conformance.rules.Rule`)."""
+        """The entry of a catalogue rule (:class:`conformance.model.catalogue.Rule`)."""
         return cls(**{f.name: getattr(rule, f.name) for f in dataclasses.fields(cls)})
 
     @classmethod
@@ -237,7 +237,7 @@ class Combined:
 
 
 def catalogue_entries(catalogue) -> list[RuleEntry]:
-    """The entries of every rule of a catalogue (:class:`conformance.rules.Catalogue`)."""
+    """The entries of every rule of a catalogue (:class:`conformance.model.catalogue.Catalogue`)."""
     return [RuleEntry.of(r) for r in catalogue.rules.values()]
 
 
