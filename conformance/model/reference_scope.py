@@ -4,7 +4,7 @@ The data is ``reference/scope.toml`` (data only): entries ``[[covered]]`` (``nam
 catalogue ``rules`` that specify their lifetime behaviour: what they keep alive, when they run,
 what they refuse, what they do when re-entered) and ``[[outside]]`` (``names`` and the
 ``reason`` they have no lifetime behaviour to specify). ``public_names()`` lists the names the
-file must account for, so that a project test (tests/harness/test_reference_scope.py) fails when
+file must account for, so that a project test (tests/model/test_reference_scope.py) fails when
 a name is added to the reference without a rule or a reason; ``render_html`` is the spec page's
 section (``python -m conformance.spec``).
 """
