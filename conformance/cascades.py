@@ -10,35 +10,28 @@ prerequisite and is BLOCKED by the home rule.
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
-from conformance.outcomes import Outcome
+from conformance.model import causes, expectations
 
 __all__ = ["problems"]
 
 
 def problems(path: Path) -> list[str]:
     """Root causes in expectations file ``path`` that break the one-home-rule convention, one
-    line each (``slug: what is wrong``)."""
-    from conformance.expectations import file_entries
-
-    diverging: dict[str, list] = defaultdict(list)
-    for exp in file_entries(path):
-        if exp.root_cause and exp.outcome is Outcome.DIVERGES:
-            diverging[exp.root_cause].append(exp)
+    line each (``slug: what is wrong``); the causes as :mod:`conformance.model.causes` reads them."""
     out = []
-    for slug, entries in diverging.items():
-        rules = {e.rule for e in entries}
-        homes = sorted({e.rule for e in entries if e.home})
-        if len(rules) < 2:
+    for cause in causes.declared(expectations.read(path)):
+        if cause.slug.startswith("rule:") or len(cause.diverging) < 2:
             continue
+        homes = sorted(r for r in cause.home if r in cause.diverging)
         if len(homes) != 1:
-            out.append(f"{slug}: DIVERGES on {len(rules)} rules needs exactly one home rule "
-                       f"(home = true), has {len(homes)}{': ' + ', '.join(homes) if homes else ''}")
+            out.append(f"{cause.slug}: DIVERGES on {len(cause.diverging)} rules needs exactly one "
+                       f"home rule (home = true), has {len(homes)}"
+                       f"{': ' + ', '.join(homes) if homes else ''}")
             continue
-        loose = sorted({e.rule for e in entries if e.rule != homes[0] and not e.independent.strip()})
+        loose = sorted(r for r in cause.diverging if r != homes[0] and not cause.independence[r])
         if loose:
-            out.append(f"{slug}: home {homes[0]}; DIVERGES on {', '.join(loose)} without "
+            out.append(f"{cause.slug}: home {homes[0]}; DIVERGES on {', '.join(loose)} without "
                        "independent = \"why\" (or make those tests BLOCKED by a prerequisite)")
     return out

@@ -46,53 +46,9 @@ from typing import Any
 
 from conformance import cli
 
-ABSENT, PRESENT, EXPLAINED, UNPROBED = "absent", "present", "explained", "unprobed"
-
-
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    """One declared-missing feature and what the framework showed of it."""
-
-    feature: str
-    status: str                                   # ABSENT, PRESENT, EXPLAINED or UNPROBED
-    present: dict[str, str] = dataclasses.field(default_factory=dict)    # name -> where found
-    explained: dict[str, str] = dataclasses.field(default_factory=dict)  # name -> the adapter's why
-    stale: dict[str, str] = dataclasses.field(default_factory=dict)      # explained, yet absent
-    #: framework objects its bare names could not be looked up on, and why
-    missed: tuple[str, ...] = ()
-
-    @property
-    def contradicted(self) -> bool:
-        return self.status == PRESENT or bool(self.stale)
-
-    def line(self) -> str:
-        """The feature's verdict on one line."""
-        if self.status == PRESENT:
-            unexplained = [n for n in self.present if n not in self.explained]
-            text = "present: " + ", ".join(f"{n} (on {self.present[n]})" for n in unexplained)
-        elif self.status == EXPLAINED:
-            text = "present but not the feature: " + "; ".join(
-                f"{n} (on {self.present[n]}): {self.explained[n]}" for n in self.present)
-        elif self.status == UNPROBED:
-            text = "unprobed: the registry lists no surface name or keyword for it"
-        else:
-            text = ABSENT
-        if self.stale:
-            text += ("; stale explanation (the name is absent): "
-                     + ", ".join(sorted(self.stale)))
-        if self.missed:
-            text += " (not looked up on: " + "; ".join(self.missed) + ")"
-        return f"{self.feature}: {text}"
-
-    def as_json(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict) -> "Claim":
-        return cls(str(data["feature"]), str(data["status"]),
-                   *({str(k): str(v) for k, v in dict(data.get(field) or {}).items()}
-                     for field in ("present", "explained", "stale")),
-                   tuple(str(m) for m in data.get("missed") or ()))
+# the record of one declaration's check (its own module: the start-up probe carries it back from
+# its child, and this tool runs that probe; one defined below the other would import in a circle)
+from conformance.claims import ABSENT, EXPLAINED, PRESENT, UNPROBED, Claim  # noqa: E402,F401
 
 
 @dataclasses.dataclass
@@ -296,7 +252,7 @@ def _only_refuses(function: Any) -> bool:
 
 def check(adapter, registry=None, made: Subjects | None = None) -> list[Claim]:
     """A :class:`Claim` per feature ``adapter`` declares unsupported, in its table's order."""
-    from conformance import features
+    from conformance.model import features
 
     registry = registry if registry is not None else features.registry()
     declared = dict(getattr(adapter, "unsupported", None) or {})
@@ -372,7 +328,7 @@ def main(argv=None) -> int:
         return parser.fail(str(exc))
     if facts is None:   # no child can be started here: the check runs in this process
         from adapters.base import FrameworkNotInstalled, load_adapter
-        from conformance import features
+        from conformance.model import features
 
         try:
             adapter = load_adapter(args.adapter)

@@ -5,7 +5,7 @@ on the framework's own objects (tensors, graph nodes, Function contexts: the ten
     python -m conformance.fw_surface --write    # rewrite docs/fw-surface.md
     python -m conformance.fw_surface --check    # exit 1 if docs/fw-surface.md is stale
 
-Generated from the suites' source (their ASTs, read by :mod:`conformance.suite_index`), so the list cannot drift from what the tests
+Generated from the suites' source (their ASTs, read by :mod:`conformance.model.suite_index`), so the list cannot drift from what the tests
 call; tests/harness/test_fw_surface.py keeps the committed page in sync.
 """
 from __future__ import annotations
@@ -18,7 +18,8 @@ import threading
 import types
 import warnings
 
-from conformance import cli, features, suite_index
+from conformance import cli
+from conformance.model import features, suite_index
 from conformance.outputs import needs_checkout, write_text
 
 ROOT = Path(__file__).resolve().parents[1]

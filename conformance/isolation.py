@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.child_interpreter import environment
+from conformance.claims import Claim
 
 # The child: stdout is kept for the one JSON answer (anything the adapter or the framework
 # prints goes to stderr); every failure, BaseException included, is caught and described.
@@ -96,7 +97,8 @@ answer.flush()
 # then whether the declared-missing features are missing (conformance/feature_claims.py), on a
 # line of its own: a framework that crashes making a tensor leaves the facts above whole
 try:
-    from conformance import feature_claims, features
+    from conformance import feature_claims
+    from conformance.model import features
     problem = features.unknown_keys_problem(adapter)
     claims = {"error": problem} if problem else {
         "claims": [c.as_json() for c in feature_claims.check(adapter)]}
@@ -128,7 +130,7 @@ class Facts:
     expectations: str
     install_hint: str = ""
     unsupported: dict = dataclasses.field(default_factory=dict)  # the adapter's declarations
-    #: whether each declared-missing feature is missing (conformance.feature_claims.Claim),
+    #: whether each declared-missing feature is missing (conformance.claims.Claim),
     #: and why that could not be checked ("" when it was)
     claims: list = dataclasses.field(default_factory=list)
     claims_error: str = ""
@@ -240,8 +242,6 @@ def probe(spec: str, device: str = "cpu", timeout: float = 300.0,
 
 def _claims(line: str) -> tuple[list, str]:
     """The child's second answer: the claims, or why they could not be checked."""
-    from conformance.feature_claims import Claim
-
     try:
         data = json.loads(line)
         if data.get("error"):

@@ -26,10 +26,13 @@ from typing import Any
 import pytest
 
 from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
-from conformance import (features, hookspecs, import_names, isolation, leakcheck, options,
-                         summary, survival, time_scale, timeout, traceability, witness)
-from conformance.rules import Catalogue, load_catalogue
-from conformance.expectations import ExpectationSet, coverage_note, load_expectations
+from conformance import (hookspecs, import_names, isolation, leakcheck, options, summary,
+                         survival, time_scale, timeout, traceability, witness)
+from conformance.model import features
+from conformance.model.catalogue import Catalogue, load_catalogue
+from conformance.model import causes as declared_causes, expectations as declared_expectations
+from conformance.model.expectations import (ExpectationSet, ExpectationsFile, coverage_note,
+                                           load_expectations)
 from conformance.outcomes import (HELD, Outcome, Verdict, blocked_by, first_lines, judge,
                                   missing_feature, test_outcome)
 from conformance.results import (PhaseInfo, ResultsFile, RunHeader, Tally, TestRecord,
@@ -50,6 +53,8 @@ class Harness:
     catalogue_dir: Path
     catalogue: Catalogue | None = None  # None: the run does not touch the suites
     expectations: ExpectationSet = dataclasses.field(default_factory=ExpectationSet)
+    #: the expectations file, read once for the whole run (conformance.model.expectations)
+    expectations_file: ExpectationsFile | None = None
     run: RunHeader = dataclasses.field(default_factory=RunHeader)  # adapter, version, device...
     records: TestRecords | None = None
     tally: Tally = dataclasses.field(default_factory=Tally)
@@ -143,9 +148,9 @@ def pytest_addhooks(pluginmanager):
 
 def _suite_digest(suites_dir: Path) -> dict[str, Any]:
     """``suite_digest`` for the header: the hash of the suite source the run reads, as
-    reproduction scripts find it again (conformance.repro.source); None for suites outside a
+    reproduction scripts find it again (conformance.model.suite_source); None for suites outside a
     ``conformance/suites`` directory of this layout."""
-    from conformance.repro import source
+    from conformance.model import suite_source as source
 
     suites_dir = Path(suites_dir).resolve()
     root = suites_dir.parents[1] if len(suites_dir.parents) > 1 else suites_dir
@@ -219,7 +224,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "judged_without(*features): features the test touches but "
                                        "guards itself (their absence does not make it UNSUPPORTED)")
     config.addinivalue_line("markers", "needs(*features): registry features the test needs "
-                            "beyond what it touches (conformance/features.py)")
+                            "beyond what it touches (conformance/model/features.py)")
     config.addinivalue_line("markers", "time_limit_factor(n): the test's work legitimately takes "
                             "up to n ordinary tests' time; its limit is n × --conformance-timeout "
                             "(conformance/time_scale.py)")
@@ -311,8 +316,9 @@ def pytest_configure(config):
                             + ("a directory; give a file" if Path(path).is_dir()
                                else "not a regular file (a FIFO, device or socket); give a file"
                                if Path(path).exists() else "no such file"))
-        h.expectations = load_expectations(Path(path) if path else adapter.expectations_file(),
-                                           h.catalogue.rules, version,
+        h.expectations_file = declared_expectations.read(
+            Path(path) if path else adapter.expectations_file())
+        h.expectations = load_expectations(h.expectations_file, h.catalogue.rules, version,
                                            traceability.test_names_by_rule(h.suites_dir))
     except FileError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -358,8 +364,8 @@ def pytest_configure(config):
         if not config.getoption("no_witnesses") and not config.getoption("collectonly"):
             # under --leak-check they run after the tests: objects and memory a witness
             # thread allocates mid-test would count against the test being measured
-            controller.start_witnesses(Path(path) if path else adapter.expectations_file(),
-                                       spec, time_scale.scaled(witness_limit),
+            controller.start_witnesses(h.expectations_file, spec,
+                                       time_scale.scaled(witness_limit),
                                        deferred=bool(leak_check))
 
 
@@ -409,10 +415,8 @@ def pytest_report_header(config):
 
 def _expectations_note(config, h) -> str:
     """"" unless the expectations were not written for this framework version (a run of
-    another release says so in its header; conformance.expectations.coverage_note)."""
-    path = config.getoption("expectations")
-    return coverage_note(Path(path) if path else h.adapter.expectations_file(),
-                         h.run.framework_version)
+    another release says so in its header; conformance.model.expectations.coverage_note)."""
+    return coverage_note(h.expectations_file, h.run.framework_version)
 
 
 def _check_declared_features(adapter: Adapter) -> None:
@@ -429,7 +433,7 @@ def _check_declared_features(adapter: Adapter) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     """A suite test that needs a feature the adapter declares missing ends UNSUPPORTED, naming
-    it, before its fixtures or body run (conformance/features.py)."""
+    it, before its fixtures or body run (conformance/model/features.py)."""
     h = item.config.stash.get(HARNESS, None)
     if h is None or not h.is_suite_path(item.path):
         return
@@ -622,7 +626,7 @@ class Controller:
                 self.earlier_failed = self.earlier_failed or _fails(record)
             self.witness_records.extend(h.resumed.witnesses)
 
-    def start_witnesses(self, expectations: Path, spec: str, limit: float,
+    def start_witnesses(self, expectations: ExpectationsFile | None, spec: str, limit: float,
                         deferred: bool = False) -> None:
         """Run the witnesses of the root causes whose entries apply to the run's framework
         version beside the tests (conformance.witness.Background): their lines are written as
@@ -630,10 +634,10 @@ class Controller:
         if deferred:
             self._deferred = (expectations, spec, limit)
             return
-        try:
-            found = witness.causes(expectations, self.h.run.framework_version) \
-                if Path(expectations).is_file() else []
-        except FileError:  # the expectations were read already: cannot happen, never fatal
+        try:  # the file the run read (conformance.model.causes: the one Cause type)
+            found = declared_causes.declared(expectations, self.h.run.framework_version) \
+                if expectations is not None else []
+        except FileError:  # one cause with two witnesses: never fatal to the run
             found = []
         recorded = {r.cause for r in self.witness_records}  # by the run this one resumes
         found = [cause for cause in found if cause.slug not in recorded]

@@ -17,10 +17,10 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from conformance import cli, evidence as _evidence, suite_index
-from conformance import reference_scope as _reference_scope
+from conformance import cli, evidence as _evidence
+from conformance.model import reference_scope as _reference_scope, suite_index
 from conformance.history import render as _history
-from conformance.rules import CatalogueError, load_catalogue
+from conformance.model.catalogue import CatalogueError, load_catalogue
 
 PACKAGE = Path(__file__).resolve().parent
 ROOT = PACKAGE.parent

@@ -22,7 +22,8 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from conformance import cli, suite_index
+from conformance import cli
+from conformance.model import suite_index
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "conformance" / "suites"

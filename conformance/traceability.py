@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from conformance import suite_index
-from conformance.rules import Catalogue
+from conformance.model import suite_index
+from conformance.model.catalogue import Catalogue
 
 
 def suite_of_module(path: Path) -> str | None:

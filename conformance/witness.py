@@ -38,7 +38,8 @@ from typing import Callable, Iterable
 
 from conformance import cli
 from conformance.child_interpreter import environment
-from conformance.outcomes import Outcome
+from conformance.model import causes as _causes, expectations
+from conformance.model.causes import Cause
 
 #: The most lines a witness may have (its text, blank lines and comments excluded).
 MAX_LINES = 15
@@ -48,16 +49,6 @@ MAX_LINES = 15
 ALLOWED_IMPORTS = {"gc", "sys", "warnings", "weakref", "threading", "faulthandler"}
 #: The most characters of a witness's output a run records (its end: where it says what it saw).
 MAX_OUTPUT = 2000
-
-
-@dataclasses.dataclass
-class Cause:
-    """One root cause of an expectations file: its slug, kind and witness."""
-
-    slug: str
-    kind: str                       # "breaks" or "unsupported" (as the report ranks them)
-    rules: list[str]
-    witness: str = ""
 
 
 @dataclasses.dataclass
@@ -73,24 +64,9 @@ class Result:
 
 def causes(path: Path, version: str | None = None) -> list[Cause]:
     """The root causes of expectations file ``path`` with their witnesses, in file order;
-    with ``version``: only from the entries that apply to that framework version."""
-    from conformance.expectations import ExpectationsError, file_entries
-
-    found: dict[str, Cause] = {}
-    for exp in file_entries(path):
-        if version is not None and not exp.applies_to(version):
-            continue
-        slug = exp.root_cause or f"rule:{exp.rule}"
-        cause = found.setdefault(slug, Cause(slug, "unsupported", []))
-        cause.rules.append(exp.rule)
-        if exp.outcome is not Outcome.UNSUPPORTED:
-            cause.kind = "breaks"
-        if exp.witness:
-            if cause.witness and cause.witness != exp.witness:
-                raise ExpectationsError(f"{path}: [{exp.rule}]: root cause {slug!r} has two "
-                                        "different witnesses; one root cause, one witness")
-            cause.witness = exp.witness
-    return list(found.values())
+    with ``version``: only from the entries that apply to that framework version
+    (:func:`conformance.model.causes.declared`)."""
+    return _causes.declared(expectations.read(path), version)
 
 
 def problems(witness: str, framework: str) -> list[str]:

@@ -22,11 +22,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib
-
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed as hyp_seed, settings
 from hypothesis.errors import Flaky
 
@@ -38,29 +33,11 @@ from conformance.child_interpreter import environment
 from conformance.differential.program import Program
 from conformance.differential.render import render_script
 from conformance.differential.strategies import ALL_FEATURES, avoid_for, programs
+from conformance.model import expectations as _expectations
 from conformance.outputs import reports_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_VERSION = _results.EXPLORE_SCHEMA  # the findings file (conformance.results)
-
-# Divergences a framework shows for a known cause, mapped to the expectation that explains
-# them: adapter -> (signature prefix, rule id, root cause); the reason comes from that rule's
-# entry with that root_cause in adapters/expectations/<adapter>.toml (a rule may have several).
-# tinygrad's: the causes its expectations file names, each confirmed by hand with plain
-# tinygrad (docs/differential.md, "Found against tinygrad"; tests/differential holds the
-# mapping to the file).
-EXPECTED_DIVERGENCES: dict[str, list[tuple[str, str, str]]] = {
-    "torch": [],
-    "tinygrad": [
-        ("engine|Backward/Grad|error:freed/none", "engine.second-backward-error", "graph-never-freed"),
-        ("engine|Backward/Grad|error:unused/none", "engine.grad-unused-inputs", "unused-inputs-get-zeros"),
-        ("engine|Backward/Grad|error:version/none", "engine.version-counter-error", "no-version-check"),
-        ("engine|Inplace|error:leaf-inplace/none", "engine.leaf-inplace-error", "leaf-inplace-allowed"),
-        ("gc_cycles|ObserveAlive|alive:value", "identity.weakref-survives-framework-ownership",
-         "graph-keeps-uops-not-tensors"),
-    ],
-}
-
 
 # -- targets ---------------------------------------------------------------------------
 class InProcessTarget:
@@ -201,7 +178,7 @@ def unsupported_of(program: Program, error: dict) -> dict:
     step = program.steps[error["step"]]
     feature = error.get("feature")
     if feature is None and error.get("name"):
-        from conformance import features as registry
+        from conformance.model import features as registry
 
         for entry in registry.registry().values():
             if error["name"] in entry.names:
@@ -257,19 +234,15 @@ def shrink_greedy(program: Program, oracle, target, signature: str) -> tuple[Pro
 
 
 # -- expectations ------------------------------------------------------------------------
-def expectation_for(adapter: str, divergence: Divergence) -> dict | None:
-    """``{"rule", "reason", "root_cause"}`` of the expectation that explains ``divergence``
-    (EXPECTED_DIVERGENCES), or None; ``reason`` None where the file has no such entry."""
-    for prefix, rule, cause in EXPECTED_DIVERGENCES.get(adapter, ()):
-        if divergence.signature.startswith(prefix):
-            path = ROOT / "adapters" / "expectations" / f"{adapter}.toml"
-            entries = tomllib.loads(path.read_text()).get(rule) if path.exists() else None
-            if isinstance(entries, dict):   # the plain form: one table per rule
-                entries = [entries]
-            reason = next((e.get("reason") for e in entries or () if isinstance(e, dict)
-                           and e.get("root_cause", cause) == cause), None)
-            return {"rule": rule, "reason": reason, "root_cause": cause}
-    return None
+def expectation_for(adapter, divergence: Divergence) -> dict | None:
+    """``{"rule", "reason", "root_cause"}`` of the expectation that explains ``divergence``,
+    or None: the ``[[differential]]`` entries of the adapter's own expectations file
+    (``adapter.expectations_file()``, so a third-party adapter's file counts), read through
+    :mod:`conformance.model.expectations`."""
+    found = _expectations.read(adapter.expectations_file()).explaining(divergence.signature)
+    if found is None:
+        return None
+    return {"rule": found.rule, "reason": found.reason, "root_cause": found.root_cause}
 
 
 # -- the search --------------------------------------------------------------------------
@@ -287,7 +260,7 @@ def make_finding(program: Program, outcome: Outcome, target, examples_before: in
         f"{div.summary[:200]}",
     ]
     script = render_script(program, div, outcome.reference_run, target.adapter, header)
-    return Finding(program, outcome, script, expectation_for(target.name, div), examples_before)
+    return Finding(program, outcome, script, expectation_for(target.adapter, div), examples_before)
 
 
 @dataclass

@@ -38,7 +38,7 @@ from conformance.results import (ResultsSchemaError, combined, findings as _find
 from conformance.results import json_text
 from conformance.results.locks import locked
 from conformance.results.column_status import MISSING, read_status
-from conformance.rules import load_catalogue
+from conformance.model.catalogue import load_catalogue
 from conformance.report import html, junit, rootcause
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -117,12 +117,11 @@ def context(data: Combined) -> dict[str, Any]:
           "styles": {k: list(v) for k, v in aggregate.STYLE.items()}}
     causes = []
     for run in data.runs:
-        unranked = [rootcause.witness_of(w) | {"cause": w.cause, "kind": w.kind}
-                    for w in rootcause.unranked_witnesses(run)]
+        unranked = rootcause.unranked_witnesses(run)  # their witness records
         if run.root_causes or unranked:
             causes.append({"label": run.label, "title": run.title,
                            "adapter": run.framework, "causes": run.root_causes,
-                           "tests": sum(len(c["tests"]) for c in run.root_causes),
+                           "tests": sum(len(c.tests) for c in run.root_causes),
                            "fixed": [w.cause for w in run.fixed],
                            "witnessed": len([w for w in run.witnesses if w.status != "no witness"]),
                            "unranked": unranked})

@@ -31,12 +31,12 @@ import hashlib
 import re
 from typing import Any, Iterable
 
+from conformance.model.causes import KINDS, kind_of
 from conformance.outcomes import HELD, Outcome
 from conformance.results.combined import Column, RuleEntry
+from conformance.results.root_causes import CauseWitness, RankedCause
 
 LEVELS = ("MUST", "SHOULD", "IMPLEMENTATION-DEFINED")
-#: The two kinds of root cause, in rank order: broken rules first, missing features after.
-KINDS = ("breaks", "unsupported")
 #: Actual outcomes that start a root cause (held and BLOCKED tests never do).
 CAUSES = tuple(o.value for o in Outcome if o not in HELD and o is not Outcome.BLOCKED
                and o not in (Outcome.XFAIL, Outcome.XPASS))
@@ -80,9 +80,10 @@ def _level_rank(level: str | None) -> int:
     return LEVELS.index(level) if level in LEVELS else len(LEVELS)
 
 
-def root_causes(run: Column, catalogue: Iterable[RuleEntry]) -> list[dict[str, Any]]:
-    """The ranked root causes of ``run`` (a column of results.json); ``catalogue``: its rules,
-    in suite order."""
+def root_causes(run: Column, catalogue: Iterable[RuleEntry]) -> list[RankedCause]:
+    """The ranked root causes of ``run`` (a column of results.json), typed
+    (:class:`conformance.results.root_causes.RankedCause`); ``catalogue``: its rules, in suite
+    order."""
     entries = list(catalogue)
     order = {e.id: i for i, e in enumerate(entries)}
     level_of = {e.id: e.level or None for e in entries}
@@ -145,7 +146,8 @@ def root_causes(run: Column, catalogue: Iterable[RuleEntry]) -> list[dict[str, A
         if rule not in group["blocks"] and rule not in group["rules"]:
             group["blocks"].append(rule)
         group["tests"].append(t.nodeid)
-    out = []
+    out: list[tuple[tuple, RankedCause]] = []
+    witnesses = {w.cause: w for w in run.witnesses}
     for key, g in groups.items():
         rules = sorted(g["rules"], key=lambda r: order.get(r, len(order)))
         blocks = sorted(g["blocks"], key=lambda r: order.get(r, len(order)))
@@ -153,34 +155,23 @@ def root_causes(run: Column, catalogue: Iterable[RuleEntry]) -> list[dict[str, A
         first = min((order.get(r, len(order)) for r in rules + blocks), default=len(order))
         ident = g["slug"] or "auto-" + hashlib.sha1(repr(key).encode()).hexdigest()[:8]
         # only a missing feature: ranked after every cause that breaks or blocks a rule
-        kind = KINDS[1] if g["outcomes"] == {Outcome.UNSUPPORTED.value} else KINDS[0]
-        out.append({"id": ident, "summary": g["summary"], "source": g["source"], "kind": kind,
-                    "outcomes": sorted(g["outcomes"]), "rules": rules, "tests": g["tests"],
-                    "blocks": blocks, "level": LEVELS[level] if level < len(LEVELS) else None,
-                    "message": g["messages"][0] if g["messages"] else "",
-                    "_sort": (KINDS.index(kind), -(len(rules) + len(blocks)), level, first)})
-    witnesses = {w.cause: w for w in run.witnesses}
-    for cause in out:
-        cause["witness"] = witness_of(witnesses.get(cause["id"]))
-    out.sort(key=lambda c: c["_sort"])
-    for rank, cause in enumerate(out, 1):
-        del cause["_sort"]
-        cause["rank"] = rank
-    return out
-
-
-def witness_of(record) -> dict[str, Any] | None:
-    """A cause's ``witness`` entry from the run's witness record (None: none recorded)."""
-    if record is None:
-        return None
-    return {"status": record.status, "label": record.label, "output": record.output or "",
-            "script": record.script or "", "fixed": record.fixed}
+        kind = kind_of(g["outcomes"])
+        cause = RankedCause(id=ident, summary=g["summary"], source=g["source"], kind=kind,
+                            outcomes=sorted(g["outcomes"]), rules=rules, tests=g["tests"],
+                            blocks=blocks, level=LEVELS[level] if level < len(LEVELS) else None,
+                            message=g["messages"][0] if g["messages"] else "",
+                            witness=CauseWitness.of(witnesses.get(ident)))
+        out.append(((KINDS.index(kind), -(len(rules) + len(blocks)), level, first), cause))
+    out.sort(key=lambda ranked: ranked[0])
+    for rank, (_, cause) in enumerate(out, 1):
+        cause.rank = rank
+    return [cause for _, cause in out]
 
 
 def unranked_witnesses(run: Column) -> list[Any]:
     """The run's witness records of causes that are not among its ranked root causes (no
     test of theirs failed in this run), ``no witness`` left out."""
-    ranked = {c["id"] for c in run.root_causes}
+    ranked = {c.id for c in run.root_causes}
     return [w for w in run.witnesses if w.cause not in ranked and w.status != "no witness"]
 
 

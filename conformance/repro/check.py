@@ -27,7 +27,8 @@ import tempfile
 from pathlib import Path
 
 from conformance import cli, outcomes
-from conformance.repro import derive, source
+from conformance.model import suite_source as source
+from conformance.repro import derive
 from conformance.repro.run import RunnerFailed, run_all
 from conformance.results import ResultsSchemaError, RunHeader, cells as _cells, read_run
 from conformance.results.cells import Cell
@@ -96,7 +97,7 @@ def check_file(path: Path, size: int = 8, rules: list[str] | None = None,
     info = derive.RunInfo.of(run.header, label)
     tree = info.tree()  # ReproError: the recorded suite revision is not available here
     if catalogue is None:
-        from conformance.rules import load_catalogue
+        from conformance.model.catalogue import load_catalogue
 
         catalogue = load_catalogue(source.ROOT / "conformance" / "catalogue")
     work = Path(out_dir or tempfile.mkdtemp(prefix=f"repro-{label}-"))

@@ -2,10 +2,10 @@
 
 Why derived from the suites: a script written by hand next to each of ~200 tests would drift
 from the test it claims to reproduce. A script is therefore assembled from the source of the
-rule's tests **at the suite revision the run recorded** (:mod:`conformance.repro.source`:
+rule's tests **at the suite revision the run recorded** (:mod:`conformance.model.suite_source`:
 the working tree when its digest matches, else ``git show <revision>:<path>``):
 
-* the test functions of the rule (which :mod:`conformance.suite_index` finds), without their
+* the test functions of the rule (which :mod:`conformance.model.suite_index` finds), without their
   ``@rule`` / ``@pytest.mark.parametrize`` decorators, the suite's autouse fixtures and every
   module-level definition of the suite module they use, transitively, copied verbatim;
   ``fw`` becomes the framework's own name (``torch``, ``oneflow``) where the adapter names
@@ -44,10 +44,10 @@ import tokenize
 from pathlib import Path
 from typing import Any, Iterable
 
-from conformance import features, suite_index
-from conformance.repro import source as _source
-from conformance.repro.source import SourceUnavailable, Tree, WorkingTree
-from conformance.suite_index import FIXTURES, Definition, ModuleSource, SuiteSourceError
+from conformance.model import features, suite_index
+from conformance.model import suite_source as _source
+from conformance.model.suite_index import FIXTURES, Definition, ModuleSource, SuiteSourceError
+from conformance.model.suite_source import SourceUnavailable, Tree, WorkingTree
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 
@@ -251,7 +251,7 @@ class _Collector:
 
 def tests_by_rule(tree: Tree | None = None) -> dict[str, tuple[str, list[str]]]:
     """rule id -> (suite module path in the tree, names of its test functions): the suite
-    index's (:mod:`conformance.suite_index`)."""
+    index's (:mod:`conformance.model.suite_index`)."""
     return {rule: (tests[0].file, [t.name for t in tests])
             for rule, tests in suite_index.index_of(tree).rules().items()}
 
@@ -421,7 +421,7 @@ class RunInfo:
                    label=label or getattr(run, "label", None))
 
     def header(self) -> dict[str, Any]:
-        """The fields :func:`conformance.repro.source.tree_for` reads."""
+        """The fields :func:`conformance.model.suite_source.tree_for` reads."""
         return {"suite_revision": self.suite_revision, "suite_dirty": self.suite_dirty,
                 "suite_digest": self.suite_digest}
 

@@ -27,7 +27,7 @@ import sys
 from typing import Any, Callable
 
 from adapters.base import load_adapter
-from conformance import features
+from conformance.model import features
 from conformance.outcomes import HELD, Outcome, first_lines, test_outcome
 from conformance.results.cells import rule_outcome
 

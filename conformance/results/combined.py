@@ -56,6 +56,7 @@ from typing import Any, Iterable
 from conformance.results import json_text, migrations
 from conformance.results.errors import ResultsSchemaError
 from conformance.results.records import RunEnd, RunHeader, TestRecord, WitnessRecord
+from conformance.results.root_causes import RankedCause
 from conformance.results.run_file import read_run
 
 SCHEMA = "autograd-conformance/results"
@@ -67,8 +68,8 @@ RUN_KEYS = ("suite_revision", "suite_dirty", "suite_digest", "adapter", "adapter
             "conformance_timeout", "leak_check", "expectations_note", "unsupported")
 #: The end-line fields a column keeps.
 END_KEYS = ("finished", "exitstatus", "counts", "not_run")
-#: Keys of each entry of a run's ``root_causes`` (conformance.report.rootcause), ranked.
-ROOT_CAUSE_KEYS = ("id", "summary", "rules", "tests", "blocks", "rank")
+#: Keys every entry of a run's ``root_causes`` has (:class:`RankedCause`; older files: these).
+ROOT_CAUSE_KEYS = RankedCause.REQUIRED
 #: Keys every test entry of a run has (derived from the test record).
 TEST_KEYS = TestRecord.entry_fields()
 
@@ -84,7 +85,7 @@ class Column:
     header: RunHeader
     end: RunEnd | None
     tests: list[TestRecord]
-    root_causes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    root_causes: list[RankedCause] = dataclasses.field(default_factory=list)
     witnesses: list[WitnessRecord] = dataclasses.field(default_factory=list)
 
     # what the page and the scripts read of the header, by name
@@ -115,7 +116,7 @@ class Column:
         end["not_run"] = end["not_run"] or []
         out = {"label": self.label, "framework": self.framework, "status": self.status,
                "detail": self.detail, **header, **end,
-               "tests": [t.to_entry() for t in self.tests], "root_causes": self.root_causes}
+               "tests": [t.to_entry() for t in self.tests], "root_causes": [c.to_json() for c in self.root_causes]}
         if self.witnesses:
             out["witnesses"] = [w.to_entry() for w in self.witnesses]
         return out
@@ -139,7 +140,9 @@ class Column:
                      enumerate(obj.get("witnesses") or [], 1)]
         return cls(label=label, framework=obj.get("framework") or "?", status=obj["status"],
                    detail=obj.get("detail") or "", header=header, end=end, tests=tests,
-                   root_causes=list(obj.get("root_causes") or []), witnesses=witnesses)
+                   root_causes=[RankedCause.from_json(c, f"{here}, root cause {i}") for i, c
+                                in enumerate(obj.get("root_causes") or [], 1)],
+                   witnesses=witnesses)
 
 
 def column_of(path: Path, label: str | None = None, framework: str | None = None) -> Column:
@@ -183,7 +186,7 @@ class RuleEntry:
 
     @classmethod
     def of(cls, rule) -> "RuleEntry":
-        """The entry of a catalogue rule (:class:`conformance.rules.Rule`)."""
+        """The entry of a catalogue rule (:class:`conformance.model.catalogue.Rule`)."""
         return cls(**{f.name: getattr(rule, f.name) for f in dataclasses.fields(cls)})
 
     @classmethod
@@ -237,7 +240,7 @@ class Combined:
 
 
 def catalogue_entries(catalogue) -> list[RuleEntry]:
-    """The entries of every rule of a catalogue (:class:`conformance.rules.Catalogue`)."""
+    """The entries of every rule of a catalogue (:class:`conformance.model.catalogue.Catalogue`)."""
     return [RuleEntry.of(r) for r in catalogue.rules.values()]
 
 

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import textwrap
+import types
 import sys
 from pathlib import Path
 
@@ -387,12 +388,49 @@ def test_a_known_stale_view_stops_in_place_changes_of_viewed_tensors(prog):
 def test_every_expected_divergence_names_an_entry_of_its_expectations_file():
     """A mapped signature is shown [expected] with its rule's reason: the rule must have an
     entry with that root cause (tinygrad's leaf in-place once showed the rule's no-narrow
-    entry, its weakref cause a rule the file does not list)."""
+    entry, its weakref cause a rule the file does not list). The mappings live in the
+    expectations files ([[differential]]), read through the model."""
+    from adapters.base import load_adapter
     from conformance.differential.compare import Divergence
-    from conformance.differential.runner import EXPECTED_DIVERGENCES, expectation_for
+    from conformance.differential.runner import expectation_for
+    from conformance.model import expectations
 
-    for adapter, mapped in EXPECTED_DIVERGENCES.items():
-        for prefix, rule, cause in mapped:
-            found = expectation_for(adapter, Divergence(0, "error", "engine", prefix, ""))
-            assert found == {"rule": rule, "root_cause": cause, "reason": found["reason"]}
-            assert found["reason"], f"{adapter}: {rule} has no entry with root_cause {cause!r}"
+    mapped = 0
+    for path in sorted((ROOT / "adapters" / "expectations").glob("*.toml")):
+        adapter = types.SimpleNamespace(expectations_file=lambda path=path: path)
+        for entry in expectations.read(path).differential:
+            found = expectation_for(adapter, Divergence(0, "error", "engine", entry.signature, ""))
+            assert found == {"rule": entry.rule, "root_cause": entry.root_cause,
+                             "reason": found["reason"]}
+            assert found["reason"] and any(e.rule == entry.rule and e.reason == found["reason"]
+                                           for e in expectations.read(path).entries)
+            mapped += 1
+    assert mapped >= 5  # tinygrad's
+
+
+def test_a_third_party_adapters_own_expectations_file_explains_its_divergences(tmp_path):
+    """The differential tester asks the adapter for its file (not the repository's path)."""
+    from conformance.differential.compare import Divergence
+    from conformance.differential.runner import expectation_for
+
+    path = tmp_path / "mine.toml"
+    path.write_text('["engine.leaf-inplace-error"]\noutcome = "DIVERGES"\nreason = "it allows it"\n'
+                    'root_cause = "leaf-writes"\n\n[[differential]]\nsignature = "engine|Inplace"\n'
+                    'rule = "engine.leaf-inplace-error"\nroot_cause = "leaf-writes"\n')
+    adapter = types.SimpleNamespace(expectations_file=lambda: path)
+    assert expectation_for(adapter, Divergence(0, "error", "engine", "engine|Inplace|x", "")) == {
+        "rule": "engine.leaf-inplace-error", "reason": "it allows it", "root_cause": "leaf-writes"}
+    assert expectation_for(adapter, Divergence(0, "error", "engine", "views|x", "")) is None
+
+
+def test_a_differential_entry_must_name_an_entry_of_its_file(tmp_path):
+    from conformance.model.expectations import ExpectationsError, read
+
+    path = tmp_path / "bad.toml"
+    path.write_text('[[differential]]\nsignature = "engine|x"\nrule = "engine.a"\n'
+                    'root_cause = "nothing"\n')
+    with pytest.raises(ExpectationsError, match=r"no entry \[engine.a\] with root_cause 'nothing'"):
+        read(path)
+    path.write_text('[[differential]]\nsignature = "engine|x"\n')
+    with pytest.raises(ExpectationsError, match="needs exactly signature, rule, root_cause"):
+        read(path)

@@ -111,7 +111,7 @@ def test_causes_for_a_version_come_only_from_the_entries_that_apply_to_it(tmp_pa
 
 
 def _cause(slug, text, kind="breaks"):
-    return witness.Cause(slug, kind, ["engine.deep-graph-freed"], text)
+    return witness.Cause(slug, "", kind, text, ["engine.deep-graph-freed"])
 
 
 def _background(causes, timeout=30.0, preamble=lambda: ("import sys\n", "sys")):

@@ -28,7 +28,7 @@ def test_missing_attributes_of_different_names_are_different_causes():
     run = run_of((A, "test_a", "ERROR", "AttributeError: 'Tensor' object has no attribute 'grad_fn'"),
                  (B, "test_b", "ERROR", "AttributeError: 'Tensor' object has no attribute 'grad_fn'"),
                  (C, "test_c", "ERROR", "AttributeError: 'Tensor' object has no attribute 'register_hook'"))
-    causes = {frozenset(c["rules"]) for c in rootcause.root_causes(run, ENTRIES)}
+    causes = {frozenset(c.rules) for c in rootcause.root_causes(run, ENTRIES)}
     assert causes == {frozenset((A, B)), frozenset((C,))}
 
 
@@ -38,16 +38,16 @@ def test_unsupported_tests_cluster_by_the_feature_their_record_names():
                  (D, "test_d", "UNSUPPORTED", "no such thing here", "graph_nodes"),
                  (C, "test_c", "UNSUPPORTED", "no such thing here", "tensor_hooks"))
     causes = rootcause.root_causes(run, ENTRIES)
-    assert sorted(tuple(sorted(c["rules"])) for c in causes) == sorted([tuple(sorted((A, D))), (C,)])
-    assert all(c["kind"] == "unsupported" for c in causes)
-    assert {c["id"] for c in causes} == {"unsupported-graph_nodes", "unsupported-tensor_hooks"}
+    assert sorted(tuple(sorted(c.rules)) for c in causes) == sorted([tuple(sorted((A, D))), (C,)])
+    assert all(c.kind == "unsupported" for c in causes)
+    assert {c.id for c in causes} == {"unsupported-graph_nodes", "unsupported-tensor_hooks"}
 
 
 def test_a_message_naming_a_feature_is_not_read_for_one():
     # an older harness's sentence in a current record: the record's field (None) decides
     run = run_of((A, "test_a", "UNSUPPORTED", "x does not support graph_nodes: no grad_fn"),
                  (C, "test_c", "UNSUPPORTED", "x does not support tensor_hooks: no register_hook"))
-    assert all(not c["id"].startswith("unsupported-") for c in rootcause.root_causes(run, ENTRIES))
+    assert all(not c.id.startswith("unsupported-") for c in rootcause.root_causes(run, ENTRIES))
 
 
 def test_a_declared_feature_is_its_own_cause_with_the_declarations_reason():
@@ -55,10 +55,10 @@ def test_a_declared_feature_is_its_own_cause_with_the_declarations_reason():
                  (D, "test_d", "UNSUPPORTED", "x: it has no fw.foo", "node_hooks"),
                  unsupported={"node_hooks": "grad nodes take no Python hooks"})
     [cause] = rootcause.root_causes(run, ENTRIES)
-    assert cause["source"] == "declaration" and cause["kind"] == "unsupported"
-    assert cause["summary"] == ("x does not support node_hooks: grad nodes take no Python hooks "
-                                "(declared in the adapter)")
-    assert sorted(cause["rules"]) == sorted([A, D])
+    assert cause.source == "declaration" and cause.kind == "unsupported"
+    assert cause.summary == ("x does not support node_hooks: grad nodes take no Python hooks "
+                             "(declared in the adapter)")
+    assert sorted(cause.rules) == sorted([A, D])
 
 
 def test_missing_attribute_reads_the_first_line_only():

@@ -34,11 +34,11 @@ def test_clustering_without_expectations_joins_one_message_and_attaches_blocked_
                  (A, "test_a", "DIVERGES", "AssertionError: assert 1 == 2", None, None))
     causes = rootcause.root_causes(run, ENTRIES)
     first = causes[0]
-    assert first["rank"] == 1 and set(first["rules"]) == {C, D} and first["blocks"] == [B]
-    assert "hook ran" in first["summary"] and first["id"].startswith("auto-")
-    assert len(first["tests"]) == 3
+    assert first.rank == 1 and set(first.rules) == {C, D} and first.blocks == [B]
+    assert "hook ran" in first.summary and first.id.startswith("auto-")
+    assert len(first.tests) == 3
     # a message too short to tell causes apart stays with its own rule
-    assert [c["rules"] for c in causes[1:]] == [[A]]
+    assert [c.rules for c in causes[1:]] == [[A]]
 
 
 def test_expectation_root_causes_group_across_messages_and_rank_by_rules_then_level():
@@ -49,9 +49,9 @@ def test_expectation_root_causes_group_across_messages_and_rank_by_rules_then_le
                  (C, "test_c", "CRASH", "signal 11", None, None),
                  (D, "test_d", "PASS", "", None, None))
     causes = rootcause.root_causes(run, ENTRIES)
-    assert causes[0]["id"] == "grad-wrapper-per-read" and set(causes[0]["rules"]) == {A, B}
-    assert causes[0]["summary"] == exp["reason"] and causes[0]["source"] == "expectation"
-    assert [c["rank"] for c in causes] == [1, 2] and causes[1]["rules"] == [C]
+    assert causes[0].id == "grad-wrapper-per-read" and set(causes[0].rules) == {A, B}
+    assert causes[0].summary == exp["reason"] and causes[0].source == "expectation"
+    assert [c.rank for c in causes] == [1, 2] and causes[1].rules == [C]
 
 
 def test_causes_that_break_rules_rank_before_missing_features():
@@ -63,21 +63,21 @@ def test_causes_that_break_rules_rank_before_missing_features():
                  (D, "test_d", "UNSUPPORTED", "no forward AD", None, no_fwad),
                  (C, "test_c", "DIVERGES", TWICE.format("leaf"), None, None))
     causes = rootcause.root_causes(run, ENTRIES)
-    assert [c["kind"] for c in causes] == ["breaks", "unsupported"]
-    assert causes[0]["rules"] == [C] and causes[0]["rank"] == 1
-    assert causes[1]["id"] == "no-forward-ad" and causes[1]["rank"] == 2
-    assert len(causes[1]["rules"]) == 3
+    assert [c.kind for c in causes] == ["breaks", "unsupported"]
+    assert causes[0].rules == [C] and causes[0].rank == 1
+    assert causes[1].id == "no-forward-ad" and causes[1].rank == 2
+    assert len(causes[1].rules) == 3
     # a cause with an UNSUPPORTED test and a diverging one breaks a rule
     mixed = rootcause.root_causes(run_of(
         (A, "test_a", "UNSUPPORTED", "x", None, {**no_fwad, "outcome": "DIVERGES"}),
         (B, "test_b", "DIVERGES", "y", None, {**no_fwad, "outcome": "DIVERGES"})), ENTRIES)
-    assert [c["kind"] for c in mixed] == ["breaks"]
+    assert [c.kind for c in mixed] == ["breaks"]
     # a missing feature stays in its group even when it blocks another rule's test
     blocking = rootcause.root_causes(run_of(
         (A, "test_a", "UNSUPPORTED", "no forward AD", None, no_fwad),
         (B, "test_b", "BLOCKED", f"blocked by {A}", A, None),
         (C, "test_c", "DIVERGES", TWICE.format("leaf"), None, None)), ENTRIES)
-    assert [(c["kind"], c["rules"], c["blocks"]) for c in blocking] == \
+    assert [(c.kind, c.rules, c.blocks) for c in blocking] == \
         [("breaks", [C], []), ("unsupported", [A], [B])]
 
 

@@ -53,11 +53,11 @@ def test_each_cause_carries_its_witness_and_clusters_carry_none():
                           message="AssertionError: something else entirely happened here")],
         witnesses=[WitnessRecord(cause="grad-wrapper-per-read", status="does not reproduce",
                                  output="ids equal", script="print(1)")])
-    causes = {c["id"]: c for c in rootcause.root_causes(run, ENTRIES)}
-    assert causes["grad-wrapper-per-read"]["witness"] == {
+    causes = {c.id: c for c in rootcause.root_causes(run, ENTRIES)}
+    assert causes["grad-wrapper-per-read"].witness.to_json() == {
         "status": "does not reproduce", "label": "does not reproduce (fixed?)",
         "output": "ids equal", "script": "print(1)", "fixed": True}
-    assert [c["witness"] for k, c in causes.items() if k != "grad-wrapper-per-read"] == [None]
+    assert [c.witness for k, c in causes.items() if k != "grad-wrapper-per-read"] == [None]
 
 
 def test_the_page_shows_each_ranked_causes_witness_and_marks_fixed(tmp_path, capsys):
