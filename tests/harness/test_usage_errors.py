@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from conformance import options
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 
 ADAPTERS = '''
 from adapters.base import Adapter
 import types
-from tests.hang import hang_limit
 
 
 class BrokenLibraryAdapter(Adapter):

@@ -17,6 +17,7 @@ import pytest
 
 from conformance.torchtests import aliasing, classify, selection
 from conformance.torchtests.testcase import TestCase
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +31,6 @@ import torch.nn as nn
 from torch.autograd import Function
 from torch.testing._internal.common_device_type import onlyCUDA
 from torch.testing._internal.common_utils import TestCase, disable_gc
-from tests.hang import hang_limit
 
 
 def engine_is_torch():
