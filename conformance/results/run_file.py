@@ -232,6 +232,27 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     return [obj for _, obj in _read(Path(path))[0]]
 
 
+#: How much of a file :func:`is_results_file` reads: a header line is a few kilobytes.
+_HEADER_BYTES = 1 << 20
+
+
+def is_results_file(path: Path) -> bool:
+    """Whether ``path`` (a regular file) may be replaced by a run's results: it is empty, or
+    its first line is a run header (``{"type": "run", ...}``: a results file of this project,
+    or a findings file of the differential search), or the start of one cut off mid-write.
+    Why: ``--results`` truncated whatever it was given, a document included."""
+    with open(path, "rb") as fh:
+        head = fh.read(_HEADER_BYTES)
+    first, newline, _ = head.lstrip().partition(b"\n")
+    if not first.strip():
+        return True  # empty: nothing to lose
+    try:
+        obj = json_text.loads(first)
+    except ValueError:  # the writer's first bytes (json.dumps puts "type" first), cut off
+        return not newline and first.startswith(b'{"type": "run"')
+    return isinstance(obj, dict) and obj.get("type") == RunHeader.TYPE
+
+
 @dataclasses.dataclass
 class Run:
     """One results file, read: its header, its test lines, its end line (None when the run
