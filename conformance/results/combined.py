@@ -52,6 +52,7 @@ from typing import Any, Iterable
 
 from conformance.results import json_text, migrations
 from conformance.results.errors import ResultsSchemaError
+from conformance.results.labels import ALLOWED, is_label, label_of
 from conformance.results.records import RunEnd, RunHeader, TestRecord, WitnessRecord
 from conformance.results.run_file import read_run
 
@@ -151,7 +152,7 @@ def column_of(path: Path, label: str | None = None, framework: str | None = None
         status, detail = "missing", f"the run stopped before any test: {run.end.error}"
     else:
         status, detail = ("complete" if run.complete else "interrupted"), run.interruption
-    return Column(label=label or path.stem, framework=framework or run.header.adapter or "?",
+    return Column(label=label or label_of(path), framework=framework or run.header.adapter or "?",
                   status=status, detail=detail, header=run.header, end=run.end,
                   tests=run.tests, witnesses=run.witnesses)
 
@@ -279,6 +280,8 @@ def validate(data: dict[str, Any], where: str = "results.json") -> None:
     labels = set()
     for run in data["runs"]:
         need(isinstance(run, dict) and isinstance(run.get("label"), str), "a run without label")
+        need(is_label(run["label"]), f"run label {ascii(run['label'])} is no column label "
+                                     f"({ALLOWED})")
         need(run["label"] not in labels, f"run label {run['label']!r} twice")
         labels.add(run["label"])
         need(run.get("status") in STATUSES, f"run {run['label']}: status {run.get('status')!r}")

@@ -177,3 +177,31 @@ def test_a_message_holding_what_xml_cannot_is_still_well_formed_junit(results_di
     from xml.dom import minidom
 
     minidom.parse(str(tmp_path / "out" / "junit" / "torch.xml"))
+
+
+@pytest.mark.parametrize("name", [".jsonl", "red\x1b[31m.jsonl", "two\nlines.jsonl",
+                                  "a b.jsonl", "-x.jsonl", "caf\u00e9.jsonl"])
+def test_a_results_file_name_that_makes_no_label_is_one_escaped_line(results_dir, tmp_path,
+                                                                       capsys, name):
+    """File names became column labels unchecked: an escape sequence or newline printed raw to
+    the terminal and used in junit/ file names; a file named .jsonl made a phantom column."""
+    write_run(results_dir / name, "torch", "2.14.0", [(RULE, "test_a", "PASS", "PASS", "")])
+    out = tmp_path / "out"
+    err = one_line_error(*main(capsys, "--results-dir", results_dir, "--out", out))
+    assert ascii(name) in err and "makes no column label" in err and "rename the file" in err
+    assert "\x1b" not in err and not out.exists()
+    (results_dir / name).rename(results_dir / "torch-2.14.0.jsonl")  # as the line says
+    code, captured = main(capsys, "--results-dir", results_dir, "--out", out)
+    assert code == 0, captured.err
+    assert sorted(p.name for p in (out / "junit").iterdir())[-1] == "torch.xml"
+    assert "torch-2.14.0" in captured.out
+
+
+def test_results_json_with_a_label_that_is_no_file_name_is_refused(results_dir, tmp_path):
+    from conformance.results import ResultsSchemaError, combined
+
+    data, _ = report.build(results_dir, tmp_path / "out")
+    text = (tmp_path / "out" / "results.json").read_text()
+    (tmp_path / "bad.json").write_text(text.replace('"label": "torch"', '"label": "../x\\n"'))
+    with pytest.raises(ResultsSchemaError, match=r"run label '\.\./x\\n' is no column label"):
+        combined.load(tmp_path / "bad.json")
