@@ -22,20 +22,36 @@ import dataclasses
 from typing import Any, ClassVar
 
 from conformance.results.errors import ResultsSchemaError
-from conformance.results.json_fields import ANY, wrong_type
+from conformance.results.json_fields import ANY, ListOf, Object, Row, wrong_shape
 
 #: The ``--results`` file's format version (the header's ``schema``); readers migrate older
 #: versions through :mod:`conformance.results.migrations`.
 SCHEMA_VERSION = 1
 
 
-def _field(*types, default=None, factory=None, required: bool = False, omit_none: bool = False):
+def _field(*types, shape=None, default=None, factory=None, required: bool = False,
+           omit_none: bool = False):
     """A record field: the JSON types it may hold (None is always allowed unless
-    ``required``); ``omit_none``: not written while None (keys that only some lines have)."""
-    meta = {"types": types, "required": required, "omit_none": omit_none}
+    ``required``), or its ``shape`` (:mod:`conformance.results.json_fields`: what its entries
+    hold, as deep as its readers look); ``omit_none``: not written while None (keys that only
+    some lines have)."""
+    meta = {"types": shape or types, "required": required, "omit_none": omit_none}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
+
+
+#: A LEAK line's keep-alive chain (conformance.liveness.KeepAliveChain.as_data()), as deep
+#: as the page draws it (conformance/report/svg.py): boxes, arrows ``[from, to, label]``.
+CHAIN = Object(kind=(str,), types=ListOf((str,)), edges=ListOf(Row((int,), (int,), (str,))),
+               note=(str,))
+#: A test's expectation entry (conformance.expectations.Expectation.as_json()): the fields the
+#: page, the root causes and the reproduction samples read (``flaky``: the outcomes it
+#: flips between; older lines: true/false).
+EXPECTATION = Object(outcome=(str,), reason=(str,), root_cause=(str,), flaky=(list, bool),
+                     category=(str,))
+#: A list of strings (command-line arguments, node ids, rule ids, lines shown on the page).
+STRINGS = ListOf((str,))
 
 
 class _Record:
@@ -65,7 +81,7 @@ class _Record:
                                              f"{f.name!r}; not a line this harness wrote: run "
                                              f"the suites again")
                 continue  # the dataclass default
-            problem = wrong_type(f.name, value, f.metadata["types"], f.metadata["required"])
+            problem = wrong_shape(f.name, value, f.metadata["types"], f.metadata["required"])
             if problem:
                 raise ResultsSchemaError(
                     f"{where}: {problem}; the line was not written by this harness (or was "
@@ -109,16 +125,16 @@ class RunHeader(_Record):
     python: str | None = _field(str)
     adapter_spec: str | None = _field(str)
     conformance_timeout: float | None = _field(int, float)
-    leak_check: list | None = _field(list)
+    leak_check: list | None = _field(shape=Row((int,), (int,)))  # [warm-ups, runs]
     python_executable: str | None = _field(str)
     platform: str | None = _field(str)
     rules: int | None = _field(int)
-    argv: list | None = _field(list)
+    argv: list | None = _field(shape=STRINGS)
     #: "" unless the expectations were not written for this framework version
     expectations_note: str | None = _field(str, omit_none=True)
     #: the adapter's declared-missing features the framework contradicts (a name the feature
     #: implies exists), or why they were not checked: the page shows them beside the run
-    declarations: list | None = _field(list, omit_none=True)
+    declarations: list | None = _field(shape=STRINGS, omit_none=True)
     extra: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @property
@@ -153,10 +169,10 @@ class TestRecord(_Record):
     actual: str | None = _field(str)
     message: str | None = _field(str)
     observed: Any = _field(ANY)
-    expectation: dict | None = _field(dict)
+    expectation: dict | None = _field(shape=EXPECTATION)
     blocked_by: str | None = _field(str)
     duration: float | None = _field(int, float, default=0.0)
-    chain: dict | None = _field(dict, omit_none=True)
+    chain: dict | None = _field(shape=CHAIN, omit_none=True)
     extra: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @classmethod
@@ -218,7 +234,7 @@ class RunEnd(_Record):
     exitstatus: int | None = _field(int)
     finished: str | None = _field(str)
     counts: dict | None = _field(dict)
-    not_run: list = _field(list, factory=list)
+    not_run: list = _field(shape=STRINGS, factory=list)
     error: str | None = _field(str, omit_none=True)
     interrupted: bool | None = _field(bool, omit_none=True)
     extra: dict = dataclasses.field(default_factory=dict, repr=False)
@@ -253,7 +269,7 @@ class WitnessRecord(_Record):
     status: str | None = _field(str)
     output: str | None = _field(str)
     script: str | None = _field(str)
-    rules: list = _field(list, factory=list)
+    rules: list = _field(shape=STRINGS, factory=list)
     duration: float | None = _field(int, float, default=0.0)
     extra: dict = dataclasses.field(default_factory=dict, repr=False)
 
