@@ -19,6 +19,7 @@ later; files without any read as before (a run with ``--no-witnesses``, or an ol
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, ClassVar
 
 from conformance.results.errors import ResultsSchemaError
@@ -41,6 +42,34 @@ def _field(*types, shape=None, default=None, factory=None, required: bool = Fals
     return dataclasses.field(default=default, metadata=meta)
 
 
+@functools.lru_cache(maxsize=None)
+def _checks(cls) -> tuple[tuple[str, Any, bool, frozenset], ...]:
+    """(name, JSON types or shape, required, the exact Python types that hold without a
+    closer look) of each field of a record class, computed once: ``dataclasses.fields`` per
+    line and per key, and a call per field, were most of the time of reading a 200 MB file.
+    The exact types: a flat field's types themselves (``type(True)`` is bool, never int),
+    None where it may be null; a shape's values always get the full check."""
+    out = []
+    for f in dataclasses.fields(cls):
+        if f.name == "extra":
+            continue
+        types, required = f.metadata["types"], f.metadata["required"]
+        flat = isinstance(types, tuple) and ANY not in types
+        exact = frozenset(types if flat else ()) | (frozenset() if required else {type(None)})
+        out.append((f.name, types, required, exact))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=None)
+def _field_names(cls) -> tuple[str, ...]:
+    return tuple(name for name, *_ in _checks(cls))
+
+
+@functools.lru_cache(maxsize=None)
+def _names(cls) -> frozenset[str]:
+    return frozenset(_field_names(cls))
+
+
 #: A LEAK line's keep-alive chain (conformance.liveness.KeepAliveChain.as_data()), as deep
 #: as the page draws it (conformance/report/svg.py): boxes, arrows ``[from, to, label]``.
 CHAIN = Object(kind=(str,), types=ListOf((str,)), edges=ListOf(Row((int,), (int,), (str,))),
@@ -61,7 +90,7 @@ class _Record:
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "extra")
+        return _field_names(cls)
 
     @classmethod
     def from_json(cls, obj: Any, where: str = "results"):
@@ -71,24 +100,25 @@ class _Record:
         if not isinstance(obj, dict):
             raise ResultsSchemaError(f"{where}: not a JSON object; is it a --results file?")
         values = {}
-        for f in dataclasses.fields(cls):
-            if f.name == "extra":
-                continue
-            value = obj.get(f.name)
-            if f.name not in obj:
-                if f.metadata["required"]:
+        for name, types, required, exact in _checks(cls):
+            if name not in obj:
+                if required:
                     raise ResultsSchemaError(f"{where}: a {cls.TYPE or 'record'} line without "
-                                             f"{f.name!r}; not a line this harness wrote: run "
+                                             f"{name!r}; not a line this harness wrote: run "
                                              f"the suites again")
                 continue  # the dataclass default
-            problem = wrong_shape(f.name, value, f.metadata["types"], f.metadata["required"])
+            value = obj[name]
+            if type(value) in exact:  # the common case, decided without a call
+                values[name] = value
+                continue
+            problem = wrong_shape(name, value, types, required)
             if problem:
                 raise ResultsSchemaError(
                     f"{where}: {problem}; the line was not written by this harness (or was "
                     f"edited): run the suites again")
-            values[f.name] = value
+            values[name] = value
         extra = {k: v for k, v in obj.items() if k not in values and k != "type"
-                 and k not in cls.field_names()}
+                 and k not in _names(cls)}
         return cls(**values, extra=extra)
 
     def to_json(self) -> dict[str, Any]:
