@@ -26,6 +26,13 @@ def _ratio(a, b):
 
 
 def pytest_terminal_summary(terminalreporter):
+    from test_bench_report_size import summary
+
+    report_lines = summary()
+    if report_lines:
+        terminalreporter.section("report of a large results file (CPU, peak memory, page)")
+        for line in report_lines:
+            terminalreporter.write_line(line)
     if not _results:
         return
     tr = terminalreporter

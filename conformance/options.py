@@ -266,7 +266,9 @@ def leak_check_runs(config) -> tuple[int, int]:
 
 
 def results_problem(raw: str, base: Path) -> str | None:
-    """Why ``--results raw`` cannot be written (one line), or None; creates nothing."""
+    """Why ``--results raw`` cannot be written (one line), or None; creates nothing. An
+    existing file is replaced (or, by the differential search, appended to) only when it is
+    a results file of this project (or empty)."""
     path = Path(base) / raw
     if path.is_dir():
         return (f"--results {raw}: is a directory; give a file path, e.g. "
@@ -276,6 +278,17 @@ def results_problem(raw: str, base: Path) -> str | None:
                 f"path")
     if path.exists() and not os.access(path, os.W_OK):
         return f"--results {raw}: the file cannot be written (permission denied); choose another path"
+    if path.is_file():
+        from conformance.results.run_file import is_results_file
+
+        try:
+            ours = is_results_file(path)
+        except OSError as exc:
+            return f"--results {raw}: cannot read it ({exc.strerror or exc}); choose another path"
+        if not ours:  # a document given by mistake was cut to nothing without a word
+            return (f"--results {raw}: the file exists and is not a results file of "
+                    f"autograd-conformance (no run header on its first line); choose "
+                    f"another path, or remove it if it may go")
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent

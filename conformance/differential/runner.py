@@ -39,6 +39,52 @@ from conformance.outputs import reports_dir
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_VERSION = _results.EXPLORE_SCHEMA  # the findings file (conformance.results)
 
+# -- Ctrl-C ----------------------------------------------------------------------------
+#: Whether Ctrl-C (SIGINT) came during this search (set by :func:`interruptible`'s handler).
+#: Why kept, not only raised: a KeyboardInterrupt raised while a finalizer or weakref
+#: callback runs (gc.collect() ends every program, and programs watch objects die) is
+#: printed as "Exception ignored" and dropped, and one raised where hypothesis or a
+#: framework catches broadly can be wrapped; the search then went on for minutes. Every
+#: program, round and shrink step checks it (:func:`stop_if_interrupted`).
+_INTERRUPT = {"requested": False}
+
+
+def stop_if_interrupted() -> None:
+    """Raise KeyboardInterrupt again if Ctrl-C came, whatever swallowed the first one."""
+    if _INTERRUPT["requested"]:
+        raise KeyboardInterrupt
+
+
+def _on_sigint(signum, frame) -> None:
+    _INTERRUPT["requested"] = True
+    raise KeyboardInterrupt
+
+
+class interruptible:
+    """``with interruptible():`` Ctrl-C ends the search: remembered as well as raised (see
+    :data:`_INTERRUPT`); the previous SIGINT handler is put back after. Outside the main
+    thread (where no handler can be set) it changes nothing."""
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        _INTERRUPT["requested"] = False
+        self._previous = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, _on_sigint)
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        requested, _INTERRUPT["requested"] = _INTERRUPT["requested"], False
+        if requested and kind is None:  # swallowed during the last program: still Ctrl-C
+            raise KeyboardInterrupt
+
+
 # -- targets ---------------------------------------------------------------------------
 class InProcessTarget:
     """A framework imported into this process (the reference, torch, tinygrad, any adapter
@@ -56,7 +102,7 @@ class InProcessTarget:
     def run(self, program: Program) -> dict:
         return run_steps(self.adapter, program.render(), program.uses_forward_ad())
 
-    def close(self) -> None:
+    def close(self, wait: float = 10.0) -> None:
         pass
 
 
@@ -143,11 +189,13 @@ class SubprocessTarget:
             elif message["type"] == "result":
                 return {"trace": message["trace"], "error": message["error"]}
 
-    def close(self) -> None:
+    def close(self, wait: float = 10.0) -> None:
+        """End the worker: its stdin closed, ``wait`` seconds for it to exit, then killed
+        (``wait=0`` after Ctrl-C: not another program's worth of waiting)."""
         if self.proc is not None:
             try:
                 self.proc.stdin.close()
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=wait)
             except Exception:  # noqa: BLE001
                 pass
             self._stop()
@@ -190,8 +238,11 @@ def unsupported_of(program: Program, error: dict) -> dict:
 
 
 def check(program: Program, oracle, target) -> Outcome:
+    stop_if_interrupted()
     expected = oracle.run(program)
+    stop_if_interrupted()
     actual = target.run(program)
+    stop_if_interrupted()
     err = actual.get("error")
     divergence = compare(program, expected, actual)
     if err and err["category"] == MISSING_API and (divergence is None or divergence.step >= err["step"]):
@@ -356,6 +407,8 @@ class Search:
                 raise
             if "last" in box:
                 print(f"[differential] hypothesis ended with {type(exc).__name__}: {exc}", file=sys.stderr)
+        finally:
+            stop_if_interrupted()  # a Ctrl-C that one of the clauses above (or hypothesis) ate
         if "last" not in box:
             return None, box.get("stop")
         return box.get("last"), box.get("signature")
@@ -363,12 +416,14 @@ class Search:
     def run(self, examples: int, seed: int | None = 0, max_rounds: int = 50,
             seconds: float | None = None) -> list[Finding]:
         """Search until ``examples`` programs ran, ``max_rounds`` divergences were found, or
-        ``seconds`` passed (the divergence being shrunk is finished first)."""
+        ``seconds`` passed (the divergence being shrunk is finished first). Ctrl-C under
+        :class:`interruptible` ends it (KeyboardInterrupt), whatever swallowed it first."""
         start = self.examples
         if seconds is not None:
             self.deadline = time.monotonic() + seconds
         rounds = found = 0
         while self.examples - start < examples and found < max_rounds and rounds < max_rounds + 200:
+            stop_if_interrupted()
             budget = examples - (self.examples - start)
             before = self.examples
             program, signature = self._one_round(budget, None if seed is None else seed + rounds)
@@ -485,8 +540,10 @@ def main(argv=None) -> int:
         print(record["script"])
 
     search = Search(oracle, target, features, args.max_steps, on_finding=on_finding)
+    wait = 0.0  # for the worker to exit, unless the search ends as asked
     try:
-        search.run(examples, args.seed, max_rounds=args.max_findings, seconds=args.seconds)
+        with interruptible():  # Ctrl-C ends the search, whatever catches its first raise
+            search.run(examples, args.seed, max_rounds=args.max_findings, seconds=args.seconds)
         duration = time.monotonic() - started
         _results.append_findings(results, {
             "type": "end", "examples": search.examples, "statuses": search.statuses,
@@ -494,11 +551,12 @@ def main(argv=None) -> int:
             "divergences": len(search.findings),
             "unexpected": sum(1 for f in search.findings if not f.expectation),
             "crashes": getattr(target, "crashes", 0), "duration": round(duration, 1)})
+        wait = 10.0
     except OSError as exc:  # a disk that filled up mid-search: the lines written so far stay
         return parser.fail(f"--results {results}: writing it failed mid-search "
                            f"({exc.strerror or exc}); free space or choose another path")
     finally:
-        target.close()
+        target.close(wait)
     for variant, missing in sorted(search.unsupported.items()):
         print(f"[unsupported] {variant}: {missing['feature'] or 'no registry feature'} "
               f"({missing['programs']} programs; {missing['message'][:100]})")

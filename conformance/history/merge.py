@@ -3,7 +3,8 @@
 Each source is a copy of another checkout's conformance/history folder (or any folder holding
 ``<adapter>/<version>.json``). A file is taken when this checkout has none for that release, or
 when it covers more of the current snippets (by digest) than the one here; files are copied
-whole (written to a temporary name, then renamed).
+whole (written to a temporary name, then renamed). A source without any release file is
+refused (a wrong folder, not an empty merge), before anything is copied.
 """
 from __future__ import annotations
 
@@ -27,7 +28,12 @@ def merge(sources: list[Path], directory: Path = history.DIRECTORY) -> list[str]
     # every file read and checked before any is copied: one bad file copies nothing
     plan = []
     for source in sources:
-        for path in sorted(Path(source).glob("*/*.json")):
+        found = sorted(Path(source).glob("*/*.json"))
+        if not found:  # a wrong folder merged nothing and exited 0 without a word
+            raise history.HistoryError(f"{source}: no release files (<adapter>/<version>.json) "
+                                       f"in it, nothing to merge; give copies of "
+                                       f"conformance/history folders")
+        for path in found:
             data = history.read(path)
             if data["version"] != path.stem:
                 raise history.HistoryError(f"{path}: holds release {data['version']!r}, not "

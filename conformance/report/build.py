@@ -28,7 +28,6 @@ import argparse
 import hashlib
 import os
 import tempfile
-import re
 from pathlib import Path
 
 from conformance import cli
@@ -36,6 +35,7 @@ from conformance.outputs import OutputError, Outputs, reports_dir
 from conformance.results import (ResultsSchemaError, combined, findings as _findings,
                                  first_wrong, first_wrong_item, read_run)
 from conformance.results import json_text
+from conformance.results.labels import SUFFIX, is_label, label_of
 from conformance.results.locks import locked
 from conformance.results.column_status import MISSING, read_status
 from conformance.model.catalogue import load_catalogue
@@ -76,6 +76,14 @@ def collect_runs(results_dir: Path, columns: dict[str, tuple[str, str | None]]
     return runs
 
 
+def results_files(results_dir: Path) -> list[tuple[str, Path]]:
+    """(label, path) of each conformance results file in ``results_dir`` (differential
+    findings are not columns); a name that makes no label (an escape sequence, a newline,
+    a bare ``.jsonl``) is refused, ResultsSchemaError naming it, not shown raw or as a column."""
+    return [(label_of(path), path) for path in sorted(Path(results_dir).glob(f"*{SUFFIX}"))
+            if not _findings.is_explore(path)]
+
+
 def discover_columns(results_dir: Path, extra=None, exclude=()) -> dict:
     """The default columns, then every other conformance results file in ``results_dir``
     (complete or interrupted; differential findings are not columns), then ``extra``
@@ -88,17 +96,17 @@ def discover_columns(results_dir: Path, extra=None, exclude=()) -> dict:
                                  f"nox -s report, or name the directory of your --results files")
     columns = dict(DEFAULT_COLUMNS)
     skip = set(exclude) | set(extra or {})
-    for path in sorted(results_dir.glob("*.jsonl")):
-        if path.stem in columns or path.stem in skip or _findings.is_explore(path):
+    for label, path in results_files(results_dir):
+        if label in columns or label in skip:
             continue
         try:
             run = read_run(path)
         except OSError as exc:
             raise ResultsSchemaError(f"{path}: cannot read it ({exc.strerror or exc}); "
-                                     f"--exclude {path.stem} to leave it out") from None
+                                     f"--exclude {label} to leave it out") from None
         except ResultsSchemaError as exc:
-            raise ResultsSchemaError(f"{exc} (or --exclude {path.stem} to leave it out)") from None
-        columns[path.stem] = (run.header.adapter or path.stem, run.header.framework_version)
+            raise ResultsSchemaError(f"{exc} (or --exclude {label} to leave it out)") from None
+        columns[label] = (run.header.adapter or label, run.header.framework_version)
     for label, spec in (extra or {}).items():
         columns[label] = spec
     return {k: v for k, v in columns.items() if k not in set(exclude)}
@@ -245,14 +253,10 @@ def findings_summary(results_dir: Path, per_adapter: int = 40) -> list[dict]:
     return found
 
 
-#: A column label: the stem of its results file, so no path separator and no leading dot.
-LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-
-
 def _column(text: str) -> tuple[str, tuple[str, str | None]]:
     label, sep, rest = text.partition("=")
     framework, _, version = (rest if sep else label).partition(":")
-    if not LABEL.fullmatch(label):
+    if not is_label(label):
         raise argparse.ArgumentTypeError(
             f"{text!r}: the label {label!r} must be a results file's name without .jsonl "
             f"(letters, digits, . _ + -), as in torch-nightly=torch:2.14")
@@ -265,8 +269,8 @@ def _column(text: str) -> tuple[str, tuple[str, str | None]]:
 def _labels(results_dir: Path, extra: dict) -> list[str]:
     """The labels :func:`discover_columns` can give, without reading any results file (so
     that ``--exclude`` of a file that cannot be read is checked, and then leaves it unread)."""
-    found = [p.stem for p in sorted(Path(results_dir).glob("*.jsonl"))
-             if not _findings.is_explore(p)]
+    found = [label for label, _ in results_files(results_dir)] \
+        if Path(results_dir).is_dir() else []
     return list(dict.fromkeys([*DEFAULT_COLUMNS, *found, *extra]))
 
 

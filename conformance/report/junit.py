@@ -1,6 +1,7 @@
 """One JUnit XML file per run, for CI systems that show test results (reports/junit/)."""
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
@@ -24,12 +25,14 @@ ERRORED = tuple(str(o) for o, e in ELEMENT.items() if e == "error")
 SKIPPED = tuple(str(o) for o, e in ELEMENT.items() if e == "skipped")
 
 
+#: What XML 1.0 cannot hold: most control characters, lone surrogates, U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
 def _clean(text: Any) -> str:
-    """XML 1.0 cannot hold most control characters, lone surrogates, nor U+FFFE and U+FFFF;
-    replace them."""
-    return "".join(c if c in "\t\n\r" or (0x20 <= ord(c) and not 0xD800 <= ord(c) <= 0xDFFF
-                                          and ord(c) not in (0xFFFE, 0xFFFF))
-                   else "\ufffd" for c in str(text or ""))
+    """``text`` with what XML 1.0 cannot hold replaced by U+FFFD (one regular expression: a
+    generator over every character took a quarter of a large report's time)."""
+    return _NOT_XML.sub("\ufffd", str(text or ""))
 
 
 def run_to_junit(run: Column) -> ET.ElementTree:

@@ -25,6 +25,8 @@ concept per module:
   those migrations.
 * :mod:`~conformance.results.findings`: the differential search's findings files.
 * :mod:`~conformance.results.locks`: the locks beside a results file.
+* :mod:`~conformance.results.labels`: a column's label, its results file's name, checked
+  where results files are read.
 * :mod:`~conformance.results.json_fields`: the one JSON type check (and its wording) of every
   file the harness reads back: results lines, findings lines, ``mutants.json``.
 * :mod:`~conformance.results.column_status`: ``<label>.status.json``, why ``nox -s report``

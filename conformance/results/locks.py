@@ -6,7 +6,8 @@ once, without waiting, by the one run that writes a ``--results`` file, and name
 pid to a second run that tries, which refuses instead of interleaving (two runs writing one
 file both exited 0 and left a file the report refused).
 
-The lock file is left in place: removing it while another process has it open would let two
+The lock is keyed on the file a path resolves to (:func:`lock_path`), not on the path as
+typed. The lock file is left in place: removing it while another process has it open would let two
 processes each lock a different inode of the same name.
 """
 from __future__ import annotations
@@ -16,7 +17,10 @@ from pathlib import Path
 
 
 def lock_path(path: Path) -> Path:
-    return Path(f"{path}.lock")
+    """``<file>.lock`` beside the file ``path`` resolves to (symbolic links followed, the
+    file itself need not exist): keyed on the path as typed, two runs reaching one file
+    through a link each took a lock of their own, both wrote, and the file was corrupt."""
+    return Path(f"{os.path.realpath(path)}.lock")
 
 
 class _Locked:

@@ -19,23 +19,68 @@ later; files without any read as before (a run with ``--no-witnesses``, or an ol
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, ClassVar
 
 from conformance.results.errors import ResultsSchemaError
-from conformance.results.json_fields import ANY, wrong_type
+from conformance.results.json_fields import ANY, ListOf, Object, Row, wrong_shape
 
 #: The ``--results`` file's format version (the header's ``schema``); readers migrate older
 #: versions through :mod:`conformance.results.migrations`.
 SCHEMA_VERSION = 2
 
 
-def _field(*types, default=None, factory=None, required: bool = False, omit_none: bool = False):
+def _field(*types, shape=None, default=None, factory=None, required: bool = False,
+           omit_none: bool = False):
     """A record field: the JSON types it may hold (None is always allowed unless
-    ``required``); ``omit_none``: not written while None (keys that only some lines have)."""
-    meta = {"types": types, "required": required, "omit_none": omit_none}
+    ``required``), or its ``shape`` (:mod:`conformance.results.json_fields`: what its entries
+    hold, as deep as its readers look); ``omit_none``: not written while None (keys that only
+    some lines have)."""
+    meta = {"types": shape or types, "required": required, "omit_none": omit_none}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
+
+
+@functools.lru_cache(maxsize=None)
+def _checks(cls) -> tuple[tuple[str, Any, bool, frozenset], ...]:
+    """(name, JSON types or shape, required, the exact Python types that hold without a
+    closer look) of each field of a record class, computed once: ``dataclasses.fields`` per
+    line and per key, and a call per field, were most of the time of reading a 200 MB file.
+    The exact types: a flat field's types themselves (``type(True)`` is bool, never int),
+    None where it may be null; a shape's values always get the full check."""
+    out = []
+    for f in dataclasses.fields(cls):
+        if f.name == "extra":
+            continue
+        types, required = f.metadata["types"], f.metadata["required"]
+        flat = isinstance(types, tuple) and ANY not in types
+        exact = frozenset(types if flat else ()) | (frozenset() if required else {type(None)})
+        out.append((f.name, types, required, exact))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=None)
+def _field_names(cls) -> tuple[str, ...]:
+    return tuple(name for name, *_ in _checks(cls))
+
+
+@functools.lru_cache(maxsize=None)
+def _names(cls) -> frozenset[str]:
+    return frozenset(_field_names(cls))
+
+
+#: A LEAK line's keep-alive chain (conformance.liveness.KeepAliveChain.as_data()), as deep
+#: as the page draws it (conformance/report/svg.py): boxes, arrows ``[from, to, label]``.
+CHAIN = Object(kind=(str,), types=ListOf((str,)), edges=ListOf(Row((int,), (int,), (str,))),
+               note=(str,))
+#: A test's expectation entry (conformance.expectations.Expectation.as_json()): the fields the
+#: page, the root causes and the reproduction samples read (``flaky``: the outcomes it
+#: flips between; older lines: true/false).
+EXPECTATION = Object(outcome=(str,), reason=(str,), root_cause=(str,), flaky=(list, bool),
+                     category=(str,))
+#: A list of strings (command-line arguments, node ids, rule ids, lines shown on the page).
+STRINGS = ListOf((str,))
 
 
 class _Record:
@@ -45,7 +90,7 @@ class _Record:
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "extra")
+        return _field_names(cls)
 
     @classmethod
     def from_json(cls, obj: Any, where: str = "results"):
@@ -55,24 +100,25 @@ class _Record:
         if not isinstance(obj, dict):
             raise ResultsSchemaError(f"{where}: not a JSON object; is it a --results file?")
         values = {}
-        for f in dataclasses.fields(cls):
-            if f.name == "extra":
-                continue
-            value = obj.get(f.name)
-            if f.name not in obj:
-                if f.metadata["required"]:
+        for name, types, required, exact in _checks(cls):
+            if name not in obj:
+                if required:
                     raise ResultsSchemaError(f"{where}: a {cls.TYPE or 'record'} line without "
-                                             f"{f.name!r}; not a line this harness wrote: run "
+                                             f"{name!r}; not a line this harness wrote: run "
                                              f"the suites again")
                 continue  # the dataclass default
-            problem = wrong_type(f.name, value, f.metadata["types"], f.metadata["required"])
+            value = obj[name]
+            if type(value) in exact:  # the common case, decided without a call
+                values[name] = value
+                continue
+            problem = wrong_shape(name, value, types, required)
             if problem:
                 raise ResultsSchemaError(
                     f"{where}: {problem}; the line was not written by this harness (or was "
                     f"edited): run the suites again")
-            values[f.name] = value
+            values[name] = value
         extra = {k: v for k, v in obj.items() if k not in values and k != "type"
-                 and k not in cls.field_names()}
+                 and k not in _names(cls)}
         return cls(**values, extra=extra)
 
     def to_json(self) -> dict[str, Any]:
@@ -109,16 +155,16 @@ class RunHeader(_Record):
     python: str | None = _field(str)
     adapter_spec: str | None = _field(str)
     conformance_timeout: float | None = _field(int, float)
-    leak_check: list | None = _field(list)
+    leak_check: list | None = _field(shape=Row((int,), (int,)))  # [warm-ups, runs]
     python_executable: str | None = _field(str)
     platform: str | None = _field(str)
     rules: int | None = _field(int)
-    argv: list | None = _field(list)
+    argv: list | None = _field(shape=STRINGS)
     #: "" unless the expectations were not written for this framework version
     expectations_note: str | None = _field(str, omit_none=True)
     #: the adapter's declared-missing features the framework contradicts (a name the feature
     #: implies exists), or why they were not checked: the page shows them beside the run
-    declarations: list | None = _field(list, omit_none=True)
+    declarations: list | None = _field(shape=STRINGS, omit_none=True)
     #: the adapter's ``unsupported`` table (feature -> why the framework lacks it): a test
     #: UNSUPPORTED on one of these features is what the adapter declares, needing no
     #: expectation entry, and the declaration's reason is its cause on the page
@@ -157,12 +203,12 @@ class TestRecord(_Record):
     actual: str | None = _field(str)
     message: str | None = _field(str)
     observed: Any = _field(ANY)
-    expectation: dict | None = _field(dict)
+    expectation: dict | None = _field(shape=EXPECTATION)
     blocked_by: str | None = _field(str)
     #: the feature an UNSUPPORTED test lacks (``Unsupported.feature``), else None
     missing_feature: str | None = _field(str, omit_none=True)
     duration: float | None = _field(int, float, default=0.0)
-    chain: dict | None = _field(dict, omit_none=True)
+    chain: dict | None = _field(shape=CHAIN, omit_none=True)
     extra: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @classmethod
@@ -230,7 +276,7 @@ class RunEnd(_Record):
     exitstatus: int | None = _field(int)
     finished: str | None = _field(str)
     counts: dict | None = _field(dict)
-    not_run: list = _field(list, factory=list)
+    not_run: list = _field(shape=STRINGS, factory=list)
     error: str | None = _field(str, omit_none=True)
     interrupted: bool | None = _field(bool, omit_none=True)
     extra: dict = dataclasses.field(default_factory=dict, repr=False)
@@ -265,7 +311,7 @@ class WitnessRecord(_Record):
     status: str | None = _field(str)
     output: str | None = _field(str)
     script: str | None = _field(str)
-    rules: list = _field(list, factory=list)
+    rules: list = _field(shape=STRINGS, factory=list)
     duration: float | None = _field(int, float, default=0.0)
     extra: dict = dataclasses.field(default_factory=dict, repr=False)
 

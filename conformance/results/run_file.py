@@ -203,16 +203,19 @@ def _parse_lines(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
         raise ResultsSchemaError(f"{path}: cannot be read ({exc.strerror or exc}); a --results "
                                  f"file is a regular file of JSON lines: remove it or run the "
                                  f"suites again") from None
+    ends_with_newline = text.endswith("\n")
     lines = text.splitlines()
+    del text  # the file's text, its lines and their objects at once were a 200 MB file's peak
     last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
     out, truncated = [], False
-    for lineno, line in enumerate(lines, 1):
+    for lineno in range(1, len(lines) + 1):
+        line, lines[lineno - 1] = lines[lineno - 1], ""  # each line's text goes once parsed
         if not line.strip():
             continue
         try:
             obj = json_text.loads(line)
         except ValueError as exc:
-            if lineno == last and not text.endswith("\n"):
+            if lineno == last and not ends_with_newline:
                 truncated = True  # cut off mid-write: no newline after it
                 break
             raise ResultsSchemaError(f"{path}:{lineno}: not a JSON line ({exc})") from None
@@ -238,6 +241,27 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     """The parsed lines of a ``--results`` file, migrated to the current schema, as plain
     JSON objects (:func:`read_run` gives them typed and checked)."""
     return [obj for _, obj in _read(Path(path))[0]]
+
+
+#: How much of a file :func:`is_results_file` reads: a header line is a few kilobytes.
+_HEADER_BYTES = 1 << 20
+
+
+def is_results_file(path: Path) -> bool:
+    """Whether ``path`` (a regular file) may be replaced by a run's results: it is empty, or
+    its first line is a run header (``{"type": "run", ...}``: a results file of this project,
+    or a findings file of the differential search), or the start of one cut off mid-write.
+    Why: ``--results`` truncated whatever it was given, a document included."""
+    with open(path, "rb") as fh:
+        head = fh.read(_HEADER_BYTES)
+    first, newline, _ = head.lstrip().partition(b"\n")
+    if not first.strip():
+        return True  # empty: nothing to lose
+    try:
+        obj = json_text.loads(first)
+    except ValueError:  # the writer's first bytes (json.dumps puts "type" first), cut off
+        return not newline and first.startswith(b'{"type": "run"')
+    return isinstance(obj, dict) and obj.get("type") == RunHeader.TYPE
 
 
 @dataclasses.dataclass
@@ -280,12 +304,16 @@ def read_run(path: Path) -> Run:
     path = Path(path)
     lines, truncated = _read(path)
     header = RunHeader.from_json(lines[0][1], f"{path}:{lines[0][0]}")
-    tests = [TestRecord.from_json(obj, f"{path}:{n}") for n, obj in lines
-             if obj.get("type") == TestRecord.TYPE]
-    witnesses = [WitnessRecord.from_json(obj, f"{path}:{n}") for n, obj in lines
-                 if obj.get("type") == WitnessRecord.TYPE]
-    n, last = lines[-1]
-    end = RunEnd.from_json(last, f"{path}:{n}") if len(lines) > 1 and \
+    (n_last, last), several = lines[-1], len(lines) > 1
+    tests, witnesses = [], []
+    for i in range(len(lines)):  # each line's object goes once it is a record (memory)
+        (n, obj), lines[i] = lines[i], None
+        kind = obj.get("type")
+        if kind == TestRecord.TYPE:
+            tests.append(TestRecord.from_json(obj, f"{path}:{n}"))
+        elif kind == WitnessRecord.TYPE:
+            witnesses.append(WitnessRecord.from_json(obj, f"{path}:{n}"))
+    end = RunEnd.from_json(last, f"{path}:{n_last}") if several and \
         last.get("type") == RunEnd.TYPE else None
     return Run(path, header, tests, end, truncated, witnesses)
 

@@ -140,6 +140,7 @@ def test_differential_unknown_adapter(tmp_path, capsys):
     ("{tmp}", "is a directory; give a file path"),
     ("{tmp}/plain.txt/f.jsonl", "is not a directory"),
     ("", "an empty path"),
+    ("{tmp}/plain.txt", "is not a results file of autograd-conformance"),  # a document
 ])
 def test_differential_results_that_cannot_be_written(tmp_path, results, words, capsys):
     (tmp_path / "plain.txt").write_text("keep\n")

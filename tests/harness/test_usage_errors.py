@@ -93,6 +93,28 @@ def test_results_onto_an_existing_directory(project):
     assert list((project.pytester.path / "out").iterdir()) == []
 
 
+@pytest.mark.parametrize("content", ["# Notes\n\nkeep me\n", '{"type": "test"}\n',
+                                     '["run"]\n', "x" * 100 + "\n" + '{"type": "run"}\n'])
+def test_results_onto_a_file_that_is_not_a_results_file_is_refused(project, content):
+    """--results truncated whatever it named, a document included, without a word."""
+    project.file("notes.md", content)
+    result, err = run(project, "suites", "--results=notes.md")
+    assert_usage_error(err, result.ret, "--results notes.md: the file exists and is not a "
+                       "results file of autograd-conformance", "choose another path")
+    assert (project.pytester.path / "notes.md").read_text() == content
+
+
+@pytest.mark.parametrize("content", ["", "\n", '{"type": "run", "adapter": "old"}\n{"type": "te',
+                                     '{"type": "run", "adapt'])
+def test_results_replaces_an_empty_or_previous_results_file(project, content):
+    """A previous run's file (even one killed mid-line, its header included) may go."""
+    project.file("old.jsonl", content)
+    result, _ = run(project, "suites", "--results=old.jsonl")
+    assert result.ret == 0, result.stdout.str()
+    lines = project.results("old.jsonl")
+    assert lines[0]["type"] == "run" and lines[0]["adapter"] != "old" and lines[-1]["type"] == "end"
+
+
 def test_results_under_a_file_is_refused(project):
     project.file("plain.txt", "keep me\n")
     result, err = run(project, "suites", "--results=plain.txt/r.jsonl")
@@ -111,7 +133,7 @@ def test_results_with_a_space_naming_an_existing_file_outside_is_refused(project
 
 
 def test_results_with_a_space_is_fine_where_it_changes_nothing(project):
-    project.file("old.jsonl", "previous run\n")
+    project.file("old.jsonl", '{"type": "run", "adapter": "previous"}\n')
     result = project.run("suites", "--results", "old.jsonl")
     assert result.ret == 0, result.stdout.str()
     assert project.results("old.jsonl")[0]["type"] == "run"

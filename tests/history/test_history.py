@@ -116,3 +116,27 @@ def test_a_version_that_is_no_release_number_is_refused(version):
     """``record torch ../../x`` wrote ../../x.json outside the history folder."""
     with pytest.raises(history.HistoryError, match="is not a release number"):
         history.release_version(version)
+
+
+@pytest.mark.parametrize("layout", ["empty", "files at the top", "other files"])
+def test_merge_of_a_folder_without_release_files_says_so_exit_4(tmp_path, capsys, layout):
+    """It exited 0 and printed nothing: a wrong folder looked like a merge that found
+    nothing newer. One line naming the folder, exit 4, nothing copied."""
+    from conformance.history.__main__ import main
+
+    empty, good = tmp_path / "empty", tmp_path / "good" / "torch"
+    empty.mkdir()
+    good.mkdir(parents=True)
+    (good / "1.0.json").write_text('{"version": "1.0", "observations": {}}')
+    if layout == "files at the top":  # the adapter's folder given instead of history's
+        (empty / "1.0.json").write_text('{"version": "1.0", "observations": {}}')
+    elif layout == "other files":
+        (empty / "torch").mkdir()
+        (empty / "torch" / "notes.txt").write_text("x")
+    status = main(["merge", str(tmp_path / "good"), str(empty), "--directory",
+                   str(tmp_path / "dst")])
+    err = capsys.readouterr().err
+    assert status == 4
+    assert "no release files" in err and str(empty) in err and "nothing to merge" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "dst").exists()

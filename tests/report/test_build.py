@@ -177,3 +177,83 @@ def test_a_message_holding_what_xml_cannot_is_still_well_formed_junit(results_di
     from xml.dom import minidom
 
     minidom.parse(str(tmp_path / "out" / "junit" / "torch.xml"))
+
+
+@pytest.mark.parametrize("name", [".jsonl", "red\x1b[31m.jsonl", "two\nlines.jsonl",
+                                  "a b.jsonl", "-x.jsonl", "caf\u00e9.jsonl"])
+def test_a_results_file_name_that_makes_no_label_is_one_escaped_line(results_dir, tmp_path,
+                                                                       capsys, name):
+    """File names became column labels unchecked: an escape sequence or newline printed raw to
+    the terminal and used in junit/ file names; a file named .jsonl made a phantom column."""
+    write_run(results_dir / name, "torch", "2.14.0", [(RULE, "test_a", "PASS", "PASS", "")])
+    out = tmp_path / "out"
+    err = one_line_error(*main(capsys, "--results-dir", results_dir, "--out", out))
+    assert ascii(name) in err and "makes no column label" in err and "rename the file" in err
+    assert "\x1b" not in err and not out.exists()
+    (results_dir / name).rename(results_dir / "torch-2.14.0.jsonl")  # as the line says
+    code, captured = main(capsys, "--results-dir", results_dir, "--out", out)
+    assert code == 0, captured.err
+    assert sorted(p.name for p in (out / "junit").iterdir())[-1] == "torch.xml"
+    assert "torch-2.14.0" in captured.out
+
+
+def test_results_json_with_a_label_that_is_no_file_name_is_refused(results_dir, tmp_path):
+    from conformance.results import ResultsSchemaError, combined
+
+    data, _ = report.build(results_dir, tmp_path / "out")
+    text = (tmp_path / "out" / "results.json").read_text()
+    (tmp_path / "bad.json").write_text(text.replace('"label": "torch"', '"label": "../x\\n"'))
+    with pytest.raises(ResultsSchemaError, match=r"run label '\.\./x\\n' is no column label"):
+        combined.load(tmp_path / "bad.json")
+
+
+def _edited(path, index, **fields):
+    """``path`` with line ``index`` (0: the header, -1: the last) given ``fields``."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[index].update(fields)
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+@pytest.mark.parametrize("line, fields, named", [
+    (1, {"chain": {"kind": 5}}, "field 'chain.kind' is int 5"),
+    (1, {"chain": {"kind": "cycle", "types": "Tensor"}}, "field 'chain.types' is str"),
+    (1, {"chain": {"kind": "root", "types": ["a", "b"], "edges": [[0, 1]]}},
+     "field 'chain.edges[0]' is list [0, 1], expected a list of 3 entries"),
+    (1, {"chain": {"kind": "root", "types": ["a", "b"], "edges": [["0", 1, "x"]]}},
+     "field 'chain.edges[0][0]' is str '0', expected an integer"),
+    (1, {"chain": {"kind": "root", "types": [{"a": 1}], "note": 3}}, "field 'chain.types[0]'"),
+    (1, {"chain": {"kind": "external", "note": ["x"]}}, "field 'chain.note' is list"),
+    (1, {"expectation": {"outcome": "DIVERGES", "reason": ["r"]}}, "field 'expectation.reason'"),
+    (1, {"expectation": {"outcome": "DIVERGES", "root_cause": 7}},
+     "field 'expectation.root_cause' is int 7"),
+    (0, {"leak_check": ["2", 4]}, "field 'leak_check[0]' is str '2'"),
+    (0, {"leak_check": [2]}, "field 'leak_check' is list [2], expected a list of 2 entries"),
+    (0, {"declarations": [{"x": 1}]}, "field 'declarations[0]' is dict"),
+    (-1, {"not_run": [3]}, "field 'not_run[0]' is int 3"),
+])
+def test_every_field_the_report_reads_is_type_checked_to_its_depth(results_dir, tmp_path, capsys,
+                                                                     line, fields, named):
+    """A LEAK line with "chain": {"kind": 5} was a traceback (report/svg.py); every nested field
+    the page, its root causes and its scripts read is checked where the line is read: one line
+    naming file:line and the field, exit 4, nothing written."""
+    path = results_dir / "torch.jsonl"
+    write_run(path, "torch", "2.13.0", [(RULE, "test_a", "LEAK", "LEAK", "leak", None,
+                                         {"kind": "cycle", "types": ["Tensor", "cell", "Tensor"],
+                                          "edges": [[0, 1, ".x"], [1, 2, "cell_contents"]],
+                                          "note": ""})])
+    _edited(path, line, **fields)
+    out = tmp_path / "out"
+    err = one_line_error(*main(capsys, "--results-dir", results_dir, "--out", out))
+    number = {0: 1, 1: 2, -1: 3}[line]
+    assert f"torch.jsonl:{number}: {named}" in err, err
+    assert not out.exists()
+
+
+def test_a_witness_line_whose_rules_are_not_names_is_one_line(results_dir, tmp_path, capsys):
+    path = results_dir / "torch.jsonl"
+    lines = path.read_text().splitlines()
+    witness = {"type": "witness", "cause": "c", "kind": "breaks", "status": "reproduces",
+               "output": "", "script": "", "rules": [RULE, 5], "duration": 0.1}
+    path.write_text("\n".join(lines[:-1] + [json.dumps(witness), lines[-1]]) + "\n")
+    err = one_line_error(*main(capsys, "--results-dir", results_dir, "--out", tmp_path / "out"))
+    assert "torch.jsonl:3: field 'rules[1]' is int 5" in err

@@ -40,3 +40,22 @@ def test_first_wrong_item_names_the_entry():
     assert first_wrong_item("s", [{"id": "a"}, {"id": []}], fields) == \
         "field 's[1].id' is list [], expected a string"
     assert first_wrong_item("s", None, fields) is None
+
+
+def test_a_shape_is_checked_as_deep_as_it_goes_and_names_the_entry():
+    from conformance.results.json_fields import ListOf, Object, Row, wrong_shape
+
+    chain = Object(kind=(str,), edges=ListOf(Row((int,), (int,), (str,))))
+    assert wrong_shape("chain", {"kind": "cycle", "edges": [[0, 1, "x"]]}, chain) is None
+    assert wrong_shape("chain", None, chain) is None
+    assert wrong_shape("chain", {"kind": 5}, chain) == \
+        "field 'chain.kind' is int 5, expected a string"
+    assert wrong_shape("chain", [], chain) == "field 'chain' is list [], expected an object"
+    assert wrong_shape("chain", {"edges": [[0, 1, "x"], [1, 2, 3]]}, chain) == \
+        "field 'chain.edges[1][2]' is int 3, expected a string"
+    assert wrong_shape("chain", {"edges": [[0, 1]]}, chain) == \
+        "field 'chain.edges[0]' is list [0, 1], expected a list of 3 entries"
+    assert wrong_shape("chain", {"edges": [None]}, chain) == \
+        "field 'chain.edges[0]' is NoneType None, expected a list"
+    assert wrong_shape("rules", ["a", True], ListOf((str,))) == \
+        "field 'rules[1]' is bool True, expected a string"

@@ -98,3 +98,34 @@ def test_scan_skips_what_does_not_read_for_a_run_still_being_written(tmp_path):
                     + "\n" + '{"type": "te')
     kinds = [type(r).__name__ for r in run_file.scan(path)]
     assert kinds == ["RunHeader", "TestRecord"]
+
+
+@pytest.mark.parametrize("how", ["file link", "directory link", "dangling link"])
+def test_a_second_writer_through_a_symbolic_link_is_refused(tmp_path, how):
+    """The lock was keyed on the path as typed: two runs reaching one file through a link
+    both wrote it (both exited 0, the file interleaved)."""
+    real = tmp_path / "real"
+    real.mkdir()
+    path = real / "r.jsonl"
+    if how == "file link":
+        path.write_text("")
+        other = tmp_path / "link.jsonl"
+        other.symlink_to(path)
+    elif how == "directory link":
+        (tmp_path / "alias").symlink_to(real)
+        other = tmp_path / "alias" / "r.jsonl"
+    else:  # the link made first, pointing where the first run's file does not exist yet
+        other = tmp_path / "link.jsonl"
+        other.symlink_to(path)
+    first = ResultsFile(path)
+    first.header(RunHeader(adapter="reference"), tmp_path, 1)
+    with pytest.raises(ResultsInUse, match=r"another run \(pid \d+\) is writing it"):
+        ResultsFile(other)
+    assert json.loads(path.read_text())["type"] == "run"  # not cut by the second
+    first.close(0, Tally())
+    second = ResultsFile(other)  # the other way round: the link's run holds it now
+    try:
+        with pytest.raises(ResultsInUse):
+            ResultsFile(path)
+    finally:
+        second.release()
