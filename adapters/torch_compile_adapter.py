@@ -44,6 +44,9 @@ STATED_LIMITS = (
     (RuntimeError, "does not currently support double backward",
      "double backward through a compiled region (AOTAutograd's CompiledFunction: \"torch.compile "
      "with aot_autograd does not currently support double backward\")"),
+    (RuntimeError, "does not currently support higher order gradients",
+     "higher-order gradients under compiled autograd (\"torch.compile does not currently "
+     "support higher order gradients\")"),
     (NotImplementedError, "You must implement the jvp function",
      "forward-mode AD through a compiled region (AOTAutograd's CompiledFunction is a custom "
      "Function without jvp)"),
@@ -52,10 +55,14 @@ STATED_LIMITS = (
 _inside = threading.local()   # set while a compiled custom Function's apply is being traced
 
 
-def _runs(label: str) -> tuple[dict, ...]:
+def _runs(label: str, timeout: int = 300, *select: str) -> tuple[dict, ...]:
     return tuple(
         {"label": label if version == "2.13.0" else f"{label}-{version}", "version": version,
-         "install": [f"torch=={version}"], "python": "3.11", "required": version == "2.13.0"}
+         "install": [f"torch=={version}"], "python": "3.11", "required": version == "2.13.0",
+         # compiling takes most of a test's time (a custom Function class is compiled per
+         # test, inductor runs gcc): a longer limit than eager's 60 s, and for the slowest
+         # mode a subset (docs/compile-modes.md, "Cost")
+         "pytest_args": [f"--conformance-timeout={timeout}", *select]}
         for version in VERSIONS)
 
 
@@ -222,14 +229,22 @@ class TorchCompileInductorAdapter(TorchCompileAdapter):
     """``torch.compile`` with the default backend, inductor (C++ through gcc on the CPU)."""
 
     name = "torch-compile-inductor"
-    runs = _runs("torch-compile-inductor")
+    runs = _runs("torch-compile-inductor", 600)   # the first test pays inductor's cold start
     backend = "inductor"
+
+
+#: the tests the compiled-autograd columns run (pytest -k): the engine and hooks suites, whose
+#: subject is the backward pass compiled autograd replaces; the deep-graph rules are left out
+#: (compiled autograd traces each of the 10 000 nodes: past any per-test limit)
+SUBSET = "(test_engine or test_hooks) and not 10000 and not deep"
 
 
 class TorchCompiledAutogradAdapter(TorchCompileAdapter):
     """Eager forward; every backward under compiled autograd (graphs compiled by aot_eager)."""
 
     name = "torch-compiled-autograd"
-    runs = _runs("torch-compiled-autograd")
+    #: a subset: compiled autograd compiles every backward anew (each test's graph and hooks
+    #: differ), about 13 s a test here; the suites whose subject is the backward pass run
+    runs = _runs("torch-compiled-autograd", 300, "-k", SUBSET)
     backend = None
     compiled_autograd = True
