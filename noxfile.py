@@ -177,13 +177,35 @@ def _install_release(session: nox.Session, requirements) -> None:
     session.install(*requirements, env={"PIP_CONSTRAINT": os.devnull})
 
 
+#: report label -> (adapter name, run) of every conformance run (filled below)
+ALL_RUNS: dict[str, tuple[str, Run]] = {}
+
+
 def _conformance(session: nox.Session, adapter: str, run: Run) -> None:
+    """The suites against ``adapter``'s ``run``; ``-- --column LABEL`` runs instead the column
+    LABEL, another adapter's run with the same Python and pins, in this session's environment
+    (``nox -s report`` does so for columns that share an install: the torch.compile modes of a
+    torch release use that release's eager environment rather than a copy of its wheels)."""
+    posargs = list(session.posargs)
+    if "--column" in posargs:
+        at = posargs.index("--column")
+        label = posargs[at + 1] if at + 1 < len(posargs) else ""
+        del posargs[at:at + 2]
+        if label not in ALL_RUNS or _install_key(ALL_RUNS[label][1]) != _install_key(run):
+            session.error(f"--column {label!r}: not a column with this session's Python and "
+                          f"pins ({run.python}, {' '.join(run.install) or 'nothing'})")
+        adapter, run = ALL_RUNS[label]
     if run.install:
         _install_release(session, run.install)
     session.install("-e", ".[test]")
     results = f"reports/results/{run.label}.jsonl"
     session.run("pytest", f"--adapter={adapter}", f"--results={results}", *CONFORMANCE_ARGS,
-                *run.pytest_args, *session.posargs)
+                *run.pytest_args, *posargs)
+
+
+def _install_key(run: Run) -> tuple:
+    """What a run's environment holds: its Python and its pins."""
+    return run.python, tuple(run.install)
 
 
 def _backend(python: str) -> str | None:
@@ -240,6 +262,7 @@ def _define_conformance_sessions() -> dict:
         runs = list(runs_of(cls)) + _named_runs(name, cls)
         if not runs:
             continue
+        ALL_RUNS.update((run.label, (name, run)) for run in runs)
         session_name = f"conformance-{name}"
         if len(runs) == 1:
             run = runs[0]
@@ -266,7 +289,17 @@ def _define_conformance_sessions() -> dict:
     return columns
 
 
-REPORT_RUNS = _define_conformance_sessions()
+def _report_sessions(columns: dict) -> dict:
+    """report label -> (session, run): a run whose Python and pins an earlier column's session
+    has runs in that session (``-- --column LABEL``), so each install is made once."""
+    hosts: dict[tuple, str] = {}
+    out = {}
+    for label, (name, run) in columns.items():
+        out[label] = (hosts.setdefault(_install_key(run), name), run)
+    return out
+
+
+REPORT_RUNS = _report_sessions(_define_conformance_sessions())
 
 
 # -- history: every rule's evidence under older releases (conformance/history) -------------
@@ -463,9 +496,9 @@ def report(session: nox.Session) -> None:
         session.log(f"{label}: running nox -s {name!r}" + (" (resuming)" if resume else ""))
         # divergences fail the pytest run: that is the point, not a reason to stop the report
         done = column_status.run_column(
-            lambda again: session.run(sys.executable, "-m", "nox", "-s", name,
-                                      *(("--", "--resume") if again else ()), external=True,
-                                      silent=True, success_codes=range(0, 256)),
+            lambda again: session.run(sys.executable, "-m", "nox", "-s", name, "--",
+                                      "--column", label, *(("--resume",) if again else ()),
+                                      external=True, silent=True, success_codes=range(0, 256)),
             results, _install_failed, session.warn, resume_first=resume)
         tail = "\n".join(done.output.strip().splitlines()[-8:])
         if results.is_file():

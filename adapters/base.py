@@ -468,6 +468,9 @@ def _first_line(exc: BaseException) -> str:
 _BUILTIN: dict[str, str] = {
     "reference": "adapters.reference_adapter:ReferenceAdapter",
     "torch": "adapters.torch_adapter:TorchAdapter",
+    "torch-compile": "adapters.torch_compile_adapter:TorchCompileAdapter",
+    "torch-compile-inductor": "adapters.torch_compile_adapter:TorchCompileInductorAdapter",
+    "torch-compiled-autograd": "adapters.torch_compile_adapter:TorchCompiledAutogradAdapter",
     "paddle": "adapters.paddle_adapter:PaddleAdapter",
     "oneflow": "adapters.oneflow_adapter:OneFlowAdapter",
     "tinygrad": "adapters.tinygrad_adapter:TinygradAdapter",

@@ -95,34 +95,68 @@ def version_changes(data, table) -> list[dict[str, Any]]:
     """For each framework with two or more runs (oldest version first), what changed between
     consecutive versions: rules fixed (broke, now hold), regressed (held, now break) and
     changed (broke both times, differently), each with the messages of both runs."""
-    by_framework: dict[str, list[Column]] = defaultdict(list)
+    by_framework: dict[tuple[str, str], list[Column]] = defaultdict(list)
     for run in data.runs:
-        if run.has_results:
-            by_framework[run.framework].append(run)
+        if run.has_results:  # each mode (eager, torch-compile...) its own line of versions
+            by_framework[(run.framework, run.mode)].append(run)
     out = []
-    for framework, runs in by_framework.items():
+    for (framework, _mode), runs in by_framework.items():
         runs = sorted(runs, key=lambda r: version_key(r.framework_version))
         for old, new in zip(runs, runs[1:]):
             diff = {"framework": framework, "old": old.label, "new": new.label,
                     "old_title": old.title, "new_title": new.title,
-                    "fixed": [], "regressed": [], "changed": []}
-            for entry in data.catalogue:
-                a, b = table[(entry.id, old.label)], table[(entry.id, new.label)]
-                if NOT_RUN in (a.actual, b.actual):
-                    continue
-                kind = None
-                if a.actual not in HELD and b.actual in HELD:
-                    kind = "fixed"
-                elif a.actual in HELD and b.actual not in HELD:
-                    kind = "regressed"
-                elif a.actual not in HELD and a.actual != b.actual:
-                    kind = "changed"
-                if kind:
-                    diff[kind].append({"rule": entry.id, "suite": entry.suite,
-                                       "level": entry.level, "old": a.actual,
-                                       "new": b.actual, "old_message": _first_message(a),
-                                       "new_message": _first_message(b)})
+                    **_changes(data, table, old, new)}
             out.append(diff)
+    return out
+
+
+def _changes(data, table, old: Column, new: Column) -> dict[str, list[dict[str, Any]]]:
+    """Rules whose outcome differs between runs ``old`` and ``new``: fixed (broke, now hold),
+    regressed (held, now break), changed (broke both times, differently), with messages."""
+    out: dict[str, list[dict[str, Any]]] = {"fixed": [], "regressed": [], "changed": []}
+    for entry in data.catalogue:
+        a, b = table[(entry.id, old.label)], table[(entry.id, new.label)]
+        if NOT_RUN in (a.actual, b.actual):
+            continue
+        kind = None
+        if a.actual not in HELD and b.actual in HELD:
+            kind = "fixed"
+        elif a.actual in HELD and b.actual not in HELD:
+            kind = "regressed"
+        elif a.actual not in HELD and a.actual != b.actual:
+            kind = "changed"
+        if kind:
+            expectation = b.expectation or {}
+            out[kind].append({"rule": entry.id, "suite": entry.suite, "level": entry.level,
+                              "old": a.actual, "new": b.actual,
+                              "old_message": _first_message(a), "new_message": _first_message(b),
+                              "cause": expectation.get("root_cause", ""),
+                              "reason": expectation.get("reason", ""),
+                              "upstream": expectation.get("upstream", "")})
+    return out
+
+
+def mode_changes(data, table) -> list[dict[str, Any]]:
+    """For each run in a mode other than its framework's own (torch under torch.compile),
+    the rules whose outcome differs from the framework's own mode at the same version:
+    what the mode changes, each with its cause (the mode's expectations entry: root cause,
+    reason, upstream issue) and the messages of both runs. A mode run without an eager run of
+    its version beside it is listed with ``eager`` None."""
+    eager = {(run.framework, run.framework_version): run for run in data.runs
+             if run.has_results and not run.mode}
+    out = []
+    for run in data.runs:
+        if not run.mode or not run.has_results:
+            continue
+        base = eager.get((run.framework, run.framework_version))
+        entry: dict[str, Any] = {"framework": run.framework, "mode": run.mode,
+                                 "label": run.label, "title": run.title,
+                                 "eager": base.label if base else None,
+                                 "eager_title": base.title if base else None,
+                                 "fixed": [], "regressed": [], "changed": []}
+        if base is not None:
+            entry.update(_changes(data, table, base, run))
+        out.append(entry)
     return out
 
 

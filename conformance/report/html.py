@@ -138,6 +138,7 @@ def context(data: Combined) -> dict[str, Any]:
             "cells": table, "declared": declared, "counts": counts, "totals": totals, "bars": bars,
             "only_one": aggregate.only_one(data, table), "causes": causes,
             "versions": aggregate.version_changes(data, table),
+            "modes": aggregate.mode_changes(data, table),
             "mixed": aggregate.mixed, "bar_colours": aggregate.BAR_COLOURS, "mutants": data.mutants,
             "findings": data.findings or [],
             "styles": list(aggregate.STYLE.items()),

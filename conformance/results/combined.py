@@ -101,11 +101,20 @@ class Column:
         return self.header.adapter_to_load or self.framework
 
     @property
+    def mode(self) -> str:
+        """The mode the framework ran in, "" for its own (eager) one: the run's adapter where
+        it is not the framework's own (``torch-compile`` runs torch under torch.compile)."""
+        adapter = self.header.adapter
+        return adapter if adapter and adapter != self.framework else ""
+
+    @property
     def title(self) -> str:
-        """The column's heading: the framework, with its version unless it is the reference."""
+        """The column's heading: the framework, with its version unless it is the reference,
+        and its mode where it is not the framework's own."""
         version = self.framework_version
-        return f"{self.framework} {version}" if version and self.framework != "reference" \
+        title = f"{self.framework} {version}" if version and self.framework != "reference" \
             else self.framework
+        return f"{title} ({self.mode})" if self.mode else title
 
     @property
     def has_results(self) -> bool:

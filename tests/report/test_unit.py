@@ -72,13 +72,17 @@ def results_dir(tmp_path):
 
 def test_results_json_holds_every_column_with_its_status(results_dir, tmp_path):
     data, page = build(results_dir, tmp_path / "out")
+    compile_modes = [f"{mode}{version}" for mode in ("torch-compile", "torch-compile-inductor",
+                                                     "torch-compiled-autograd")
+                     for version in ("", "-2.15.0")]
     assert [r.label for r in data.runs] == ["reference", "torch", "torch-2.15.0", "torch-1.13.1",
-                                            "paddle", "oneflow-0.9.0", "oneflow-0.8.0", "tinygrad"]
+                                            *compile_modes, "paddle", "oneflow-0.9.0",
+                                            "oneflow-0.8.0", "tinygrad"]
     status = {r.label: r.status for r in data.runs}
     assert status == {"reference": "complete", "torch": "complete", "torch-2.15.0": "missing",
                       "torch-1.13.1": "missing", "paddle": "missing",
                       "oneflow-0.9.0": "not-installed", "oneflow-0.8.0": "interrupted",
-                      "tinygrad": "missing"}
+                      "tinygrad": "missing", **{label: "missing" for label in compile_modes}}
     loaded = json.loads((tmp_path / "out" / "results.json").read_text())
     assert loaded["version"] == schema.VERSION and loaded["schema"] == schema.SCHEMA
     assert schema.load(tmp_path / "out" / "results.json").to_json() == loaded  # reads back
@@ -171,8 +175,12 @@ def test_cells_take_the_most_severe_test_and_missing_tests_are_not_run(results_d
 def test_junit_file_per_run(results_dir, tmp_path):
     data, _ = build(results_dir, tmp_path / "out")
     files = sorted(p.name for p in (tmp_path / "out" / "junit").iterdir())
-    assert files == ["oneflow-0.8.0.xml", "oneflow-0.9.0.xml", "paddle.xml", "reference.xml",
-                     "tinygrad.xml", "torch-1.13.1.xml", "torch-2.15.0.xml", "torch.xml"]
+    compile_modes = [f"{mode}{version}.xml" for mode in ("torch-compile", "torch-compile-inductor",
+                                                         "torch-compiled-autograd")
+                     for version in ("", "-2.15.0")]
+    assert files == sorted(["oneflow-0.8.0.xml", "oneflow-0.9.0.xml", "paddle.xml", "reference.xml",
+                            "tinygrad.xml", "torch-1.13.1.xml", "torch-2.15.0.xml", "torch.xml",
+                            *compile_modes])
     root = ET.parse(tmp_path / "out" / "junit" / "oneflow-0.8.0.xml").getroot()
     failures = root.findall(".//failure")
     assert failures and "<script>" in failures[0].text

@@ -1,0 +1,119 @@
+"""adapters/torch_compile_adapter.py: each compile mode compiles the suites' computation and only
+it; what it cannot compile is UNSUPPORTED naming why; every witness of a compile mode's
+expectations shows a difference only because of compile (with torch.compile and compiled
+autograd replaced by the identity it exits 0); the page lists what a mode changes per rule."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from adapters.base import Unsupported, builtin_adapter_classes, load_adapter
+from conformance import witness
+from conformance.report import aggregate
+from conformance.results import RunHeader, TestRecord, combined
+
+ROOT = Path(__file__).resolve().parents[2]
+MODES = ("torch-compile", "torch-compile-inductor", "torch-compiled-autograd")
+#: run before a witness: every compile a no-op, so both of its sides run eagerly
+EAGER_BOTH_SIDES = (
+    "import contextlib, torch, torch._dynamo.compiled_autograd as _ca\n"
+    "torch.compile = lambda fn=None, **kw: fn if fn is not None else (lambda f: f)\n"
+    "_ca._enable = lambda *a, **k: contextlib.nullcontext()\n")
+
+
+def test_each_mode_is_a_column_of_its_own_per_version_with_its_expectations_file():
+    classes = builtin_adapter_classes()
+    labels = [run["label"] for name in MODES for run in classes[name].runs]
+    assert len(labels) == len(set(labels)) == 6
+    eager = {run["version"] for run in classes["torch"].runs if run["required"]}
+    for name in MODES:
+        cls = classes[name]
+        assert cls.module == "torch" and cls.releases == ()
+        assert {run["version"] for run in cls.runs} == eager  # 2.13.0 and the newest release
+        assert all(any(a.startswith("--conformance-timeout=") for a in run["pytest_args"])
+                   for run in cls.runs)
+        assert (ROOT / "adapters" / "expectations" / f"{name}.toml").is_file()
+
+
+@pytest.mark.parametrize("name", MODES)
+def test_the_witnesses_show_no_difference_when_both_sides_run_eagerly(name):
+    path = ROOT / "adapters" / "expectations" / f"{name}.toml"
+    scripts = {c.slug: c.witness for c in witness.causes(path)
+               if c.witness and ("compile" in c.witness)}
+    assert scripts, f"{path.name} has no compile witness"
+    for slug, text in scripts.items():
+        done = witness.run_script(witness.script_of(EAGER_BOTH_SIDES, "torch", text), timeout=600)
+        assert done.status == "does not reproduce", f"{slug}: {done.status}: {done.output[-400:]}"
+
+
+def test_the_computation_is_compiled_and_observation_is_not():
+    pytest.importorskip("torch")
+    fw = load_adapter("torch-compile").fw
+    x = fw.ones(2, requires_grad=True)
+    assert type(fw.exp(x).grad_fn).__name__ == "CompiledFunctionBackward"
+    assert type((x * 2).grad_fn).__name__ == "MulBackward0"     # glue stays eager
+
+    class Double(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    y = Double.apply(x)
+    assert type(y.grad_fn).__name__ == "CompiledFunctionBackward"   # not DoubleBackward
+    assert issubclass(Double, __import__("torch").autograd.Function)
+    eager_forward = load_adapter("torch-compiled-autograd").fw
+    assert type(eager_forward.exp(x).grad_fn).__name__ == "ExpBackward0"
+
+
+def test_a_limit_torch_states_for_compiled_regions_is_unsupported_naming_it():
+    pytest.importorskip("torch")
+    adapter = load_adapter("torch-compile")
+    fw = adapter.fw
+    x = fw.ones(2, requires_grad=True)
+    with pytest.raises(Unsupported, match="double backward through a compiled region"):
+        with adapter._compile_errors("backward"):
+            raise RuntimeError("torch.compile with aot_autograd does not currently support "
+                               "double backward")
+    with pytest.raises(ValueError):  # the computation's own error stays what it is
+        with adapter._compile_errors("backward"):
+            raise ValueError("not compile's")
+    assert adapter._cannot_compile(RuntimeError("a leaf Variable that requires grad")) is None
+    assert fw.sum(x) is not None
+
+
+def _column(label, adapter, outcome, expectation=None):
+    header = RunHeader(adapter=adapter, framework_version="2.13.0")
+    tests = [TestRecord(nodeid="s.py::test_a", rule="engine.unsaved-graph-reusable",
+                        actual=outcome, outcome="XFAIL" if expectation else outcome,
+                        message="" if outcome == "PASS" else "RuntimeError: second time",
+                        expectation=expectation)]
+    return combined.Column(label=label, framework="torch", status="complete", detail="",
+                           header=header, end=None, tests=tests)
+
+
+def test_the_page_lists_per_mode_the_rules_whose_outcome_differs_from_eager_with_the_cause():
+    entries = combined.catalogue_entries(
+        __import__("tests.report.test_unit", fromlist=["CATALOGUE"]).CATALOGUE)
+    cause = {"root_cause": "compiled-region-backward-once", "reason": "freed after one backward",
+             "upstream": "https://github.com/pytorch/pytorch/issues/118739", "outcome": "DIVERGES"}
+    eager = _column("torch", "torch", "PASS")
+    mode = _column("torch-compile", "torch-compile", "DIVERGES", cause)
+    data = SimpleNamespace(runs=[eager, mode], catalogue=entries,
+                           rule_ids=[e.id for e in entries])
+    table = aggregate.cells(data)
+    assert (eager.mode, mode.mode) == ("", "torch-compile")
+    assert mode.title == "torch 2.13.0 (torch-compile)"
+    [changes] = aggregate.mode_changes(data, table)
+    assert changes["eager"] == "torch" and changes["mode"] == "torch-compile"
+    [row] = changes["regressed"]
+    assert row["rule"] == "engine.unsaved-graph-reusable"
+    assert (row["old"], row["new"], row["cause"]) == ("PASS", "DIVERGES", cause["root_cause"])
+    assert aggregate.version_changes(data, table) == []  # a mode is no release of torch
