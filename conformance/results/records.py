@@ -135,6 +135,11 @@ class _Record:
         return out
 
 
+#: the public names other record modules (results/root_causes.py) build on
+Record = _Record
+field = _field
+
+
 @dataclasses.dataclass
 class RunHeader(_Record):
     """The run line: what a reproduction script of any of the run's cells needs besides its

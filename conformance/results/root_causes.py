@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from conformance.results.records import WitnessRecord, _field, _Record
+from conformance.results.records import Record as _Record, WitnessRecord, field as _field
 
 
 @dataclasses.dataclass
