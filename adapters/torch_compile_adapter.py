@@ -131,13 +131,15 @@ class TorchCompileAdapter(TorchAdapter):
         Function class; Dynamo traces ``apply`` as its autograd.Function operator). While the
         region is traced, or runs eagerly after a graph break, ``apply`` is torch's own."""
         adapter = self
-        original = torch.autograd.Function.apply.__func__
+        # the descriptor, bound per class below: a Python classmethod up to torch 2.13, a C
+        # classmethod_descriptor since (2.15 has no ``apply.__func__``)
+        original = torch.autograd.Function.__dict__["apply"]
 
         class Function(torch.autograd.Function):
             @classmethod
             def apply(cls, *args, **kwargs):
                 if getattr(_inside, "depth", 0):
-                    return original(cls, *args, **kwargs)
+                    return original.__get__(None, cls)(*args, **kwargs)
                 compiled = cls.__dict__.get("_conformance_compiled")
                 if compiled is None:
                     compiled = adapter._compile(lambda *a, **k: cls.apply(*a, **k))

@@ -205,30 +205,28 @@ def check_values(config) -> None:
                              f"write e.g. {opt.flag}={opt.default}")
 
 
-def timeout_seconds(config) -> float:
-    """``--conformance-timeout`` as seconds (0: no limit); a bad value is a ValueError."""
-    raw = config.getoption("conformance_timeout")
+def _seconds(config, dest: str, flag: str) -> float:
+    """Option ``flag`` (attribute ``dest``) as seconds (0: no limit); a bad value is a
+    ValueError naming the option."""
+    raw = config.getoption(dest)
     try:
         value = float(raw)
     except (TypeError, ValueError):
         value = -1.0
     if not 0 <= value <= MAX_SECONDS:
-        raise ValueError(f"--conformance-timeout {raw!r}: give a number of seconds >= 0, at "
+        raise ValueError(f"{flag} {raw!r}: give a number of seconds >= 0, at "
                          f"most {MAX_SECONDS} (0 turns the limit off)")
     return value
+
+
+def timeout_seconds(config) -> float:
+    """``--conformance-timeout`` as seconds (0: no limit); a bad value is a ValueError."""
+    return _seconds(config, "conformance_timeout", "--conformance-timeout")
 
 
 def startup_timeout(config) -> float:
     """``--startup-timeout`` as seconds (0: no limit); a bad value is a ValueError."""
-    raw = config.getoption("startup_timeout")
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        value = -1.0
-    if not 0 <= value <= MAX_SECONDS:
-        raise ValueError(f"--startup-timeout {raw!r}: give a number of seconds >= 0, at "
-                         f"most {MAX_SECONDS} (0 turns the limit off)")
-    return value
+    return _seconds(config, "startup_timeout", "--startup-timeout")
 
 
 def time_limit_scale(config) -> float | None:
