@@ -27,14 +27,14 @@ EAGER_BOTH_SIDES = (
 
 def test_each_mode_is_a_column_of_its_own_per_version_with_its_expectations_file():
     classes = builtin_adapter_classes()
-    labels = [run["label"] for name in MODES for run in classes[name].runs]
+    labels = [run.label for name in MODES for run in classes[name].runs]
     assert len(labels) == len(set(labels)) == 6
-    eager = {run["version"] for run in classes["torch"].runs if run["required"]}
+    eager = {run.version for run in classes["torch"].runs if run.required}
     for name in MODES:
         cls = classes[name]
         assert cls.module == "torch" and cls.releases == ()
-        assert {run["version"] for run in cls.runs} == eager  # 2.13.0 and the newest release
-        assert all(any(a.startswith("--conformance-timeout=") for a in run["pytest_args"])
+        assert {run.version for run in cls.runs} == eager  # 2.13.0 and the newest release
+        assert all(any(a.startswith("--conformance-timeout=") for a in run.pytest_args)
                    for run in cls.runs)
         assert (ROOT / "adapters" / "expectations" / f"{name}.toml").is_file()
 
