@@ -50,6 +50,13 @@ STATED_LIMITS = (
     (NotImplementedError, "You must implement the jvp function",
      "forward-mode AD through a compiled region (AOTAutograd's CompiledFunction is a custom "
      "Function without jvp)"),
+    # Dynamo's own check, an AssertionError, when a hook traced by compiled autograd queues a
+    # final callback and the backward is compiled without fullgraph (as this mode compiles it)
+    (AssertionError, "queue_callback() is only supported when Compiled Autograd is enabled "
+     "with fullgraph=True",
+     "a final callback queued during a backward under compiled autograd without fullgraph "
+     "(\"queue_callback() is only supported when Compiled Autograd is enabled with "
+     "fullgraph=True\")"),
 )
 
 _inside = threading.local()   # set while a compiled custom Function's apply is being traced

@@ -27,14 +27,14 @@ EAGER_BOTH_SIDES = (
 
 def test_each_mode_is_a_column_of_its_own_per_version_with_its_expectations_file():
     classes = builtin_adapter_classes()
-    labels = [run["label"] for name in MODES for run in classes[name].runs]
+    labels = [run.label for name in MODES for run in classes[name].runs]
     assert len(labels) == len(set(labels)) == 6
-    eager = {run["version"] for run in classes["torch"].runs if run["required"]}
+    eager = {run.version for run in classes["torch"].runs if run.required}
     for name in MODES:
         cls = classes[name]
         assert cls.module == "torch" and cls.releases == ()
-        assert {run["version"] for run in cls.runs} == eager  # 2.13.0 and the newest release
-        assert all(any(a.startswith("--conformance-timeout=") for a in run["pytest_args"])
+        assert {run.version for run in cls.runs} == eager  # 2.13.0 and the newest release
+        assert all(any(a.startswith("--conformance-timeout=") for a in run.pytest_args)
                    for run in cls.runs)
         assert (ROOT / "adapters" / "expectations" / f"{name}.toml").is_file()
 
@@ -86,7 +86,24 @@ def test_a_limit_torch_states_for_compiled_regions_is_unsupported_naming_it():
         with adapter._compile_errors("backward"):
             raise ValueError("not compile's")
     assert adapter._cannot_compile(RuntimeError("a leaf Variable that requires grad")) is None
+    assert adapter._cannot_compile(AssertionError("an assertion of the test")) is None
     assert fw.sum(x) is not None
+
+
+def test_a_callback_queued_under_compiled_autograd_is_unsupported_naming_the_limit():
+    """Compiled autograd without fullgraph refuses queue_callback with an AssertionError: the
+    adapter names that limit (STATED_LIMITS), so the rule reads UNSUPPORTED, not DIVERGES."""
+    pytest.importorskip("torch")
+    adapter = load_adapter("torch-compiled-autograd")
+    fw = adapter.fw
+    engine = fw.autograd.Variable._execution_engine
+    ran = []
+    y = fw.ones(2, requires_grad=True) * 2
+    y.register_hook(lambda g: engine.queue_callback(lambda: ran.append("callback")))
+    with pytest.raises(Unsupported, match="final callback queued during a backward under "
+                                          "compiled autograd without fullgraph"):
+        adapter.backward(fw.sum(y))
+    assert ran == []
 
 
 def _column(label, adapter, outcome, expectation=None):
