@@ -31,8 +31,15 @@ from adapters.base import Run, Unsupported
 from adapters.torch_adapter import NEWEST, TorchAdapter
 
 #: the columns each mode adds: torch 2.13.0 (the CPU wheel the project pins) and the newest
-#: release (its CUDA wheel: a CI install of several GB, so optional like 1.13.1 where it fails)
+#: release (its CUDA wheel, installed once for eager torch and the modes: `nox -s report` runs
+#: a column in the session of an earlier column with the same pins)
 VERSIONS = ("2.13.0", NEWEST)
+#: the releases whose differences from eager are triaged for ``torch-compile`` and
+#: ``torch-compile-inductor``. On 2.15.0 (run here, 2026-12-02) their outcomes differ from
+#: 2.13.0's in 12 and more rules (saved outputs of a compiled region now exposed, static jvp
+#: and None gradients now as eager, a forward-AD misuse refused with another class): not yet
+#: triaged, so no column claims them (docs/compile-modes.md, "Newest release")
+TRIAGED = ("2.13.0",)
 #: Dynamo's limit on recompilations of one compiled region (8 by default): a suite calls the
 #: same ``fw.exp`` with many shapes, dtypes and grad modes, and past the limit Dynamo silently
 #: runs the region eagerly, which would make later tests judge eager torch under a compile label
@@ -62,7 +69,7 @@ STATED_LIMITS = (
 _inside = threading.local()   # set while a compiled custom Function's apply is being traced
 
 
-def _runs(label: str, timeout: int = 300, *select: str) -> tuple[Run, ...]:
+def _runs(label: str, timeout: int = 300, *select: str, versions=VERSIONS) -> tuple[Run, ...]:
     return tuple(
         Run(label=label if version == "2.13.0" else f"{label}-{version}", version=version,
             install=(f"torch=={version}",), python="3.11", required=version == "2.13.0",
@@ -70,14 +77,14 @@ def _runs(label: str, timeout: int = 300, *select: str) -> tuple[Run, ...]:
             # test, inductor runs gcc): a longer limit than eager's 60 s, and for the slowest
             # mode a subset (docs/compile-modes.md, "Cost")
             pytest_args=(f"--conformance-timeout={timeout}", *select))
-        for version in VERSIONS)
+        for version in versions)
 
 
 class TorchCompileAdapter(TorchAdapter):
     """``torch.compile(backend="aot_eager")`` around the suites' computation."""
 
     name = "torch-compile"
-    runs = _runs("torch-compile")
+    runs = _runs("torch-compile", versions=TRIAGED)
     releases = ()          # the history records eager evidence; compiled history: not yet
     #: the torch.compile backend of the forward regions (None: the forward stays eager)
     backend: str | None = "aot_eager"
@@ -198,7 +205,10 @@ class TorchCompileAdapter(TorchAdapter):
             reason = self._cannot_compile(exc)
             if reason is None:
                 raise
-            raise Unsupported(f"{self.name} does not support compiling {what}: {reason}") from exc
+            # the feature the test lacks is the mode's compiling of its computation (no
+            # registry feature of the framework: the same test runs eagerly in torch's column)
+            raise Unsupported(f"{self.name} does not support compiling {what}: {reason}",
+                              feature="compile", reason=reason) from exc
 
     def _cannot_compile(self, exc: BaseException) -> str | None:
         """Why ``exc`` says the mode could not compile (None: the computation's own error):
@@ -238,7 +248,7 @@ class TorchCompileInductorAdapter(TorchCompileAdapter):
     """``torch.compile`` with the default backend, inductor (C++ through gcc on the CPU)."""
 
     name = "torch-compile-inductor"
-    runs = _runs("torch-compile-inductor", 600)   # the first test pays inductor's cold start
+    runs = _runs("torch-compile-inductor", 600, versions=TRIAGED)  # 600: inductor's cold start
     backend = "inductor"
 
 

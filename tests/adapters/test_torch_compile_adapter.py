@@ -15,6 +15,7 @@ from adapters.base import Unsupported, builtin_adapter_classes, load_adapter
 from conformance import witness
 from conformance.report import aggregate
 from conformance.results import RunHeader, TestRecord, combined
+from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 MODES = ("torch-compile", "torch-compile-inductor", "torch-compiled-autograd")
@@ -28,12 +29,14 @@ EAGER_BOTH_SIDES = (
 def test_each_mode_is_a_column_of_its_own_per_version_with_its_expectations_file():
     classes = builtin_adapter_classes()
     labels = [run.label for name in MODES for run in classes[name].runs]
-    assert len(labels) == len(set(labels)) == 6
-    eager = {run.version for run in classes["torch"].runs if run.required}
+    assert len(labels) == len(set(labels))
+    eager = {run.version for run in classes["torch"].runs if run.required}  # 2.13.0, the newest
     for name in MODES:
         cls = classes[name]
         assert cls.module == "torch" and cls.releases == ()
-        assert {run.version for run in cls.runs} == eager  # 2.13.0 and the newest release
+        versions = {run.version for run in cls.runs}
+        # every mode on the pinned release; the newest only where its differences are triaged
+        assert "2.13.0" in versions and versions <= eager, (name, versions)
         assert all(any(a.startswith("--conformance-timeout=") for a in run.pytest_args)
                    for run in cls.runs)
         assert (ROOT / "adapters" / "expectations" / f"{name}.toml").is_file()
@@ -46,7 +49,7 @@ def test_the_witnesses_show_no_difference_when_both_sides_run_eagerly(name):
                if c.witness and ("compile" in c.witness)}
     assert scripts, f"{path.name} has no compile witness"
     for slug, text in scripts.items():
-        done = witness.run_script(witness.script_of(EAGER_BOTH_SIDES, "torch", text), timeout=600)
+        done = witness.run_script(witness.script_of(EAGER_BOTH_SIDES, "torch", text), timeout=hang_limit(20))
         assert done.status == "does not reproduce", f"{slug}: {done.status}: {done.output[-400:]}"
 
 
