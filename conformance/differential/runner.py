@@ -71,15 +71,25 @@ class interruptible:
 
         _INTERRUPT["requested"] = False
         self._previous = None
+        self._unraisable = sys.unraisablehook
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGINT, _on_sigint)
+            sys.unraisablehook = self._quiet_interrupt
         return self
+
+    def _quiet_interrupt(self, unraisable) -> None:
+        """A Ctrl-C raised in a finalizer or gc callback is remembered (``_INTERRUPT``) and
+        raised again by the search: not printed as an "Exception ignored" traceback."""
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _INTERRUPT["requested"]:
+            return
+        self._unraisable(unraisable)
 
     def __exit__(self, kind, value, traceback) -> None:
         import signal
 
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
+            sys.unraisablehook = self._unraisable
         requested, _INTERRUPT["requested"] = _INTERRUPT["requested"], False
         if requested and kind is None:  # swallowed during the last program: still Ctrl-C
             raise KeyboardInterrupt
