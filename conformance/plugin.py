@@ -349,7 +349,7 @@ def pytest_configure(config):
             # conformance_timeout / leak_check: what makes a test TIMEOUT or LEAK, which a
             # reproduction script applies the same way
             try:
-                h.resumed is None and h.results.header(dataclasses.replace(
+                h.results.header(dataclasses.replace(
                     h.run, adapter_spec=spec, conformance_timeout=limit,
                     leak_check=[warmups, runs] if leak_check else None,
                     expectations_note=_expectations_note(config, h) or None,
