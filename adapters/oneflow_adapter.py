@@ -70,6 +70,8 @@ class OneFlowAdapter(Adapter):
     unsupported = {
         "forward_ad": "oneflow.autograd has no forward_ad (dual_level, make_dual)",
         "mark_dirty": "the Function context has no mark_dirty (in-place custom Functions)",
+        "node_hooks": "graph nodes take no Python hooks: FunctionNode.register_hook is bound taking "
+                      "no arguments (every call raises TypeError) and there is no register_prehook",
         "node_metadata": "graph nodes have no metadata dict (reading .metadata raises TypeError)",
         "saved_tensor_attributes": "graph nodes expose no _saved_* attributes",
         "saved_tensor_register_hooks": "graph nodes expose no _raw_saved_* saved tensors to register hooks on",
@@ -80,6 +82,10 @@ class OneFlowAdapter(Adapter):
         "graph_node_class": "oneflow.autograd.graph has no Node class (grad_fn objects are FunctionNode, with no public base)",
     }
     unsupported_although_present = {
+        "node_hooks": {"register_hook": "FunctionNode.register_hook (0.9.0) is bound as "
+                                        "register_hook() -> None with no self: every call, with a "
+                                        "hook or without, raises TypeError (incompatible function "
+                                        "arguments), so no hook is ever registered"},
         "node_metadata": {"metadata": "FunctionNode.metadata (0.8.0, 0.9.0) is a property whose "
                                       "getter is bound taking no arguments: every read raises "
                                       "TypeError (incompatible function arguments), so no node "
@@ -94,6 +100,12 @@ class OneFlowAdapter(Adapter):
         import oneflow
 
         return self.namespace(oneflow, self.functions_from_methods(oneflow, oneflow.Tensor))
+
+    def register_node_hook(self, node, hook):
+        self.require("node_hooks")
+
+    def register_node_prehook(self, node, hook):
+        self.require("node_hooks")
 
     def subclass_instance(self, cls, tensor):
         """No ``as_subclass``, but ``class T(oneflow.Tensor)`` constructs from a tensor."""

@@ -37,8 +37,8 @@ class PaddleAdapter(Adapter):
         "forward_ad": "paddle.autograd has no forward_ad (dual_level, make_dual)",
         "mark_dirty": "PyLayerContext has no mark_dirty (in-place custom Functions)",
         "needs_input_grad": "PyLayerContext has no needs_input_grad",
-        "node_hooks": "grad nodes take no Python pre/post hooks (register_prehook, register_hook)",
-        "once_differentiable": "paddle.autograd has no once_differentiable decorator",
+        "node_hooks": "grad nodes take no Python pre-hooks (no register_prehook); post-hooks exist only "
+                      "as the private GradNodeBase._register_post_hook, whose hook must return a list",
         "node_metadata": "grad nodes have no metadata dict",
         "saved_tensor_attributes": "grad nodes expose no _saved_* attributes",
         "create_graph_backward": "Tensor.backward takes no create_graph (paddle.grad does)",
@@ -56,8 +56,12 @@ class PaddleAdapter(Adapter):
 
         paddle.disable_static()
         # torch keeps saved_tensors_hooks in autograd.graph; Paddle has it in paddle.autograd
+        from paddle.autograd import py_layer
+
         graph = _Namespace(types.SimpleNamespace(), saved_tensors_hooks=paddle.autograd.saved_tensors_hooks)
-        autograd = _Namespace(paddle.autograd, function=_Namespace(types.SimpleNamespace()), graph=graph)
+        # torch's autograd.function.once_differentiable is Paddle's py_layer.once_differentiable
+        function = _Namespace(types.SimpleNamespace(), once_differentiable=py_layer.once_differentiable)
+        autograd = _Namespace(paddle.autograd, function=function, graph=graph)
         return _Namespace(paddle, autograd=autograd, __name__="paddle",
                           **self.functions_from_methods(paddle, paddle.Tensor))
 
@@ -88,6 +92,12 @@ class PaddleAdapter(Adapter):
 
     def needs_input_grad(self, ctx):
         self.require("needs_input_grad")
+
+    def subclass_instance(self, cls, tensor):
+        """No ``as_subclass``, but ``class T(paddle.Tensor)`` constructs from a tensor, sharing
+        its memory (Paddle's own spelling). Unlike torch's alias, Paddle's instance is a new
+        leaf that does not require grad, off ``tensor``'s graph."""
+        return cls(tensor)
 
     def register_node_hook(self, node, hook):
         self.require("node_hooks")

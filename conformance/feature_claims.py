@@ -48,7 +48,8 @@ from conformance import cli
 
 # the record of one declaration's check (its own module: the start-up probe carries it back from
 # its child, and this tool runs that probe; one defined below the other would import in a circle)
-from conformance.claims import ABSENT, EXPLAINED, PRESENT, UNPROBED, Claim  # noqa: E402,F401
+from conformance.claims import (  # noqa: E402,F401
+    ABSENT, EXPLAINED, LOOKALIKE, PRESENT, UNPROBED, Claim)
 
 
 @dataclasses.dataclass
@@ -59,6 +60,14 @@ class Subjects:
     module: Any                                   # the framework's own module, or None
     objects: list[tuple[str, Any]]
     notes: list[str]
+    #: what each shape probe (:data:`SHAPES`) saw: probe key -> where and what, for the present ones
+    shapes: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+#: what kind of framework object each of :func:`subjects`' objects is (an adapter method's
+#: torch spelling names its parameter: ``tensor``, ``node`` or ``ctx``)
+KINDS = {"a tensor that requires grad": "tensor", "the result of an op": "tensor",
+         "its grad_fn": "node", "the node grad_fn links to": "node", "a Function ctx": "ctx"}
 
 
 def subjects(adapter, names=()) -> Subjects:
@@ -82,16 +91,35 @@ def subjects(adapter, names=()) -> Subjects:
     except Exception as exc:  # noqa: BLE001
         notes.append(f"a result of an op (tensor * 2 raised {type(exc).__name__})")
         result = None
-    node = _lookup(result, "grad_fn") if result is not None else None
+    node = _translated_node(adapter, result) if result is not None else None
     if node is not None:
         objects.append(("its grad_fn", node))
-        linked = _first_linked(node)
+        linked = _first_linked(adapter, node)
         if linked is not None:
             objects.append(("the node grad_fn links to", linked))
     ctx = _function_ctx(fw, leaf, names, notes)
     if ctx is not None:
         objects.append(("a Function ctx", ctx))
-    return Subjects(fw, module, objects, notes)
+    made = Subjects(fw, module, objects, notes)
+    for key, probe in SHAPES.items():
+        try:
+            seen = probe(adapter, fw)
+        except Exception:  # noqa: BLE001 - the other shape is not there either
+            seen = ""
+        if seen:
+            made.shapes[key] = seen
+    return made
+
+
+def _translated_node(adapter, result: Any) -> Any:
+    """``result``'s graph node through the adapter's translation (``adapter.grad_fn``) where
+    the adapter implements one, else torch's spelling (``result.grad_fn``); None if neither."""
+    if implements(adapter, "grad_fn"):
+        try:
+            return adapter.grad_fn(result)
+        except Exception:  # noqa: BLE001 - a translation that refuses: no node to look at
+            return None
+    return _lookup(result, "grad_fn")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +128,7 @@ class _SeenCtx:
     itself is not kept past it (a framework may not expect a ctx to outlive its Function)."""
 
     names: frozenset
+    attributes: frozenset = frozenset()    # the ctx class's attribute names (read statically)
 
 
 def _lookup(obj: Any, name: str) -> Any:
@@ -110,9 +139,15 @@ def _lookup(obj: Any, name: str) -> Any:
         return None
 
 
-def _first_linked(node: Any) -> Any:
-    """The first node ``node.next_functions`` names (torch: (node, input_nr) pairs; Paddle:
-    nodes), or None."""
+def _first_linked(adapter, node: Any) -> Any:
+    """The first node ``node`` links to: through the adapter's ``next_nodes`` where it
+    implements one, else ``node.next_functions`` (torch: (node, input_nr) pairs; Paddle:
+    nodes); None if none."""
+    if implements(adapter, "next_nodes"):
+        try:
+            return next((n for n in adapter.next_nodes(node) if n is not None), None)
+        except Exception:  # noqa: BLE001
+            return None
     links = _lookup(node, "next_functions")
     try:
         for entry in list(links or ()):
@@ -135,7 +170,8 @@ def _function_ctx(fw: Any, tensor: Any, names, notes: list[str]) -> _SeenCtx | N
     seen = []
 
     def forward(ctx, x):
-        seen.append(_SeenCtx(frozenset(name for name in names if _has_name(ctx, name))))
+        seen.append(_SeenCtx(frozenset(name for name in names if _has_name(ctx, name)),
+                             frozenset(_class_attributes(ctx))))
         return x * 1
 
     def backward(ctx, grad):
@@ -177,16 +213,12 @@ def _has_name(obj: Any, name: str) -> bool:
 
 def _takes_keyword(obj: Any, method: str, keyword: str) -> str | None:
     """"" where ``obj``'s class has ``method`` taking ``keyword`` (read from its signature, the
-    method not called), a note where it may ("(takes **kwargs)", "(signature unreadable)": a
-    declaration must then say why), None where it does not or there is no such method."""
-    if isinstance(obj, _SeenCtx):
-        return None
-    try:
-        function = inspect.getattr_static(type(obj), method)
-    except AttributeError:
-        return None
-    function = getattr(function, "__func__", function)   # a staticmethod or classmethod
-    if not callable(function):
+    method not called; a ``**kwargs`` counts only where the method's own source reads
+    ``keyword`` from it: " (reads it from **kwargs)"), " (signature unreadable)" where it may
+    (a declaration must then say why), None where it does not or there is no such method.
+    A ``**kwargs`` that never names the keyword is not support: :func:`_kwargs_stub` says so."""
+    function = _method(obj, method)
+    if function is None:
         return None
     try:
         parameters = inspect.signature(function).parameters.values()
@@ -195,9 +227,57 @@ def _takes_keyword(obj: Any, method: str, keyword: str) -> str | None:
     for p in parameters:
         if p.name == keyword and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
             return ""
-    if any(p.kind is p.VAR_KEYWORD for p in parameters):
-        return " (takes **kwargs)"
+    if any(p.kind is p.VAR_KEYWORD for p in parameters) and keyword in _string_constants(function):
+        return " (reads it from **kwargs)"
     return None
+
+
+def _kwargs_stub(obj: Any, method: str, keyword: str) -> bool:
+    """Whether ``obj``'s ``method`` takes ``**kwargs`` without its source naming ``keyword``:
+    a stub that swallows the keyword, not support for it."""
+    function = _method(obj, method)
+    try:
+        parameters = inspect.signature(function).parameters.values() if function else ()
+    except (TypeError, ValueError):
+        return False
+    return (any(p.kind is p.VAR_KEYWORD for p in parameters)
+            and not any(p.name == keyword for p in parameters)
+            and keyword not in _string_constants(function))
+
+
+def _method(obj: Any, method: str) -> Any:
+    """The function ``method`` of ``obj``'s class (unwrapped from a static or class method),
+    read statically; None where there is none."""
+    if isinstance(obj, _SeenCtx):
+        return None
+    try:
+        function = inspect.getattr_static(type(obj), method)
+    except AttributeError:
+        return None
+    function = getattr(function, "__func__", function)   # a staticmethod or classmethod
+    return function if callable(function) else None
+
+
+def _string_constants(function: Any) -> set[str]:
+    """The string constants in ``function``'s source (``kwargs.get("create_graph")``); empty
+    where the source cannot be read."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return set()
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+def _class_attributes(obj: Any) -> list[str]:
+    """The attribute names ``obj``'s class defines (its MRO's, read statically: no property
+    runs and no instance ``__dict__`` is read)."""
+    names = set()
+    for klass in getattr(type(obj), "__mro__", ()):
+        try:
+            names.update(vars(klass))
+        except TypeError:
+            pass
+    return sorted(n for n in names if isinstance(n, str))
 
 
 def _resolve(root: Any, dotted: str) -> bool:
@@ -211,6 +291,14 @@ def _resolve(root: Any, dotted: str) -> bool:
         except Exception:  # noqa: BLE001 - a lazy submodule that fails to import: it is there
             return True
     return True
+
+
+def overrides(adapter, method: str) -> bool:
+    """Whether ``adapter``'s own classes (below :class:`adapters.base.Adapter`) define ``method``."""
+    from adapters.base import Adapter
+
+    return any(method in vars(klass) for klass in type(adapter).__mro__
+               if klass is not Adapter and issubclass(klass, Adapter))
 
 
 def implements(adapter, method: str) -> bool:
@@ -250,6 +338,241 @@ def _only_refuses(function: Any) -> bool:
     return bool(body) and all(refuses(stmt) for stmt in body)
 
 
+@dataclasses.dataclass(frozen=True)
+class Spelling:
+    """torch's spelling inside one of the base adapter's default methods: ``kind`` (the
+    parameter: tensor, node or ctx), the attribute it uses, and how many positional arguments a
+    call of it passes (None: read or assigned, not called)."""
+
+    kind: str
+    attribute: str
+    arguments: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.attribute}=" if self.arguments == -1 else self.attribute
+
+
+def torch_spellings(method: str) -> tuple[Spelling, ...]:
+    """What :class:`adapters.base.Adapter`'s default ``method`` uses on its framework-object
+    parameter (read from its source, not called): ``node.register_hook(hook)`` is
+    ``Spelling("node", "register_hook", 1)``, ``tensor.grad = None`` is ``grad=``,
+    ``self.feature(F, tensor, "as_subclass")`` is ``as_subclass``. The defaults are torch's
+    spelling, so these are what a framework that keeps torch's shape has."""
+    from adapters.base import Adapter
+
+    function = vars(Adapter).get(method)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return ()
+    definition = tree.body[0]
+    params = [a.arg for a in definition.args.args[1:]]   # past self
+    kinds = {p: _PARAMETER_KINDS[p] for p in params if p in _PARAMETER_KINDS}
+    found: list[Spelling] = []
+    calls = {id(n.func): len(n.args) for n in ast.walk(definition) if isinstance(n, ast.Call)}
+    for n in ast.walk(definition):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in kinds:
+            arguments = -1 if isinstance(n.ctx, ast.Store) else calls.get(id(n))
+            found.append(Spelling(kinds[n.value.id], n.attr, arguments))
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and n.func.attr in ("feature", "getattr") and len(n.args) >= 3
+              and isinstance(n.args[1], ast.Name) and n.args[1].id in kinds
+              and isinstance(n.args[2], ast.Constant) and isinstance(n.args[2].value, str)):
+            found.append(Spelling(kinds[n.args[1].id], n.args[2].value))
+    return tuple(dict.fromkeys(found))
+
+
+#: the base's parameter names for framework objects, by kind
+_PARAMETER_KINDS = {"tensor": "tensor", "t": "tensor", "node": "node", "ctx": "ctx"}
+
+
+def _refusal(binding: Any, arguments: int | None) -> str:
+    """Why ``binding`` (a bound method) cannot take ``arguments`` positional arguments, from
+    its signature or, for a compiled binding, its docstring's first line
+    (``name(self: T, arg0: object) -> R``); "" where it can or nothing says."""
+    if arguments is None or arguments < 0 or not callable(binding):
+        return ""
+    try:
+        signature = inspect.signature(binding)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(*([None] * arguments))
+        except TypeError as exc:
+            return f"refuses {arguments} argument(s): {exc}"
+        return ""
+    doc = (getattr(binding, "__doc__", None) or "").strip().splitlines()
+    name = getattr(binding, "__name__", "")
+    head = doc[0] if doc else ""
+    if not name or not head.startswith(name + "(") or ")" not in head:
+        return ""
+    inside = head[len(name) + 1:head.index(")")].strip()
+    params = [p.strip() for p in inside.split(",") if p.strip()] if inside else []
+    if any(p.startswith("*") for p in params):
+        return ""
+    bound_self = getattr(binding, "__self__", None) is not None
+    # pybind11 lists self as "self: T" when it takes it; a bound call passes it all the same
+    takes = len([p for p in params if not p.startswith("self")])
+    passes = arguments + (1 if bound_self and not any(p.startswith("self") for p in params) else 0)
+    if passes != takes:
+        return (f"its binding is {head.split(' ->')[0]!s}: a call with {arguments} argument(s) "
+                f"passes {passes} where it takes {takes}")
+    return ""
+
+
+def _objects_of(made: Subjects, kind: str) -> list[tuple[str, Any]]:
+    return [(where, obj) for where, obj in made.objects if KINDS.get(where) == kind]
+
+
+def _framework_names(made: Subjects, dotted: str) -> dict[str, str]:
+    """Where the framework's own modules (those already imported under its package) define
+    ``dotted``'s last part elsewhere than at ``dotted``: dotted path -> what it is, one path per
+    object (the shortest). A name under a subsystem (``autograd.function.x``) is looked for in
+    that subsystem's modules (``<framework>.autograd.*``), a top-level name anywhere."""
+    module = made.module
+    if module is None:
+        return {}
+    parts = dotted.split(".")
+    last, skip = parts[-1], f"{module.__name__}.{dotted}"
+    root = module.__name__ if len(parts) == 1 else f"{module.__name__}.{parts[0]}"
+    seen: dict[int, str] = {}
+    for name, mod in sorted(list(sys.modules.items()), key=lambda item: len(item[0])):
+        if mod is None or not (name == root or name.startswith(root + ".")):
+            continue
+        try:
+            value = vars(mod).get(last)
+        except TypeError:
+            continue
+        if value is None or inspect.ismodule(value):
+            continue
+        path = f"{name}.{last}"
+        if path != skip and id(value) not in seen:
+            seen[id(value)] = path
+    return {path: "the framework's own name, outside fw's torch-shaped path" for path in seen.values()}
+
+
+def _normal(name: str) -> str:
+    """A name without its inner underscores, case or a plural ``s`` (``retain_grads`` ~
+    ``retain_grad``); leading and trailing underscores stay (``add_`` is in place, ``add`` is
+    not; ``_data`` is private)."""
+    core = name.strip("_")
+    start = name[:len(name) - len(name.lstrip("_"))]
+    end = name[len(name.rstrip("_")):] if core else ""
+    core = core.replace("_", "").lower()
+    return start + (core[:-1] if core.endswith("s") else core) + end
+
+
+def _near_spellings(made: Subjects, name: str) -> dict[str, str]:
+    """Attributes of the probed objects' classes spelled like ``name`` up to underscores, case
+    and a plural ``s``, but not ``name`` itself: spelling -> where."""
+    wanted = _normal(name)
+    found: dict[str, list[str]] = {}
+    for where, obj in made.objects:
+        attributes = obj.attributes if isinstance(obj, _SeenCtx) else _class_attributes(obj)
+        for attribute in attributes:
+            if attribute != name and not attribute.startswith("__") and _normal(attribute) == wanted:
+                found.setdefault(attribute, []).append(where)
+    return {a: f"spelled like {name} on {', '.join(w)}" for a, w in found.items()}
+
+
+def _shape_subclass(adapter, fw) -> str:
+    """Tensor subclasses by plain subclassing: ``Sub(tensor)`` is a ``Sub``."""
+    tensor = fw.ones(2)
+    sub = type("FeatureClaimsSub", (type(tensor),), {})
+    instance = sub(tensor)
+    return ("Sub(tensor) of a class Sub(type(tensor)) is a Sub (plain subclassing)"
+            if type(instance) is sub else "")
+
+
+def _shape_grad_assignment(adapter, fw) -> str:
+    """Assigning ``.grad``: through the adapter's ``set_grad`` where it implements one, else
+    ``t.grad = g``; present where reading it back (``adapter.grad`` where implemented, else
+    ``t.grad``) gives ``g`` or its values."""
+    leaf, value = fw.ones(2, requires_grad=True), fw.ones(2) * 3
+    through = implements(adapter, "set_grad")
+    if through:
+        adapter.set_grad(leaf, value)
+    else:
+        leaf.grad = value
+    got = adapter.grad(leaf) if implements(adapter, "grad") else leaf.grad
+    spelled = f"adapter.set_grad ({type(adapter).__name__})" if through else "t.grad = g"
+    if got is value:
+        return f"{spelled} keeps g: .grad reads it back"
+    if got is not None and list(adapter.to_numpy(got).ravel()) == [3.0, 3.0]:
+        return f"{spelled} keeps g's values: .grad reads them back"
+    return ""
+
+
+#: feature -> a probe of the feature under a shape no surface name shows (called with the
+#: adapter and its fw; returns what it saw, "" for nothing); each probe's key is the name an
+#: adapter's ``unsupported_although_present`` uses to say why it is not the feature
+SHAPES = {"tensor_subclass": _shape_subclass, "grad_assignment": _shape_grad_assignment}
+
+
+def lookalikes(adapter, made: Subjects, feature: str, names) -> tuple[dict, dict]:
+    """What looks like ``feature`` though its ``names`` are absent, and what is there but
+    refuses: ``(lookalikes, refused)``, each name -> where and what.
+
+    - an ``adapter.<method>`` name the adapter refuses: torch's spelling the base's default
+      uses (:func:`torch_spellings`) on the framework's objects; a binding that cannot take the
+      arguments the default passes is refused (a missing or always-refusing binding is no
+      feature), any other is a lookalike;
+    - a ``fw.<dotted>`` name: the framework's own modules defining its last part elsewhere;
+    - a bare name: near spellings on the same objects;
+    - a keyword: a ``**kwargs`` stub is refused (it swallows the keyword, never reads it);
+    - the feature's shape probe (:data:`SHAPES`)."""
+    looks: dict[str, str] = {}
+    refused: dict[str, str] = {}
+    for name in names:
+        if name.startswith("adapter."):
+            method = name[len("adapter."):]
+            if implements(adapter, method) or not overrides(adapter, method):
+                continue   # the adapter's translation, or the base's default (_where's)
+            for spelling in torch_spellings(method):
+                for where, obj in _objects_of(made, spelling.kind):
+                    if not _has_name(obj, spelling.attribute):
+                        continue
+                    why = _refusal(_lookup(obj, spelling.attribute), spelling.arguments)
+                    table = refused if why else looks
+                    text = why or f"torch's spelling of {name}, which the adapter refuses"
+                    wheres = table.pop(spelling.name, "on ").split(": ", 1)[0][3:]
+                    table[spelling.name] = f"on {', '.join(filter(None, (wheres, where)))}: {text}"
+        elif name.startswith("fw."):
+            dotted = name[len("fw."):]
+            looks.update(_framework_names(made, dotted))
+        elif name.endswith("=)"):
+            method, keyword = name[:-2].split("(")
+            wheres = [where for where, obj in made.objects if _kwargs_stub(obj, method, keyword)]
+            if wheres:
+                refused[name] = (f"on {', '.join(wheres)}: {method} takes **kwargs, and its "
+                                 f"source never names {keyword}")
+        elif not name.endswith("="):
+            looks.update(_near_spellings(made, name))
+    if feature in made.shapes:
+        looks[_SHAPE_NAMES[feature]] = made.shapes[feature]
+    return looks, refused
+
+
+#: the name a shape probe's finding goes by (in a claim and in unsupported_although_present)
+_SHAPE_NAMES = {"tensor_subclass": "Sub(tensor)", "grad_assignment": "grad="}
+
+
+def explainable_names(feature) -> set[str]:
+    """The names an adapter's ``unsupported_although_present`` may explain for ``feature`` (a
+    registry :class:`~conformance.model.features.Feature`): its surface names and keywords,
+    torch's spellings its adapter methods use, its shape probe's name; a framework's own dotted
+    name (``paddle.autograd.x``) is checked against the framework, not here."""
+    names = set(feature.names) | set(feature.keywords)
+    for name in feature.names:
+        if name.startswith("adapter."):
+            names.update(s.name for s in torch_spellings(name[len("adapter."):]))
+    if feature.name in _SHAPE_NAMES:
+        names.add(_SHAPE_NAMES[feature.name])
+    return names
+
+
 def check(adapter, registry=None, made: Subjects | None = None) -> list[Claim]:
     """A :class:`Claim` per feature ``adapter`` declares unsupported, in its table's order."""
     from conformance.model import features
@@ -259,7 +582,10 @@ def check(adapter, registry=None, made: Subjects | None = None) -> list[Claim]:
     reasons = dict(getattr(adapter, "unsupported_although_present", None) or {})
     on_device = dict(getattr(adapter, "device_declared", None) or {})   # Adapter.declare_device
     bare = sorted({n for f in declared if f in registry for n in registry[f].names
-                   if not n.startswith(("fw.", "adapter.")) and not n.endswith("=")})
+                   if not n.startswith(("fw.", "adapter.")) and not n.endswith("=")}
+                  | {s.attribute for f in declared if f in registry for n in registry[f].names
+                     if n.startswith("adapter.") for s in torch_spellings(n[len("adapter."):])
+                     if s.kind == "ctx"})
     made = made if made is not None else (subjects(adapter, bare) if declared else None)
     out = []
     for feature in declared:
@@ -270,17 +596,22 @@ def check(adapter, registry=None, made: Subjects | None = None) -> list[Claim]:
             where = _where(adapter, made, name)
             if where:
                 present[name] = where
+        looks, refused = lookalikes(adapter, made, feature, names) if names else ({}, {})
+        looks = {n: w for n, w in looks.items() if n not in present}
         why = {str(k): str(v) for k, v in dict(reasons.get(feature) or {}).items()}
         if feature in on_device:   # missing on the run's device only: the framework has it
-            why = {**{n: on_device[feature] for n in present}, **why}
-        explained = {n: why[n] for n in present if n in why}
-        stale = {n: w for n, w in why.items() if n not in present}
-        status = (UNPROBED if not names else ABSENT if not present
-                  else EXPLAINED if len(explained) == len(present) else PRESENT)
+            why = {**{n: on_device[feature] for n in {**present, **looks}}, **why}
+        found = {**present, **looks}
+        explained = {n: why[n] for n in found if n in why}
+        stale = {n: w for n, w in why.items() if n not in found and n not in refused}
+        status = (UNPROBED if not names and feature not in SHAPES
+                  else EXPLAINED if found and len(explained) == len(found)
+                  else PRESENT if any(n not in explained for n in present)
+                  else LOOKALIKE if looks else ABSENT)
         bare_names = any(not n.startswith(("fw.", "adapter.")) and not n.endswith("=")
                          for n in names)
         missed = tuple(made.notes) if bare_names and made is not None else ()
-        out.append(Claim(feature, status, present, explained, stale, missed))
+        out.append(Claim(feature, status, present, explained, stale, missed, looks, refused))
     return out
 
 
@@ -288,7 +619,18 @@ def _where(adapter, made: Subjects, name: str) -> str:
     """Where the framework has surface name ``name`` ("" where it does not)."""
     if name.startswith("adapter."):
         method = name[len("adapter."):]
-        return f"the adapter ({type(adapter).__name__}.{method})" if implements(adapter, method) else ""
+        if implements(adapter, method):
+            return f"the adapter ({type(adapter).__name__}.{method})"
+        if overrides(adapter, method):
+            return ""
+        # the base's default runs: torch's spelling, where the framework has it and takes
+        # the arguments the default passes
+        return ", ".join(
+            f"{where} ({spelling.name}, the base's default)"
+            for spelling in torch_spellings(method)
+            for where, obj in _objects_of(made, spelling.kind)
+            if _has_name(obj, spelling.attribute)
+            and not _refusal(_lookup(obj, spelling.attribute), spelling.arguments))
     if name.startswith("fw."):
         dotted = name[len("fw."):]
         if _resolve(made.fw, dotted):

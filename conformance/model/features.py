@@ -124,13 +124,18 @@ def unknown_keys_problem(adapter) -> str | None:
         if key not in declared:
             return (f"{where} explains {key!r}, which the adapter does not declare unsupported; "
                     f"declare it in unsupported or drop the entry")
-        names = known[key].names + known[key].keywords
+        from conformance.feature_claims import explainable_names
+
+        names = sorted(explainable_names(known[key]))
         if not isinstance(reasons, dict) or not reasons:
             return f"{where}[{key!r}] must be a dict {{surface name: why it is not the feature}}"
         for name, why in reasons.items():
-            if name not in names:
+            framework_path = (isinstance(name, str) and "." in name
+                              and not name.startswith(("fw.", "adapter.")))
+            if name not in names and not framework_path:
                 return (f"{where}[{key!r}] names {name!r}, which is not one of the feature's "
-                        f"surface names ({', '.join(names) or 'none'})")
+                        f"surface names ({', '.join(names) or 'none'}) nor a framework's "
+                        f"dotted name")
             if not isinstance(why, str) or not why.strip():
                 return f"{where}[{key!r}][{name!r}] must say why (a non-empty string)"
     return None

@@ -17,7 +17,7 @@ import pytest
 
 from adapters.base import Adapter, Unsupported, builtin_adapter_classes
 from conformance import feature_claims, features, isolation
-from conformance.feature_claims import ABSENT, EXPLAINED, PRESENT, UNPROBED, Claim
+from conformance.feature_claims import ABSENT, EXPLAINED, LOOKALIKE, PRESENT, UNPROBED, Claim
 from tests.hang import hang_limit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,14 +105,29 @@ def test_a_present_name_contradicts_the_declaration(monkeypatch, feature, owner,
     assert not Metadata.ran, "probing ran a property"
 
 
-@pytest.mark.parametrize("backward, status, where", [
-    (lambda self, gradient=None: None, ABSENT, None),
+def backward_stub(self, gradient=None, **kwargs):
+    """Swallows every keyword: no support for any of them."""
+    return None
+
+
+def backward_reading_kwargs(self, gradient=None, **kwargs):
+    return kwargs.pop("create_graph", False)
+
+
+@pytest.mark.parametrize("backward, status, where, refused", [
+    (lambda self, gradient=None: None, ABSENT, None, None),
     (lambda self, gradient=None, *, create_graph=False: None, PRESENT,
-     "a tensor that requires grad, the result of an op"),
-    (lambda self, gradient=None, **kwargs: None, PRESENT,
-     "a tensor that requires grad (takes **kwargs), the result of an op (takes **kwargs)"),
+     "a tensor that requires grad, the result of an op", None),
+    (backward_stub, ABSENT, None,
+     "on a tensor that requires grad, the result of an op: backward takes **kwargs, and its "
+     "source never names create_graph"),
+    (backward_reading_kwargs, PRESENT, "a tensor that requires grad (reads it from **kwargs), "
+     "the result of an op (reads it from **kwargs)", None),
 ])
-def test_a_keyword_is_read_from_the_methods_signature(monkeypatch, backward, status, where):
+def test_a_keyword_is_read_from_the_methods_signature(monkeypatch, backward, status, where,
+                                                      refused):
+    """A ``**kwargs`` that never names the keyword is a stub, not support (it is said, and the
+    declaration holds); one whose source reads the keyword is support."""
     monkeypatch.setattr(Tensor, "backward", backward, raising=False)
 
     class Keyword(FakeAdapter):
@@ -121,6 +136,10 @@ def test_a_keyword_is_read_from_the_methods_signature(monkeypatch, backward, sta
     claim = claims_of(Keyword())["create_graph_backward"]
     assert claim.status == status, claim
     assert claim.present.get("backward(create_graph=)") == where, claim
+    assert claim.refused.get("backward(create_graph=)") == refused, claim
+    assert claim.contradicted == (status == PRESENT)
+    if refused:
+        assert "there but not support: backward(create_graph=)" in claim.line(), claim.line()
 
 
 def test_an_instance_attribute_of_the_node_a_result_links_to_is_found():
@@ -330,3 +349,324 @@ def test_a_conformance_run_names_a_contradicted_declaration_in_its_summary(confo
     clean = conformance_project.run("suites", "--results=clean.jsonl")
     assert "declared unsupported" not in clean.stdout.str()
     assert "declarations" not in conformance_project.results("clean.jsonl")[0]
+
+
+# -- features the framework has under another name or shape (issue 33 item 4) -----------------
+
+def once_differentiable(backward):
+    return backward
+
+
+def with_module(monkeypatch, name: str, **submodules):
+    """A fake framework package ``name`` with dotted submodules (``autograd.py_layer``), each a
+    module in sys.modules, as an imported framework's are: the claims look there for the
+    framework's own names."""
+    root = types.ModuleType(name)
+    monkeypatch.setitem(sys.modules, name, root)
+    for dotted, attributes in submodules.items():
+        parent, path = root, name
+        for part in dotted.split("."):
+            path = f"{path}.{part}"
+            child = sys.modules.get(path) or types.ModuleType(path)
+            monkeypatch.setitem(sys.modules, path, child)
+            setattr(parent, part, child)
+            parent = child
+        for key, value in attributes.items():
+            setattr(parent, key, value)
+    return root
+
+
+def test_once_differentiable_under_the_frameworks_own_name_looks_present(monkeypatch):
+    """Paddle's case: fw.autograd.function.once_differentiable is missing, the framework has it
+    as autograd.py_layer.once_differentiable; the declaration is contradicted until the adapter
+    translates it (then present) or says why it is not the feature."""
+    with_module(monkeypatch, "ownnamefw", **{"autograd.py_layer": {
+        "once_differentiable": once_differentiable}})
+
+    class OwnName(FakeAdapter):
+        module = "ownnamefw"
+        unsupported = {"once_differentiable": "no decorator"}
+
+    claim = claims_of(OwnName())["once_differentiable"]
+    assert claim.status == LOOKALIKE and claim.contradicted, claim
+    assert list(claim.lookalikes) == ["ownnamefw.autograd.py_layer.once_differentiable"], claim
+    assert "looks present: ownnamefw.autograd.py_layer.once_differentiable" in claim.line()
+
+    class Explaining(OwnName):
+        unsupported_although_present = {"once_differentiable": {
+            "ownnamefw.autograd.py_layer.once_differentiable": "a decorator for something else"}}
+
+    assert features.unknown_keys_problem(Explaining()) is None
+    explained = claims_of(Explaining())["once_differentiable"]
+    assert explained.status == EXPLAINED and not explained.contradicted, explained
+
+
+def test_once_differentiable_that_the_adapters_namespace_translates_is_present(monkeypatch):
+    """The adapter's fw renames are looked up too: a translated name contradicts the
+    declaration as the framework's own would."""
+    class Translated(FakeAdapter):
+        unsupported = {"once_differentiable": "no decorator"}
+
+        def _import(self):
+            function = self.namespace(None, {"once_differentiable": once_differentiable},
+                                      path="fw.autograd.function")
+            autograd = self.namespace(None, {"Function": Function, "function": function},
+                                      path="fw.autograd")
+            return self.namespace(framework(), {"autograd": autograd})
+
+    claim = claims_of(Translated())["once_differentiable"]
+    assert claim.status == PRESENT, claim
+    assert claim.present == {"fw.autograd.function.once_differentiable": "fw"}, claim
+
+
+def test_a_near_spelling_on_the_same_objects_looks_present(monkeypatch):
+    """retain_grads for retain_grad: the framework's own spelling of the method."""
+    monkeypatch.setattr(Tensor, "retain_grads", lambda self: None, raising=False)
+
+    class NearName(FakeAdapter):
+        unsupported = {"retain_grad": "no retain_grad"}
+
+        def retain_grad(self, tensor):
+            self.require("retain_grad")
+
+    claim = claims_of(NearName())["retain_grad"]
+    assert claim.status == LOOKALIKE, claim
+    assert claim.lookalikes == {"retain_grads": "spelled like retain_grad on a tensor that "
+                                                "requires grad, the result of an op"}, claim
+
+
+def test_tensor_subclasses_by_plain_subclassing_look_present():
+    """No as_subclass, but Sub(tensor) makes a Sub: tensor subclasses exist in another shape."""
+    class NoAsSubclass(FakeAdapter):
+        unsupported = {"tensor_subclass": "no as_subclass"}
+
+        def subclass_instance(self, cls, tensor):
+            self.require("tensor_subclass")
+
+    claim = claims_of(NoAsSubclass())["tensor_subclass"]
+    assert claim.status == LOOKALIKE and claim.contradicted, claim
+    assert "Sub(tensor)" in claim.lookalikes and "plain subclassing" in claim.lookalikes["Sub(tensor)"]
+
+    class Translating(NoAsSubclass):
+        unsupported = {}
+
+        def subclass_instance(self, cls, tensor):
+            return cls(tensor)
+
+    assert feature_claims.implements(Translating(), "subclass_instance")
+
+
+class Sealed(Tensor):
+    """Tensors whose class refuses both plain subclass construction and .grad assignment."""
+
+    def __init__(self, requires_grad=False, grad_fn=None):
+        if type(self) is not Sealed:
+            raise TypeError("Sealed cannot be subclassed")
+        super().__init__(requires_grad, grad_fn)
+
+    @property
+    def grad(self):
+        return None
+
+    @grad.setter
+    def grad(self, value):
+        raise AttributeError("grad is read-only")
+
+
+def test_subclassing_that_fails_is_no_lookalike():
+    class SealedAdapter(FakeAdapter):
+        unsupported = {"tensor_subclass": "no subclasses", "grad_assignment": "read-only grad"}
+
+        def _import(self):
+            return self.namespace(types.SimpleNamespace(
+                ones=lambda *size, requires_grad=False: Sealed(requires_grad)))
+
+    claims = claims_of(SealedAdapter())
+    assert claims["tensor_subclass"].status == ABSENT, claims
+    assert claims["grad_assignment"].status == ABSENT, claims
+
+
+def test_grad_assignment_is_looked_up_by_assigning():
+    """grad= has no name to look up: the claim assigns .grad on a fresh leaf and reads it back."""
+    class NoGradAssignment(FakeAdapter):
+        unsupported = {"grad_assignment": "no x.grad = v"}
+
+    claim = claims_of(NoGradAssignment())["grad_assignment"]
+    assert claim.status == LOOKALIKE and claim.contradicted, claim
+    assert claim.lookalikes == {"grad=": "t.grad = g keeps g: .grad reads it back"}, claim
+
+
+class HoldsArrays:
+    """A framework that keeps gradients in a field of its own (``gradient``)."""
+
+    def __init__(self, requires_grad=False):
+        self.requires_grad, self.gradient = requires_grad, None
+
+    def __mul__(self, other):
+        return HoldsArrays(self.requires_grad)
+
+    @property
+    def grad(self):   # no .grad assignment of its own
+        return self.gradient
+
+
+def test_grad_assignment_through_the_adapters_translation_is_found():
+    class Translating(FakeAdapter):
+        unsupported = {"grad_assignment": "no x.grad = v"}
+
+        def _import(self):
+            return self.namespace(types.SimpleNamespace(
+                ones=lambda *size, requires_grad=False: HoldsArrays(requires_grad)))
+
+        def set_grad(self, tensor, value):
+            tensor.gradient = value
+
+        def grad(self, tensor):
+            return tensor.gradient
+
+    claim = claims_of(Translating())["grad_assignment"]
+    assert claim.status == LOOKALIKE, claim
+    assert claim.lookalikes == {"grad=": "adapter.set_grad (Translating) keeps g: .grad reads "
+                                         "it back"}, claim
+
+    class Untranslated(Translating):
+        def set_grad(self, tensor, value):
+            self.require("grad_assignment")
+
+    assert claims_of(Untranslated())["grad_assignment"].status == ABSENT
+
+
+class Hookable(Node):
+    def register_hook(self, hook):
+        return hook
+
+
+class Refusing_(Node):
+    def register_hook(self):   # bound taking no hook: every call with one refuses
+        raise TypeError("incompatible function arguments")
+
+
+def nodes_of(node_class):
+    class Result(Tensor):
+        def __mul__(self, other):
+            return Tensor(self.requires_grad, node_class(node_class()))
+
+    return types.SimpleNamespace(ones=lambda *size, requires_grad=False: Result(requires_grad),
+                                 autograd=types.SimpleNamespace(Function=Function))
+
+
+class NoNodeHooks(FakeAdapter):
+    unsupported = {"node_hooks": "no node hooks"}
+
+    def register_node_hook(self, node, hook):
+        self.require("node_hooks")
+
+    def register_node_prehook(self, node, hook):
+        self.require("node_hooks")
+
+
+def test_node_hooks_that_exist_but_refuse_their_arguments_are_not_the_feature():
+    """OneFlow's case: FunctionNode.register_hook is bound taking nothing; a binding that always
+    refuses is no feature (UNSUPPORTED, not DIVERGES), and the claim says it is there."""
+    adapter = NoNodeHooks()
+    adapter._fw = adapter.namespace(nodes_of(Refusing_))
+    claim = claims_of(adapter)["node_hooks"]
+    assert claim.status == ABSENT and not claim.contradicted, claim
+    assert list(claim.refused) == ["register_hook"], claim
+    assert "refuses 1 argument(s)" in claim.refused["register_hook"], claim
+    assert "its grad_fn, the node grad_fn links to" in claim.refused["register_hook"], claim
+    assert "there but not support: register_hook" in claim.line()
+
+
+def test_node_hooks_that_take_a_hook_while_the_adapter_refuses_look_present():
+    adapter = NoNodeHooks()
+    adapter._fw = adapter.namespace(nodes_of(Hookable))
+    claim = claims_of(adapter)["node_hooks"]
+    assert claim.status == LOOKALIKE and claim.contradicted, claim
+    assert "torch's spelling of adapter.register_node_hook" in claim.lookalikes["register_hook"]
+
+
+def test_node_hooks_through_the_bases_default_are_present():
+    """An adapter that keeps the base's register_node_hook (torch's node.register_hook) has the
+    feature wherever the framework's node takes a hook."""
+    class Default(FakeAdapter):
+        unsupported = {"node_hooks": "no node hooks"}
+
+    adapter = Default()
+    adapter._fw = adapter.namespace(nodes_of(Hookable))
+    claim = claims_of(adapter)["node_hooks"]
+    assert claim.status == PRESENT, claim
+    assert "register_hook, the base's default" in claim.present["adapter.register_node_hook"]
+
+
+def test_a_compiled_binding_is_read_from_its_docstring():
+    """pybind11 bindings have no signature; their docstring's first line says what they take."""
+    class Binding:
+        __name__ = "register_hook"
+        __doc__ = "register_hook() -> None\n"
+        __self__ = object()
+        __signature__ = "unreadable"    # as a compiled binding's: inspect.signature fails
+
+        def __call__(self, *args):
+            raise TypeError("incompatible function arguments")
+
+    assert "passes 2 where it takes 0" in feature_claims._refusal(Binding(), 1)
+    Binding.__doc__ = "register_hook(self: Node, arg0: object) -> Handle\n"
+    assert feature_claims._refusal(Binding(), 1) == ""
+
+
+def test_the_graph_node_is_reached_through_the_adapters_translation():
+    """A framework whose node is not grad_fn (MyGrad's creator): the adapter's grad_fn finds it,
+    and the node's names are looked up there."""
+    class Creator:
+        metadata = {}
+
+    class Held:
+        def __init__(self, requires_grad=False):
+            self.requires_grad, self.creator = requires_grad, None
+
+        def __mul__(self, other):
+            out = Held(self.requires_grad)
+            out.creator = Creator()
+            return out
+
+    class Translating(FakeAdapter):
+        unsupported = {"node_metadata": "no metadata"}
+
+        def _import(self):
+            return self.namespace(types.SimpleNamespace(
+                ones=lambda *size, requires_grad=False: Held(requires_grad)))
+
+        def grad_fn(self, tensor):
+            return tensor.creator
+
+    claim = claims_of(Translating())["node_metadata"]
+    assert claim.status == PRESENT and claim.present == {"metadata": "its grad_fn"}, claim
+
+
+def test_torchs_spelling_is_read_from_the_bases_defaults():
+    spell = feature_claims.torch_spellings
+    assert spell("register_node_hook") == (feature_claims.Spelling("node", "register_hook", 1),)
+    assert spell("clear_grad") == (feature_claims.Spelling("tensor", "grad", -1),)
+    assert [s.name for s in spell("clear_grad")] == ["grad="]
+    assert spell("subclass_instance") == (feature_claims.Spelling("tensor", "as_subclass"),)
+
+
+@pytest.mark.parametrize("name, ok", [
+    ("register_hook", True),               # torch's spelling of adapter.register_node_hook
+    ("someframework.autograd.hooks.register", True),   # a framework's own dotted name
+    ("register_forward_hook", False),
+])
+def test_an_explanation_may_name_torchs_spelling_or_a_frameworks_own_name(name, ok):
+    class Explains(FakeAdapter):
+        unsupported = {"node_hooks": "no node hooks"}
+        unsupported_although_present = {"node_hooks": {name: "why"}}
+
+    problem = features.unknown_keys_problem(Explains())
+    assert (problem is None) == ok, problem
+
+
+def test_a_claim_with_lookalikes_survives_json():
+    claim = Claim("once_differentiable", LOOKALIKE, lookalikes={"fw2.x.y": "its own name"},
+                  refused={"register_hook": "refuses"})
+    assert Claim.from_json(claim.as_json()) == claim and claim.contradicted
