@@ -59,7 +59,9 @@ class TinygradAdapter(Adapter):
         "create_graph_backward": "Tensor.backward takes no create_graph",
         "backward_inputs": "Tensor.backward takes no inputs=",
         "weak_tensor_utils": "no utils.weak (WeakIdKeyDictionary, WeakIdRef, TensorWeakRef)",
-        "tensor_subclass": "Tensor has no as_subclass",
+        "tensor_subclass": "Tensor has no as_subclass, and plain subclassing makes no usable instance "
+                           "(0.14.0, by hand: S(t) raises RuntimeError 'can't create Tensor from "
+                           "Tensor'; S(t.uop) has no requires_grad attribute)",
         "tensor_data": "Tensor has no .data to read or assign (a detached alias)",
         "inplace_methods": "no in-place methods (add_, mul_, copy_, detach_, ...): only Tensor.assign",
         "unbind": "Tensor has no unbind",

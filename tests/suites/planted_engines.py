@@ -1,0 +1,150 @@
+"""Two planted engines the suites must not praise for nothing (issue 33 item 5).
+
+Each is the reference engine changed in the process that loads the adapter (the suites run in
+a child pytest, never in the project test's own process):
+
+- :class:`RefusingEngine` refuses every operation: tensors can be made (creation functions)
+  and their fields read and set (``requires_grad``, ``.grad``, with the reference's own checks);
+  every op on them, every method of a tensor, every function and context manager of ``fw``,
+  ``fw.autograd`` and its ``forward_ad``, ``graph`` and ``function`` modules, and
+  ``Function.apply`` raise ``RuntimeError``. Classes stay (the suites subclass them), and so
+  does ``fw.utils.weak`` (weak references are no autograd operation). A test that PASSES here
+  judged a refusal, or nothing.
+- :class:`InertEngine` records nothing and refuses nothing: ops compute their values, no op
+  ever gets a graph node (results require no grad), ``backward`` and ``autograd.grad`` run and
+  do nothing (``grad`` gives None per input), hooks register and never run, forward AD's
+  ``make_dual`` gives a tensor without a tangent, and the checks the engine makes only while
+  it records (in-place on a leaf, hooks on tensors that need no grad) are gone with the
+  recording. Checks that do not depend on recording (``x.grad = v`` validation, integer
+  tensors that require grad, the legacy instance call) stay the reference's. A test that PASSES here judged nothing happening.
+
+``tests/suites/planted_passes.toml`` lists every PASS either engine gets, each with the sentence
+of its rule's statement that allows it (tests/suites/test_planted_engines.py).
+"""
+from __future__ import annotations
+
+import sys
+import types
+
+from adapters.reference_adapter import ReferenceAdapter
+
+REFUSAL = "planted: this engine refuses every operation"
+
+#: what the refusing engine still does: make tensors, and read or set their plain fields
+_CREATION = {"tensor", "ones", "zeros", "empty", "full", "randn", "rand", "randint", "arange",
+             "from_numpy", "ones_like", "zeros_like", "empty_like", "rand_like", "randn_like",
+             "full_like", "manual_seed"}
+_FIELDS = {"requires_grad", "requires_grad_", "is_leaf", "grad_fn", "_grad_fn", "grad", "shape",
+           "dtype", "device", "ndim", "layout", "is_cuda", "retains_grad", "_version",
+           "_base", "output_nr", "names", "is_sparse", "is_quantized", "is_meta"}
+#: object protocol a harness needs to hold, print and compare tensors by identity
+_PROTOCOL = {"__new__", "__init__", "__init_subclass__", "__repr__", "__str__", "__hash__",
+             "__getattribute__", "__getattr__", "__setattr__", "__delattr__", "__class__",
+             "__dir__", "__sizeof__", "__reduce__", "__reduce_ex__", "__getstate__",
+             "__setstate__", "__subclasshook__", "__format__", "__weakref__", "__dict__",
+             "__slots__", "__module__", "__doc__", "__class_getitem__", "__torch_function__",
+             "_wrap"}
+
+
+def _refuse(*args, **kwargs):
+    raise RuntimeError(REFUSAL)
+
+
+def _refusing_method(name):
+    def method(self, *args, **kwargs):
+        raise RuntimeError(f"{REFUSAL} (Tensor.{name})")
+    method.__name__ = name
+    return method
+
+
+class RefusingEngine(ReferenceAdapter):
+    """The reference where every operation raises; only tensor creation works."""
+
+    name = "planted-refusing"
+
+    def _import(self):
+        import reference
+        from reference.autograd import function as function_module
+        from reference.tensor import Tensor
+
+        for klass in Tensor.__mro__[:-1]:
+            for name, value in list(vars(klass).items()):
+                if name in _PROTOCOL or name in _FIELDS or isinstance(value, property):
+                    continue
+                if callable(value) or isinstance(value, (staticmethod, classmethod)):
+                    setattr(Tensor, name, _refusing_method(name))
+        function_module.Function.apply = classmethod(_refuse)
+        renames = _refusing(reference, keep=_CREATION | _CLASSES)
+        renames["autograd"] = self.namespace(reference.autograd, {
+            **_refusing(reference.autograd, keep=_CLASSES),
+            **{name: self.namespace(getattr(reference.autograd, name),
+                                    _refusing(getattr(reference.autograd, name), keep=_CLASSES),
+                                    path=f"fw.autograd.{name}")
+               for name in ("forward_ad", "graph", "function")}}, path="fw.autograd")
+        return self.namespace(reference, renames)
+
+
+#: classes the suites subclass or test instances against: defining a class is no operation
+_CLASSES = {"Tensor", "Size", "device", "dtype", "layout", "Function", "FunctionCtx", "Node",
+            "InplaceFunction", "NestedIOFunction", "Generator"}
+
+
+def _refusing(module, keep) -> dict:
+    """A refusing stand-in for every public callable of ``module`` outside ``keep``."""
+    return {name: _refuse for name in dir(module)
+            if not name.startswith("_") and name not in keep
+            and callable(getattr(module, name, None))}
+
+
+class InertEngine(ReferenceAdapter):
+    """The reference that records nothing and refuses nothing."""
+
+    name = "planted-inert"
+
+    def _import(self):
+        import reference
+        from reference import grad_mode
+        from reference.tensor import Tensor
+
+        class Handle:
+            def remove(self):
+                return None
+
+        def register(self, *args, **kwargs):
+            return Handle()
+
+        # grad mode as the user sets it is kept and reported (grad_mode's own functions and
+        # context managers read it); everywhere else the engine reads "off": it never records
+        here = grad_mode.__file__
+
+        class _Never(grad_mode._State):
+            @property
+            def enabled(self):
+                if sys._getframe(1).f_code.co_filename == here:
+                    return self.__dict__.get("user", True)
+                return False
+
+            @enabled.setter
+            def enabled(self, value):
+                self.__dict__["user"] = bool(value)
+
+        grad_mode._state.__class__ = _Never
+
+        def backward(*args, **kwargs):
+            return None
+
+        def grad(outputs, inputs, *args, **kwargs):
+            many = isinstance(inputs, (tuple, list))
+            return tuple(None for _ in inputs) if many else (None,)
+
+        # forward AD records no tangent either: make_dual gives the primal's values, alone
+        forward_ad = reference.autograd.forward_ad
+        forward_ad.make_dual = lambda tensor, tangent, *, level=None: tensor.view_as(tensor)
+
+        Tensor.backward = backward
+        Tensor.register_hook = register
+        Tensor.register_post_accumulate_grad_hook = register
+        Tensor.retain_grad = lambda self: None
+        reference.autograd.backward = backward
+        reference.autograd.grad = grad
+        return reference
