@@ -383,6 +383,21 @@ def torch_spellings(method: str) -> tuple[Spelling, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def default_requires(method: str) -> bool:
+    """Whether :class:`adapters.base.Adapter`'s default ``method`` asks ``self.require`` or
+    ``self.feature`` first: for a feature the adapter declares missing, the default refuses
+    as an override that refuses would (read from its source)."""
+    from adapters.base import Adapter
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(vars(Adapter)[method])))
+    except (KeyError, OSError, TypeError, SyntaxError):
+        return False
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
+               and n.func.attr in ("require", "feature") for n in ast.walk(tree))
+
+
 #: the base's parameter names for framework objects, by kind
 _PARAMETER_KINDS = {"tensor": "tensor", "t": "tensor", "node": "node", "ctx": "ctx"}
 
@@ -528,9 +543,12 @@ def lookalikes(adapter, made: Subjects, feature: str, names) -> tuple[dict, dict
     for name in names:
         if name.startswith("adapter."):
             method = name[len("adapter."):]
-            if implements(adapter, method) or not overrides(adapter, method):
+            if implements(adapter, method) or not (overrides(adapter, method)
+                                                   or default_requires(method)):
                 continue   # the adapter's translation, or the base's default (_where's)
             for spelling in torch_spellings(method):
+                if spelling.arguments == -1:
+                    continue   # an assignment: the feature's shape probe tries it (grad=)
                 for where, obj in _objects_of(made, spelling.kind):
                     if not _has_name(obj, spelling.attribute):
                         continue
@@ -621,7 +639,7 @@ def _where(adapter, made: Subjects, name: str) -> str:
         method = name[len("adapter."):]
         if implements(adapter, method):
             return f"the adapter ({type(adapter).__name__}.{method})"
-        if overrides(adapter, method):
+        if overrides(adapter, method) or default_requires(method):
             return ""
         # the base's default runs: torch's spelling, where the framework has it and takes
         # the arguments the default passes
