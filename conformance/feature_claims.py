@@ -18,18 +18,29 @@ the framework:
   tensor's class (read, not called);
 - ``adapter.<method>`` by reading, not calling: the adapter implements it when a class of its
   own (below :class:`adapters.base.Adapter`) defines it with a body that does more than
-  ``self.require(...)`` / ``raise Unsupported(...)``; the base's defaults are torch's spelling,
-  which the bare names already probe.
+  ``self.require(...)`` / ``raise Unsupported(...)``; where the adapter leaves it to the base's
+  default, that default's torch spelling (read from its source: ``node.register_hook(hook)``) is
+  looked up on the objects of its kind, and a binding that cannot take the arguments the
+  default passes is no support.
+
+The objects are made through the adapter's translations: the node is ``adapter.grad_fn(result)``
+and the linked node ``adapter.next_nodes(node)`` where the adapter implements them.
 
 Each declared feature is then ``absent`` (the declaration holds), ``present`` (a name it implies
-exists: the declaration is contradicted), ``explained`` (every present name has the adapter's
-reason why it is not the feature: ``Adapter.unsupported_although_present``), or ``unprobed``
-(the registry lists no surface name nor keyword, only ``adapter.require``/``@needs``). An explanation for a
-name that is not present is stale, and counts as a contradiction too (the adapter's words must
-stay true).
+exists: the declaration is contradicted), ``lookalike`` (none of its names is there, but
+something the framework has looks like it: its own modules define the name under the same
+subsystem, a class attribute is spelled alike, torch's spelling is there while the adapter
+refuses it, or the feature's shape probe (:data:`SHAPES`) finds it: a contradiction too),
+``explained`` (every present name and lookalike has the adapter's reason why it is not the
+feature: ``Adapter.unsupported_although_present``), or ``unprobed`` (the registry lists no
+surface name nor keyword, only ``adapter.require``/``@needs``). What is there but is no support
+is said beside the verdict (``refused``): a binding that refuses the translation's arguments, a
+``**kwargs`` stub that never names the keyword. An explanation for a name that is not present is
+stale, and counts as a contradiction too (the adapter's words must stay true).
 
-Nothing is called beyond attribute lookup, one tensor, one op and one custom op, and no
-property runs: a name is read statically on the object's class, and only a name the class
+Nothing is called beyond attribute lookup, one tensor, one op and one custom op, the
+adapter's node translations, and the shape probes (a subclass made from a fresh tensor, a
+``.grad`` assigned on a fresh leaf); no property runs: a name is read statically on the object's class, and only a name the class
 lacks is asked of the object (its own attributes, or its class's ``__getattr__``). The command runs the check in a child interpreter
 (:func:`conformance.isolation.probe`, which also reports it to the pytest plugin for the run's
 terminal summary), so a framework that hangs or crashes there is one line, not this tool's end.
