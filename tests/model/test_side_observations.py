@@ -10,9 +10,17 @@ import pytest
 from conformance import features, side_checks, suite_index
 from conformance.api import aside
 
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
 SIDE = '''
 import types
 from conformance.api import aside
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @rule("demo.a")
@@ -112,4 +120,34 @@ def test_every_aside_in_the_suites_names_what_its_body_touches():
             if not named or not implied <= set(named):
                 problems.append(f"{relpath}:{node.lineno}: aside names {list(named)}, its body "
                                 f"needs {sorted(implied)}")
+    assert not problems, "\n".join(problems)
+
+
+def test_no_test_can_end_unsupported_on_a_feature_outside_its_rules_subject():
+    """Only the absence of a test's subject makes it UNSUPPORTED: whatever a test (or one of
+    its parametrize cases) needs before it runs is in its rule's ``subject`` (the catalogue);
+    anything else it touches is a side observation (``aside``)."""
+    from conformance.model.catalogue import load_catalogue
+
+    catalogue = load_catalogue(ROOT / "conformance" / "catalogue")
+    known = set(features.registry())
+    index = suite_index.index_of()
+    problems = []
+    for rule in catalogue.rules.values():
+        unknown = set(rule.subject) - known
+        if unknown:
+            problems.append(f"{rule.id}: subject names unknown features {sorted(unknown)}")
+    for test in index.tests:
+        rule = catalogue.get(test.rule)
+        if rule is None:
+            continue
+        needed = set(features.needed_by(test, index))
+        for _, cases in test.cases:
+            for surface, attributes in cases:
+                needed |= features.implied(surface, attributes)
+        outside = needed - set(rule.subject)
+        if outside:
+            problems.append(f"{test.suite}::{test.name} ({rule.id}) can end UNSUPPORTED on "
+                            f"{sorted(outside)}, outside its rule's subject {list(rule.subject)}: "
+                            f"make it a side observation (aside) or the rule's subject")
     assert not problems, "\n".join(problems)
