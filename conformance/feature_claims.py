@@ -56,6 +56,8 @@ import textwrap
 from typing import Any
 
 from conformance import cli
+from conformance.model import features as features_model
+from conformance.model.features import Spelling  # noqa: F401 - part of this tool's answer
 
 # the record of one declaration's check (its own module: the start-up probe carries it back from
 # its child, and this tool runs that probe; one defined below the other would import in a circle)
@@ -349,68 +351,20 @@ def _only_refuses(function: Any) -> bool:
     return bool(body) and all(refuses(stmt) for stmt in body)
 
 
-@dataclasses.dataclass(frozen=True)
-class Spelling:
-    """torch's spelling inside one of the base adapter's default methods: ``kind`` (the
-    parameter: tensor, node or ctx), the attribute it uses, and how many positional arguments a
-    call of it passes (None: read or assigned, not called)."""
-
-    kind: str
-    attribute: str
-    arguments: int | None = None
-
-    @property
-    def name(self) -> str:
-        return f"{self.attribute}=" if self.arguments == -1 else self.attribute
-
-
 def torch_spellings(method: str) -> tuple[Spelling, ...]:
-    """What :class:`adapters.base.Adapter`'s default ``method`` uses on its framework-object
-    parameter (read from its source, not called): ``node.register_hook(hook)`` is
-    ``Spelling("node", "register_hook", 1)``, ``tensor.grad = None`` is ``grad=``,
-    ``self.feature(F, tensor, "as_subclass")`` is ``as_subclass``. The defaults are torch's
-    spelling, so these are what a framework that keeps torch's shape has."""
+    """torch's spelling inside :class:`adapters.base.Adapter`'s default ``method``
+    (:func:`conformance.model.features.torch_spellings`)."""
     from adapters.base import Adapter
 
-    function = vars(Adapter).get(method)
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
-    except (OSError, TypeError, SyntaxError):
-        return ()
-    definition = tree.body[0]
-    params = [a.arg for a in definition.args.args[1:]]   # past self
-    kinds = {p: _PARAMETER_KINDS[p] for p in params if p in _PARAMETER_KINDS}
-    found: list[Spelling] = []
-    calls = {id(n.func): len(n.args) for n in ast.walk(definition) if isinstance(n, ast.Call)}
-    for n in ast.walk(definition):
-        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in kinds:
-            arguments = -1 if isinstance(n.ctx, ast.Store) else calls.get(id(n))
-            found.append(Spelling(kinds[n.value.id], n.attr, arguments))
-        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-              and n.func.attr in ("feature", "getattr") and len(n.args) >= 3
-              and isinstance(n.args[1], ast.Name) and n.args[1].id in kinds
-              and isinstance(n.args[2], ast.Constant) and isinstance(n.args[2].value, str)):
-            found.append(Spelling(kinds[n.args[1].id], n.args[2].value))
-    return tuple(dict.fromkeys(found))
+    return features_model.torch_spellings(Adapter, method)
 
 
 def default_requires(method: str) -> bool:
-    """Whether :class:`adapters.base.Adapter`'s default ``method`` asks ``self.require`` or
-    ``self.feature`` first: for a feature the adapter declares missing, the default refuses
-    as an override that refuses would (read from its source)."""
+    """Whether the base's default ``method`` asks ``self.require``/``self.feature`` first
+    (:func:`conformance.model.features.default_requires`)."""
     from adapters.base import Adapter
 
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(vars(Adapter)[method])))
-    except (KeyError, OSError, TypeError, SyntaxError):
-        return False
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-               and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
-               and n.func.attr in ("require", "feature") for n in ast.walk(tree))
-
-
-#: the base's parameter names for framework objects, by kind
-_PARAMETER_KINDS = {"tensor": "tensor", "t": "tensor", "node": "node", "ctx": "ctx"}
+    return features_model.default_requires(Adapter, method)
 
 
 def _refusal(binding: Any, arguments: int | None) -> str:
@@ -580,26 +534,8 @@ def lookalikes(adapter, made: Subjects, feature: str, names) -> tuple[dict, dict
         elif not name.endswith("="):
             looks.update(_near_spellings(made, name))
     if feature in made.shapes:
-        looks[_SHAPE_NAMES[feature]] = made.shapes[feature]
+        looks[features_model.SHAPE_NAMES[feature]] = made.shapes[feature]
     return looks, refused
-
-
-#: the name a shape probe's finding goes by (in a claim and in unsupported_although_present)
-_SHAPE_NAMES = {"tensor_subclass": "Sub(tensor)", "grad_assignment": "grad="}
-
-
-def explainable_names(feature) -> set[str]:
-    """The names an adapter's ``unsupported_although_present`` may explain for ``feature`` (a
-    registry :class:`~conformance.model.features.Feature`): its surface names and keywords,
-    torch's spellings its adapter methods use, its shape probe's name; a framework's own dotted
-    name (``paddle.autograd.x``) is checked against the framework, not here."""
-    names = set(feature.names) | set(feature.keywords)
-    for name in feature.names:
-        if name.startswith("adapter."):
-            names.update(s.name for s in torch_spellings(name[len("adapter."):]))
-    if feature.name in _SHAPE_NAMES:
-        names.add(_SHAPE_NAMES[feature.name])
-    return names
 
 
 def check(adapter, registry=None, made: Subjects | None = None) -> list[Claim]:

@@ -19,10 +19,13 @@ body and in the suite helpers it calls (followed transitively), plus any explici
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import difflib
+import inspect
 import re
 import sys
+import textwrap
 from pathlib import Path
 from typing import Iterable
 
@@ -105,6 +108,13 @@ def nearest(name: str, known: Iterable[str]) -> str | None:
     return close[0] if close else None
 
 
+def _adapter_base(adapter) -> type | None:
+    """The adapter base class (adapters.base.Adapter) among ``adapter``'s classes, found
+    without importing it (the model imports no adapter)."""
+    return next((k for k in type(adapter).__mro__
+                 if k.__name__ == "Adapter" and k.__module__ == "adapters.base"), None)
+
+
 def unknown_keys_problem(adapter) -> str | None:
     """One line naming the first key of ``adapter.unsupported`` that the registry lacks, and
     the nearest known key, or the first entry of ``adapter.unsupported_although_present`` that
@@ -124,9 +134,7 @@ def unknown_keys_problem(adapter) -> str | None:
         if key not in declared:
             return (f"{where} explains {key!r}, which the adapter does not declare unsupported; "
                     f"declare it in unsupported or drop the entry")
-        from conformance.feature_claims import explainable_names
-
-        names = sorted(explainable_names(known[key]))
+        names = sorted(explainable_names(known[key], _adapter_base(adapter)))
         if not isinstance(reasons, dict) or not reasons:
             return f"{where}[{key!r}] must be a dict {{surface name: why it is not the feature}}"
         for name, why in reasons.items():
@@ -323,6 +331,89 @@ def main(argv=None) -> int:
               "conformance.features --write", file=sys.stderr)
         return 1
     return 0
+
+
+
+# -- what an adapter may explain (feature_claims: conformance/feature_claims.py) --------------
+
+@dataclasses.dataclass(frozen=True)
+class Spelling:
+    """torch's spelling inside one of the base adapter's default methods: ``kind`` (the
+    parameter: tensor, node or ctx), the attribute it uses, and how many positional arguments a
+    call of it passes (None: read or assigned, not called)."""
+
+    kind: str
+    attribute: str
+    arguments: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.attribute}=" if self.arguments == -1 else self.attribute
+
+
+def torch_spellings(base: type, method: str) -> tuple[Spelling, ...]:
+    """What the adapter base class ``base``'s default ``method`` uses on its framework-object
+    parameter (read from its source, not called): ``node.register_hook(hook)`` is
+    ``Spelling("node", "register_hook", 1)``, ``tensor.grad = None`` is ``grad=``,
+    ``self.feature(F, tensor, "as_subclass")`` is ``as_subclass``. The defaults are torch's
+    spelling, so these are what a framework that keeps torch's shape has. The base is passed
+    in (the model imports no adapter)."""
+    function = vars(base).get(method)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return ()
+    definition = tree.body[0]
+    params = [a.arg for a in definition.args.args[1:]]   # past self
+    kinds = {p: _PARAMETER_KINDS[p] for p in params if p in _PARAMETER_KINDS}
+    found: list[Spelling] = []
+    calls = {id(n.func): len(n.args) for n in ast.walk(definition) if isinstance(n, ast.Call)}
+    for n in ast.walk(definition):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in kinds:
+            arguments = -1 if isinstance(n.ctx, ast.Store) else calls.get(id(n))
+            found.append(Spelling(kinds[n.value.id], n.attr, arguments))
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and n.func.attr in ("feature", "getattr") and len(n.args) >= 3
+              and isinstance(n.args[1], ast.Name) and n.args[1].id in kinds
+              and isinstance(n.args[2], ast.Constant) and isinstance(n.args[2].value, str)):
+            found.append(Spelling(kinds[n.args[1].id], n.args[2].value))
+    return tuple(dict.fromkeys(found))
+
+
+def default_requires(base: type, method: str) -> bool:
+    """Whether the adapter base class ``base``'s default ``method`` asks ``self.require`` or
+    ``self.feature`` first: for a feature the adapter declares missing, the default refuses
+    as an override that refuses would (read from its source)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(vars(base)[method])))
+    except (KeyError, OSError, TypeError, SyntaxError):
+        return False
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
+               and n.func.attr in ("require", "feature") for n in ast.walk(tree))
+
+
+#: the base's parameter names for framework objects, by kind
+_PARAMETER_KINDS = {"tensor": "tensor", "t": "tensor", "node": "node", "ctx": "ctx"}
+
+
+#: the name a shape probe's finding goes by (conformance.feature_claims.SHAPES), in a claim and
+#: in an adapter's unsupported_although_present
+SHAPE_NAMES = {"tensor_subclass": "Sub(tensor)", "grad_assignment": "grad="}
+
+
+def explainable_names(feature: Feature, base: type | None) -> set[str]:
+    """The names an adapter's ``unsupported_although_present`` may explain for ``feature``:
+    its surface names and keywords, torch's spellings its adapter methods use in ``base`` (the
+    adapter base class; None: none), its shape probe's name. A framework's own dotted name
+    (``paddle.autograd.x``) is checked against the framework by feature_claims, not here."""
+    names = set(feature.names) | set(feature.keywords)
+    for name in feature.names:
+        if name.startswith("adapter.") and base is not None:
+            names.update(s.name for s in torch_spellings(base, name[len("adapter."):]))
+    if feature.name in SHAPE_NAMES:
+        names.add(SHAPE_NAMES[feature.name])
+    return names
 
 
 if __name__ == "__main__":
