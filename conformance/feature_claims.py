@@ -83,11 +83,12 @@ KINDS = {"a tensor that requires grad": "tensor", "the result of an op": "tensor
          "its grad_fn": "node", "the node grad_fn links to": "node", "a Function ctx": "ctx"}
 
 
-def subjects(adapter, names=()) -> Subjects:
+def subjects(adapter, names=(), shapes=None) -> Subjects:
     """The framework objects a bare name is looked up on, made with the adapter's ``fw``: a
     tensor that requires grad, a result of one op on it, its grad_fn and the first node that
-    links to, and a custom Function's ctx (which of ``names`` it has: :class:`_SeenCtx`).
-    Whatever cannot be made is left out, with a note."""
+    links to, and a custom Function's ctx (which of ``names`` it has: :class:`_SeenCtx`);
+    then the shape probes of the features ``shapes`` (None: all). Whatever cannot be made is
+    left out, with a note."""
     fw = adapter.fw
     module = sys.modules.get(getattr(adapter, "module", "") or "")
     objects: list[tuple[str, Any]] = []
@@ -115,6 +116,8 @@ def subjects(adapter, names=()) -> Subjects:
         objects.append(("a Function ctx", ctx))
     made = Subjects(fw, module, objects, notes)
     for key, probe in SHAPES.items():
+        if shapes is not None and key not in shapes:
+            continue   # only the declared features' shapes are tried
         try:
             seen = probe(adapter, fw)
         except Exception:  # noqa: BLE001 - the other shape is not there either
@@ -551,7 +554,8 @@ def check(adapter, registry=None, made: Subjects | None = None) -> list[Claim]:
                   | {s.attribute for f in declared if f in registry for n in registry[f].names
                      if n.startswith("adapter.") for s in torch_spellings(n[len("adapter."):])
                      if s.kind == "ctx"})
-    made = made if made is not None else (subjects(adapter, bare) if declared else None)
+    made = made if made is not None else (subjects(adapter, bare, shapes=set(declared))
+                                          if declared else None)
     out = []
     for feature in declared:
         names = (registry[feature].names + registry[feature].keywords
