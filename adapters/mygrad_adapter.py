@@ -27,6 +27,7 @@ docs/adapters-not-torch-shaped.md walks through this adapter.
 """
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 from adapters.base import Adapter, Run, Unsupported
@@ -418,9 +419,16 @@ def _function_base(adapter: MyGradAdapter, mygrad, Tensor, Operation):
                                   feature="apply_keywords")
             op = cls.__dict__.get("_mygrad_operation")
             if op is None:
-                op = type(cls.__name__, (_Context,), {"function": cls,
-                                                      "__qualname__": cls.__qualname__,
-                                                      "__module__": cls.__module__})
+                namespace = {"function": cls, "__qualname__": cls.__qualname__,
+                             "__module__": cls.__module__}
+                # a Function without forward or backward is an Operation without __call__ or
+                # backward_var: left abstract, so MyGrad's own refusal (Operation is an ABC) is
+                # what the user sees, not an error of this translation
+                for torch_name, mygrad_name in (("forward", "__call__"),
+                                                ("backward", "backward_var")):
+                    if not callable(getattr(cls, torch_name, None)):
+                        namespace[mygrad_name] = abc.abstractmethod(_absent)
+                op = type(cls.__name__, (_Context,), namespace)
                 cls._mygrad_operation = op
             tensors = tuple(a for a in args if isinstance(a, Tensor))
             layout = tuple(_TENSOR if isinstance(a, Tensor) else a for a in args)
@@ -430,6 +438,10 @@ def _function_base(adapter: MyGradAdapter, mygrad, Tensor, Operation):
 
 
 _TENSOR = object()   # a tensor's place in a custom Function's arguments
+
+
+def _absent(self, *args, **kwargs):  # pragma: no cover - abstract: never called
+    raise NotImplementedError
 
 
 def _is_array(value) -> bool:

@@ -851,6 +851,8 @@ def test_wrong_number_of_grads_raises(adapter, fw, device, returned):
     out = F.apply(x, y)
     try:
         adapter.backward(fw.sum(out))
+    except Unsupported:  # the adapter's: a framework whose protocol has no gradient count
+        raise
     except Exception as exc:  # noqa: BLE001 - any class; the message is the rule
         message = str(exc)
     else:
