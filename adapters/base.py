@@ -522,6 +522,7 @@ _BUILTIN: dict[str, str] = {
     "paddle": "adapters.paddle_adapter:PaddleAdapter",
     "oneflow": "adapters.oneflow_adapter:OneFlowAdapter",
     "tinygrad": "adapters.tinygrad_adapter:TinygradAdapter",
+    "mygrad": "adapters.mygrad_adapter:MyGradAdapter",
 }
 
 

@@ -52,6 +52,13 @@ THROUGH_ADAPTER = {
 ASSIGNED = frozenset({"grad", "data", "requires_grad"})
 #: fields read only where they are the subject (``.data`` is its own feature, ``tensor_data``)
 READ = frozenset({"data"})
+#: fields frameworks hold under another shape (MyGrad: ``creator``, ``constant``), read through
+#: the adapter's translation: ``t.grad_fn`` -> ``adapter.grad_fn(t)``
+READ_THROUGH_ADAPTER = {
+    "grad_fn": "adapter.grad_fn(t)",
+    "is_leaf": "adapter.is_leaf(t)",
+    "requires_grad": "adapter.requires_grad(t)",
+}
 
 #: receivers that are never the framework's objects
 _PLAIN_NAMES = frozenset({"fw", "adapter", "np", "numpy", "re", "math", "os", "sys", "gc",
@@ -158,6 +165,10 @@ def spellings_in(path: Path, relpath: str | None = None) -> list[Spelling]:
                     out.append(Spelling(where, node.lineno, f".{node.attr}",
                                         f'@subject("{node.attr}") on a test whose rule is about '
                                         f".{node.attr}"))
+                elif isinstance(node.ctx, ast.Load) and node.attr in READ_THROUGH_ADAPTER \
+                        and node.attr not in subjects:
+                    out.append(Spelling(where, node.lineno, f".{node.attr}",
+                                        READ_THROUGH_ADAPTER[node.attr]))
     return sorted(set(out), key=lambda s: (s.path, s.line, s.name))
 
 

@@ -246,8 +246,8 @@ def node_hooks_run(adapter, fw, device):
         a = fw.ones(1, requires_grad=True, device=device)
         b = a * 2
         calls = []
-        node_prehook(adapter, b.grad_fn, lambda grad_outputs: calls.append("pre"))
-        node_hook(adapter, b.grad_fn, lambda grad_inputs, grad_outputs: calls.append("post"))
+        node_prehook(adapter, adapter.grad_fn(b), lambda grad_outputs: calls.append("pre"))
+        node_hook(adapter, adapter.grad_fn(b), lambda grad_inputs, grad_outputs: calls.append("post"))
         adapter.backward(fw.sum(b))
         pre.check(calls == ["pre", "post"],
                   f"a node pre-hook then post-hook ran once each in one backward (calls: {calls})")

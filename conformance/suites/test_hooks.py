@@ -24,16 +24,16 @@ def _remove(handle, what="handle.remove()"):
     remove_handle(handle, what=what)
 
 
-def _node(t, what="grad_fn"):
+def _node(adapter, t, what="grad_fn"):
     with diverges_if_raises(AttributeError, TypeError, what=what):
-        node = t.grad_fn
+        node = adapter.grad_fn(t)
     assert node is not None, f"{what}: tensor has no grad_fn"
     return node
 
 
 def _accumulator(adapter, t):
     """The AccumulateGrad node of the leaf that ``t`` was computed from (single input)."""
-    return producer(adapter, t.grad_fn)
+    return producer(adapter, adapter.grad_fn(t))
 
 
 # -- registration ------------------------------------------------------------------------
@@ -157,7 +157,7 @@ def test_tensor_hook_removed_by_another_hook_is_gone_afterwards(fw, adapter, dev
 def test_node_prehook_removed_by_another_prehook_is_gone_afterwards(fw, adapter, device):
     a = fw.ones(3, requires_grad=True, device=device)
     b = a * 2
-    node = _node(b)
+    node = _node(adapter, b)
     cnt = [0]
     handles = {}
 
@@ -198,7 +198,7 @@ def test_hook_removed_mid_backward_in_the_same_pass(adapter, fw, device, observe
 
     b.register_hook(lambda g: remove("tensor"))
     handles["tensor"] = hook_handle(b, lambda g: ran.__setitem__("tensor", ran["tensor"] + 1))
-    node = b.grad_fn
+    node = adapter.grad_fn(b)
     node_prehook(adapter, node, lambda go: remove("node"))
     handles["node"] = node_prehook(adapter, node, lambda go: ran.__setitem__("node", ran["node"] + 1))
     adapter.backward(fw.sum(b))
@@ -267,7 +267,7 @@ def test_tensor_hooks_run_before_node_prehooks(adapter, fw, device):
 
     a = fw.tensor(1.0, requires_grad=True, device=device)
     b = fw.clone(a)
-    node = _node(b)
+    node = _node(adapter, b)
     node_prehook(adapter, node, prehook)
     b.register_hook(tensor_hook)
     node_prehook(adapter, node, prehook)
@@ -319,7 +319,7 @@ def test_backward_inputs_nonleaf_grad_after_tensor_hooks_only(adapter, fw, devic
 
     a = fw.tensor(1.0, requires_grad=True, device=device)
     b = fw.clone(a)
-    node_prehook(adapter, _node(b), prehook)
+    node_prehook(adapter, _node(adapter, b), prehook)
     b.register_hook(tensor_hook)
     a.register_hook(tensor_hook)
     with prerequisite(BACKWARD_INPUTS, what="backward(inputs=...)") as pre:
@@ -338,7 +338,7 @@ def test_backward_inputs_nonleaf_grad_after_tensor_hooks_only(adapter, fw, devic
 def _check_node_hooks(fw, adapter, device, make_output, kind):
     a = fw.tensor([1.0], requires_grad=True, device=device)
     b = make_output(a)
-    node = _node(b)
+    node = _node(adapter, b)
     log = []
 
     def pre(name, factor):
@@ -455,8 +455,8 @@ def test_autograd_grad_runs_input_tensor_hooks_but_not_node_hooks(adapter, fw, d
         acc = _accumulator(adapter, b)
         node_hook(adapter, acc, posthook)
         node_prehook(adapter, acc, prehook)
-        node_hook(adapter, _node(b), posthook)
-        node_prehook(adapter, _node(b), prehook)
+        node_hook(adapter, _node(adapter, b), posthook)
+        node_prehook(adapter, _node(adapter, b), prehook)
     except (Unsupported, Blocked) as exc:
         held = exc
 
@@ -710,7 +710,7 @@ def test_node_hooks_fire_on_every_retained_backward(adapter, fw, device):
     y = x * 2
     log = []
     y.register_hook(lambda g: log.append("tensor"))
-    node = _node(y)
+    node = _node(adapter, y)
     node_prehook(adapter, node, lambda go: log.append("pre"))
     node_hook(adapter, node, lambda gi, go: log.append("post"))
     for _ in range(3):
@@ -897,7 +897,7 @@ def test_multi_grad_hook_outlives_its_dropped_handle(adapter, fw, device):
 def test_hooks_registered_on_a_node_while_it_runs(adapter, fw, device):
     x = fw.ones(2, requires_grad=True, device=device)
     y = x * 2
-    node = _node(y)
+    node = _node(adapter, y)
     ran, added = [], []
 
     def pre(grad_outputs):

@@ -196,7 +196,7 @@ def test_missing_backward_raises_at_backward(adapter, fw, device):
 
     inp = fw.ones(1, requires_grad=True, device=device)
     out = BadBw.apply(inp)          # building the graph must work
-    assert out.requires_grad, "output of a Function without backward does not require grad"
+    assert adapter.requires_grad(out), "output of a Function without backward does not require grad"
     with raises(Exception, match=MISSING_BACKWARD, what="backward through a Function without backward"):
         adapter.backward(fw.sum(out))
 
@@ -303,8 +303,8 @@ def test_mark_dirty_returns_same_object(fw, adapter, device):
     v0 = version(adapter, x)
     q, p = Inplace.apply(x, y)
     assert q is x, "the dirty input was returned as a different object"
-    assert q.requires_grad, "the dirty input does not require grad after the Function"
-    assert q.grad_fn is not None, "the dirty input has no grad_fn after the Function"
+    assert adapter.requires_grad(q), "the dirty input does not require grad after the Function"
+    assert adapter.grad_fn(q) is not None, "the dirty input has no grad_fn after the Function"
     assert version(adapter, x) > v0, f"version counter not bumped ({v0} -> {version(adapter, x)})"
     adapter.backward(fw.sum(q))
     np.testing.assert_allclose(adapter.to_numpy(y.grad), np.ones((2, 2)))
@@ -454,13 +454,13 @@ def test_once_differentiable_runs_without_grad(fw, adapter, device):
         def backward(ctx, g):
             (x,) = adapter.saved_tensors(ctx)
             r = 2 * x * g
-            inside.append((x * 1.0).requires_grad)
+            inside.append(adapter.requires_grad(x * 1.0))
             return r
 
     x = fw.tensor([3.0], requires_grad=True, device=device)
     (g,) = fw.autograd.grad(F.apply(x), x, create_graph=True)
     assert inside == [False], "a tensor computed from a saved tensor requires grad inside a once_differentiable backward"
-    assert not g.requires_grad, "result requires grad although grad_output did not"
+    assert not adapter.requires_grad(g), "result requires grad although grad_output did not"
     np.testing.assert_allclose(adapter.to_numpy(g), [6.0])
 
 
@@ -470,7 +470,7 @@ def test_once_differentiable_double_backward_raises(fw, adapter, device):
     x = fw.tensor([3.0], requires_grad=True, device=device)
     go = fw.ones(1, requires_grad=True, device=device)
     (g,) = fw.autograd.grad(F.apply(x), x, grad_outputs=go, create_graph=True)
-    assert g.requires_grad, "with a differentiable grad_output, the result should carry an error node"
+    assert adapter.requires_grad(g), "with a differentiable grad_output, the result should carry an error node"
     with raises(Exception,
                 what="double backward through once_differentiable"):
         adapter.backward(g)
@@ -483,7 +483,7 @@ def test_once_differentiable_result_does_not_keep_grad_output_history(fw, adapte
     w = fw.ones(1, requires_grad=True, device=device)
     go = w * 2                             # a grad_output with a history of its own (w)
     (g,) = fw.autograd.grad(F.apply(x), x, grad_outputs=go, create_graph=True)
-    assert g.requires_grad, "with a differentiable grad_output, the result should carry an error node"
+    assert adapter.requires_grad(g), "with a differentiable grad_output, the result should carry an error node"
     probe = liveness.watch(w, "w, the leaf in grad_output's history", adapter, device, allow_hook=False)
     del w, go
     liveness.assert_freed(probe, by="gc", context="(only the once_differentiable result g is kept)")
@@ -563,7 +563,7 @@ def test_non_tensor_outputs_pass_through(adapter, fw, device):
         y, s, n = F.apply(x)
     assert s == "bar" and type(s) is str, f"non-tensor output came back as {s!r}"
     assert n is None, f"None output came back as {n!r}"
-    assert y.requires_grad
+    assert adapter.requires_grad(y)
     adapter.backward(fw.sum(y))
     np.testing.assert_allclose(adapter.to_numpy(x.grad), [3.0, 3.0])
     assert log.get("grads") == (None, None), \
@@ -851,6 +851,8 @@ def test_wrong_number_of_grads_raises(adapter, fw, device, returned):
     out = F.apply(x, y)
     try:
         adapter.backward(fw.sum(out))
+    except Unsupported:  # the adapter's: a framework whose protocol has no gradient count
+        raise
     except Exception as exc:  # noqa: BLE001 - any class; the message is the rule
         message = str(exc)
     else:
@@ -863,7 +865,7 @@ def test_wrong_number_of_grads_raises(adapter, fw, device, returned):
 
 
 @rule("legacy_function.grad-fn-name")
-def test_grad_fn_name(fw, device):
+def test_grad_fn_name(adapter, fw, device):
     # The plain naming is identity.custom-function-node-name's own check (the same behaviour):
     # here it is a prerequisite, and this rule judges only a subclass of a Function.
     class MyFn(fw.autograd.Function):
@@ -880,10 +882,10 @@ def test_grad_fn_name(fw, device):
 
     x = fw.ones(2, requires_grad=True, device=device)
     with prerequisite("identity.custom-function-node-name", "a Function's node named after it") as pre:
-        node = MyFn.apply(x).grad_fn
+        node = adapter.grad_fn(MyFn.apply(x))
         pre.check(type(node).__name__ == "MyFnBackward" and node.name() == "MyFnBackward",
                   f"MyFn's node is named MyFnBackward (class {type(node).__name__!r})")
     y = SubFn.apply(x)
-    assert y.grad_fn.name() == "SubFnBackward", f"grad_fn.name() = {y.grad_fn.name()!r}"
-    assert type(y.grad_fn).__name__ == "SubFnBackward", \
-        f"type(grad_fn).__name__ = {type(y.grad_fn).__name__!r}"
+    assert adapter.grad_fn(y).name() == "SubFnBackward", f"grad_fn.name() = {adapter.grad_fn(y).name()!r}"
+    assert type(adapter.grad_fn(y)).__name__ == "SubFnBackward", \
+        f"type(grad_fn).__name__ = {type(adapter.grad_fn(y)).__name__!r}"

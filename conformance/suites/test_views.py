@@ -106,11 +106,11 @@ def test_is_view_and_base_name_the_owner(fw, device):
 def test_inplace_on_view_is_in_base_gradient(adapter, fw, device):
     a = fw.ones(4, requires_grad=True, device=device)
     b = a * 1
-    old = b.grad_fn
+    old = adapter.grad_fn(b)
     v = b[1:3]
     with diverges_if_raises(RuntimeError, what="in-place op on a view of a non-leaf"):
         adapter.inplace(v, "mul_", 2)
-    assert b.grad_fn is not old, "the base kept its old grad_fn after an in-place op on its view"
+    assert adapter.grad_fn(b) is not old, "the base kept its old grad_fn after an in-place op on its view"
     adapter.backward(fw.sum(b))
     close(adapter, a.grad, [1, 2, 2, 1], "a.grad after b[1:3].mul_(2); b.sum().backward()")
     adapter.clear_grad(a)
@@ -217,8 +217,8 @@ def test_slice_assignment_of_grad_values_records_history(adapter, fw, device):
     p = fw.zeros(4, device=device)
     w = fw.ones(2, requires_grad=True, device=device)
     p[1:3] = w
-    assert p.requires_grad and not p.is_leaf, \
-        f"after p[1:3] = w: requires_grad={p.requires_grad}, is_leaf={p.is_leaf}"
+    assert adapter.requires_grad(p) and not adapter.is_leaf(p), \
+        f"after p[1:3] = w: requires_grad={adapter.requires_grad(p)}, is_leaf={adapter.is_leaf(p)}"
     adapter.backward(fw.sum(p * fw.arange(4.0, device=device)))
     close(adapter, w.grad, [1, 2], "w.grad through p[1:3] = w")
     # the same write on a base that requires grad must be recorded at all (else the home rule's finding)
@@ -229,8 +229,8 @@ def test_slice_assignment_of_grad_values_records_history(adapter, fw, device):
     q = fw.zeros(4, device=device)
     with diverges_if_raises(RuntimeError, what="in-place op with a grad-requiring value on a view of a plain tensor"):
         adapter.inplace(q[:2], "add_", w)
-    assert q.requires_grad and not q.is_leaf, \
-        f"after q[:2].add_(w): requires_grad={q.requires_grad}, is_leaf={q.is_leaf}"
+    assert adapter.requires_grad(q) and not adapter.is_leaf(q), \
+        f"after q[:2].add_(w): requires_grad={adapter.requires_grad(q)}, is_leaf={adapter.is_leaf(q)}"
 
 
 @rule("views.mark-dirty-on-view-rewrites-base")
@@ -304,12 +304,12 @@ def test_writes_through_an_alias_invalidate_saved_values(adapter, fw, device):
 def test_detach_in_place_refused_on_views(adapter, fw, device):
     a = fw.ones(4, requires_grad=True, device=device)
     v = (a * 1)[:2]
-    fn = v.grad_fn
+    fn = adapter.grad_fn(v)
     if not hasattr(v, "detach_"):
         raise Unsupported("no Tensor.detach_()", feature="inplace_methods")
     with raises(Exception, what="detach_() on a view of a tensor that requires grad"):
         adapter.inplace(v, "detach_")
-    assert v.grad_fn is fn, "the view's grad_fn changed although detach_() was refused"
+    assert adapter.grad_fn(v) is fn, "the view's grad_fn changed although detach_() was refused"
     with raises(Exception, what="detach_() on a view of a plain tensor"):
         adapter.inplace(fw.zeros(4, device=device)[:2], "detach_")
 
@@ -398,13 +398,13 @@ def test_setitem_basic_index_of_grad_value_into_plain_tensor(adapter, fw, device
     y = fw.ones(2, requires_grad=True, device=device)
     x = fw.zeros(3, 2, device=device)
     with prerequisite("engine.leaf-inplace-error", what="a tensor outside the graph") as pre:
-        pre.check(x.grad_fn is None, "a fresh tensor has no grad_fn (else its node is the base edge)")
+        pre.check(adapter.grad_fn(x) is None, "a fresh tensor has no grad_fn (else its node is the base edge)")
     v0 = version(adapter, x)
     x[0] = y * 2
-    assert x.requires_grad and x.grad_fn is not None, "x[0] = y (y requires grad) left x outside the graph"
+    assert adapter.requires_grad(x) and adapter.grad_fn(x) is not None, "x[0] = y (y requires grad) left x outside the graph"
     assert version(adapter, x) == v0 + 1, "the write did not bump x's version once"
-    value_edge = producer(adapter, x.grad_fn, 1)   # BLOCKED where the node lists no producers
-    base_edge = adapter.next_nodes(x.grad_fn)[0]     # None: x itself needs no gradient
+    value_edge = producer(adapter, adapter.grad_fn(x), 1)   # BLOCKED where the node lists no producers
+    base_edge = adapter.next_nodes(adapter.grad_fn(x))[0]     # None: x itself needs no gradient
     assert base_edge is None, f"x did not require grad, yet its grad_fn has a base edge {base_edge}"
     assert value_edge is not None and value_edge.name().startswith("Mul"), \
         f"the value's edge leads to {value_edge}, not its history (MulBackward0)"
@@ -421,10 +421,10 @@ def test_setitem_basic_index_broadcast_value_gets_summed_gradient(adapter, fw, d
     adapter.backward(fw.sum(b * weights))
     close(adapter, w.grad, [14.0], "w.grad after b[1:] = w")
     p = fw.zeros(3, 2, device=device)
-    fresh_has_node = p.grad_fn is not None  # every tensor shows a node: engine.leaf-inplace-error's finding
+    fresh_has_node = adapter.grad_fn(p) is not None  # every tensor shows a node: engine.leaf-inplace-error's finding
     p[0] = 1.0
     p[1] = fw.ones(2, device=device)
-    assert (fresh_has_node or p.grad_fn is None) and not p.requires_grad, "writing values without grad recorded a graph"
+    assert (fresh_has_node or adapter.grad_fn(p) is None) and not adapter.requires_grad(p), "writing values without grad recorded a graph"
 
 
 @rule("views.view-keeps-base-object")

@@ -38,6 +38,18 @@ def test_assigning_and_reading_torch_fields_is_found(tmp_path):
     """) == [(3, "grad="), (4, "grad="), (5, "requires_grad="), (6, ".data")]
 
 
+def test_fields_held_under_another_shape_are_read_through_the_adapter(tmp_path):
+    # MyGrad holds grad_fn as Tensor.creator and requires_grad as `not constant`: a torch-spelled
+    # read is an AttributeError there, an ERROR that says nothing about its engine
+    assert _found(tmp_path, """
+        def test_a(fw, adapter, device):
+            node = y.grad_fn
+            assert x.is_leaf and (x * 2).requires_grad
+            assert adapter.grad_fn(y) is not None and adapter.requires_grad(x)
+            ok = fw.ones(2, requires_grad=True)
+    """) == [(3, ".grad_fn"), (4, ".is_leaf"), (4, ".requires_grad")]
+
+
 def test_a_subject_is_called_as_itself(tmp_path):
     assert _found(tmp_path, """
         @subject("view", "grad=")

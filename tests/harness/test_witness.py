@@ -14,6 +14,12 @@ EXPECTATIONS = sorted((Path(__file__).resolve().parents[2] / "adapters" / "expec
 #: An entry here that no longer breaks it fails the test below (remove it).
 KNOWN_WITHOUT_HOME = {
     # file stem -> {slug: reason}
+    "mygrad": {
+        "held-results-lose-their-creator":
+            "engine.backward-frees-saved-tensors and gc_cycles.backward-releases-saved-tensors fail on "
+            "a side check (b keeps its grad_fn after backward), not on whether the saved tensor is "
+            "freed; issue 33 item 1 (aside) makes that check 'not checked' where it cannot hold",
+    },
 }
 
 
