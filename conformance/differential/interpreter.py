@@ -45,7 +45,7 @@ _code_cache: dict[str, object] = {}
 
 # Python's words for assigning or deleting an attribute that has no setter / deleter (a
 # read-only property: MyGrad's Tensor.grad), 3.7 to 3.13
-_READ_ONLY = re.compile(r"(?:property '(\w+)' of '[^']*' object has no (?:setter|deleter)"
+_READ_ONLY = re.compile(r"(?:property (?:'(\w+)' )?of '[^']*' object has no (?:setter|deleter)"
                         r"|can't (?:set|delete) attribute(?: '(\w+)')?"
                         r"|object attribute '(\w+)' is read-only)")
 

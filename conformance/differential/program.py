@@ -153,7 +153,7 @@ UNARY = {
 }
 BINARY = {"add": "{a} + {b}", "sub": "{a} - {b}", "mul": "{a} * {b}"}
 REDUCE = {"sum": "fw.sum({x})", "sum0": "fw.sum({x}, 0)", "mean": "fw.mean({x})"}
-VIEW = {"t": "fw.t({x})", "flat": "fw.reshape({x}, (-1,))", "unsqueeze": "fw.unsqueeze({x}, 0)",
+VIEW = {"t": "fw.transpose({x}, 0, 1)", "flat": "fw.reshape({x}, (-1,))", "unsqueeze": "fw.unsqueeze({x}, 0)",
         "index": "{x}[0]"}
 
 

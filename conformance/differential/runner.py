@@ -415,6 +415,12 @@ class Search:
         self.features = frozenset(self.features) - frozenset(self.declared)
         probe = getattr(self.target, "probe", None) or {}
         self.left_out = gate.left_out(self.features, self.declared, probe.get("failed"))
+        for feature, message in sorted((probe.get("failed") or {}).items()):
+            if feature not in gate.LANGUAGE and feature not in self.declared:
+                # a registry feature the adapter does not declare, whose one-line try failed
+                self.artefacts[feature] = {"variant": None, "feature": feature, "name": None,
+                                           "declared": False, "exclude": feature,
+                                           "message": message, "programs": 0, "found": "probe"}
         self._tried = False
 
     def try_variants(self) -> None:
