@@ -113,16 +113,16 @@ class Step:
     @property
     def variant(self) -> str:
         """What this step asks of the framework: its kind, plus the operation / hook kind /
-        attribute it uses, plus ``+no_grad`` / ``+create`` when those are set."""
+        attribute it uses, plus ``+no_grad`` / ``+retain`` / ``+create`` when those are set
+        (a framework whose backward cannot retain its graph loses only ``Backward+retain``)."""
         parts = [self.kind]
         for name in ("op", "hook", "attr", "dtype"):
             if hasattr(self, name):
                 parts.append(str(getattr(self, name)))
         name = ".".join(parts)
-        if getattr(self, "no_grad", False):
-            name += "+no_grad"
-        if getattr(self, "create", False):
-            name += "+create"
+        for flag in ("no_grad", "retain", "create"):
+            if getattr(self, flag, False):
+                name += f"+{flag}"
         return name
 
     def to_json(self) -> dict:
@@ -145,16 +145,20 @@ class Leaf(Step):
 
 
 # computations through the namespace (``fw.exp(x)``, never ``x.exp()``: an adapter translates
-# fw's functions, not the framework's tensor methods) or Python's operators
+# fw's functions, not the framework's tensor methods) or Python's operators; only the ``fw``
+# names of docs/fw-surface.md, which every adapter must give torch's meaning (a framework's own
+# function of the same name and another meaning, MyGrad's numpy-style transpose, passes
+# through a namespace untranslated where no suite asks for it)
 UNARY = {
     "mul2": "{x} * 2", "add1": "{x} + 1", "neg": "-{x}", "square": "{x} * {x}",
-    "exp": "fw.exp({x})", "tanh": "fw.tanh({x})", "sigmoid": "fw.sigmoid({x})", "sin": "fw.sin({x})",
+    "exp": "fw.exp({x})", "sigmoid": "fw.sigmoid({x})", "sin": "fw.sin({x})",
     "clone": "fw.clone({x})", "detach": "fw.detach({x})",
 }
 BINARY = {"add": "{a} + {b}", "sub": "{a} - {b}", "mul": "{a} * {b}"}
-REDUCE = {"sum": "fw.sum({x})", "sum0": "fw.sum({x}, 0)", "mean": "fw.mean({x})"}
-VIEW = {"t": "fw.transpose({x}, 0, 1)", "flat": "fw.reshape({x}, (-1,))", "unsqueeze": "fw.unsqueeze({x}, 0)",
-        "index": "{x}[0]"}
+REDUCE = {"sum": "fw.sum({x})", "sum0": "fw.sum({x}, 0)"}
+# "unsqueeze": a view with a new leading dimension, spelled with the listed fw.reshape
+VIEW = {"t": "fw.t({x})", "flat": "fw.reshape({x}, (-1,))",
+        "unsqueeze": "fw.reshape({x}, (1,) + tuple({x}.shape))", "index": "{x}[0]"}
 
 
 def _maybe_no_grad(fw: str, line: str, no_grad: bool) -> str:
@@ -201,7 +205,7 @@ class Matmul(Step):
     b: int
 
     def render(self, fw="fw"):
-        return [f"t{self.out} = fw.matmul(t{self.a}, t{self.b})"]
+        return [f"t{self.out} = t{self.a} @ t{self.b}"]
 
 
 @dataclass(frozen=True)
@@ -511,7 +515,8 @@ class MakeDual(Step):
     tid: int
 
     def render(self, fw="fw"):
-        return [f"u{self.tid} = fw.full_like(t{self.src}, 0.5)",
+        t = f"t{self.src}"
+        return [f"u{self.tid} = fw.full(tuple({t}.shape), 0.5, dtype={t}.dtype)",
                 f"t{self.out} = fw.{FWAD}.make_dual(t{self.src}, u{self.tid})"]
 
 

@@ -105,7 +105,14 @@ class Model:
     avoid: frozenset = frozenset()                 # constructs of known divergences (AVOID)
 
     def allowed(self, variant: str) -> bool:
-        return variant not in self.excluded and variant_needs(variant) <= self.features
+        """The framework offers ``variant``: all it needs is among ``features``, and no
+        excluded variant is it or it with fewer flags (``Backward+retain`` excludes
+        ``Backward+retain+create``)."""
+        if variant_needs(variant) - self.features:
+            return False
+        base, *flags = variant.split("+")
+        return not any(e == variant or (e.split("+")[0] == base and set(e.split("+")[1:]) <= set(flags))
+                       for e in self.excluded)
 
     def ops(self, kind: str, ops) -> list:
         return [op for op in ops if self.allowed(f"{kind}.{op}")]
@@ -183,7 +190,7 @@ def r_binary(draw, m):
 def r_reduce(draw, m):
     src = _pick(draw, m.slots)
     shape = m.slots[src].shape
-    ops = m.ops("Reduce", ["sum", "mean"] + (["sum0"] if shape else []))
+    ops = m.ops("Reduce", ["sum"] + (["sum0"] if shape else []))
     op = draw(st.sampled_from(ops))
     out_shape = shape[1:] if op == "sum0" else ()
     return P.Reduce(_with_self(m, m.add(_result(m, out_shape, [src]))), src, op)
@@ -362,8 +369,10 @@ def r_observe_ctx(draw, m):
 
 def r_backward(draw, m):
     slot = _pick(draw, m.where(lambda s: s.rg))
-    retain = "freed" in m.avoid or draw(st.booleans())
+    retain = m.allowed("Backward+retain") and ("freed" in m.avoid or draw(st.booleans()))
     create = m.flag(draw, "Backward", "create", st.integers(0, 4).map(lambda i: i == 0))
+    if create and retain and not m.allowed("Backward+retain+create"):
+        create = False
     return P.Backward(slot, retain, create)
 
 
@@ -382,8 +391,10 @@ def r_grad(draw, m):
     unused = _unused_pairs(m) if "unused" not in m.avoid else []
     pairs = unused if unused and draw(st.integers(0, 7)) == 0 else _grad_pairs(m)
     root, inp = draw(st.sampled_from(pairs))
-    retain = "freed" in m.avoid or draw(st.booleans())
+    retain = m.allowed("Grad+retain") and ("freed" in m.avoid or draw(st.booleans()))
     create = m.flag(draw, "Grad", "create", st.integers(0, 3).map(lambda i: i == 0))
+    if create and retain and not m.allowed("Grad+retain+create"):
+        create = False
     shape = m.slots[inp].shape
     # aliased: no in-place op and no make_dual on a result of autograd.grad. The gradient of
     # a broadcast (x.sum()) is a stride-0 expanded tensor in torch (make_dual refuses it:
@@ -511,7 +522,7 @@ RULES = (
     (r_leaf, 2, lambda m: m.allowed(f"Leaf.{m.dtype}")),
     (r_unary, 4, lambda m: bool(m.slots) and bool(m.ops("Unary", P.UNARY))),
     (r_binary, 3, lambda m: bool(m.slots) and bool(m.ops("Binary", P.BINARY))),
-    (r_reduce, 2, lambda m: bool(m.slots) and bool(m.ops("Reduce", ["sum", "mean"]))),
+    (r_reduce, 2, lambda m: bool(m.slots) and bool(m.ops("Reduce", ["sum"]))),
     (r_backward, 6, lambda m: m.allowed("Backward") and bool(m.where(lambda s: s.rg))),
     (r_hook, 8, lambda m: bool(m.where(lambda s: s.rg)) and bool(_hook_kinds(m))),
     (r_observe_grad, 4, lambda m: m.allowed("ObserveGrad") and bool(m.slots)),

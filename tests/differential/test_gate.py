@@ -23,7 +23,7 @@ from conformance.model.suite_index import attribute_chain
 #: a handle, a Function class): Python's operators aside, only these. Everything else goes
 #: through ``fw.*`` (computations) or an adapter method (what frameworks spell differently).
 ON_FRAMEWORK_OBJECTS = {
-    "shape",                                   # a tensor's (or a gradient array's) shape
+    "shape", "dtype",                          # a tensor's (or a gradient array's) shape, dtype
     "register_hook", "register_post_accumulate_grad_hook",   # the hook features themselves
     "remove",                                  # a hook handle
     "save_for_backward", "apply",              # the custom Function protocol (fw.autograd.Function)
@@ -63,6 +63,21 @@ def surface_problems(source: str) -> list[str]:
     return problems
 
 
+def _listed(chain: str, listed) -> bool:
+    return any(chain == name or chain.startswith(name + ".") for name in listed)
+
+
+def fw_names_off_the_list(source: str) -> list[str]:
+    """``fw.*`` names in ``source`` that docs/fw-surface.md does not list (the names every
+    adapter must give torch's meaning; a namespace passes any other name of the framework
+    through untranslated: MyGrad's ``transpose(x, 0, 1)`` is numpy's, a no-op there)."""
+    from conformance import fw_surface
+    from conformance.model.suite_index import surface_of
+
+    listed = set(fw_surface.scan()["fw"])
+    return sorted(c for c in surface_of(ast.parse(source)) if c.startswith("fw.") and not _listed(c, listed))
+
+
 def test_the_surface_check_sees_torch_spellings():
     """The check can fail: the spellings the programs used before (issue 33) are caught."""
     for old in ("t1 = t0.exp()", "adapter.backward(t0.sum())", "ev.append(t0.tolist())",
@@ -71,10 +86,14 @@ def test_the_surface_check_sees_torch_spellings():
         assert surface_problems(old), old
 
 
+    assert fw_names_off_the_list("t1 = fw.transpose(t0, 0, 1)") == ["fw.transpose"]
+
+
 @pytest.mark.parametrize("step", P.samples(), ids=lambda s: s.variant)
 def test_every_step_uses_only_the_documented_surface(step):
     source = "\n".join(step.render())
     assert not surface_problems(source), (surface_problems(source), source)
+    assert not fw_names_off_the_list(source), (fw_names_off_the_list(source), source)
 
 
 @settings(max_examples=80, database=None, deadline=None, suppress_health_check=list(HealthCheck))
