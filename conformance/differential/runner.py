@@ -407,6 +407,7 @@ class Search:
     deadline: float | None = None      # time.monotonic() after which no program starts
     declared: dict | None = None       # feature -> reason (default: the target adapter's)
     left_out: dict = field(default_factory=dict)
+    tried_seconds: float = 0.0         # how long trying each variant took (before the search)
 
     def __post_init__(self) -> None:
         if self.declared is None:
@@ -525,9 +526,11 @@ class Search:
         ``seconds`` passed (the divergence being shrunk is finished first). Ctrl-C under
         :class:`interruptible` ends it (KeyboardInterrupt), whatever swallowed it first."""
         start = self.examples
-        if seconds is not None:
-            self.deadline = time.monotonic() + seconds
+        tried = time.monotonic()
         self.try_variants()
+        self.tried_seconds = round(time.monotonic() - tried, 1)
+        if seconds is not None:  # the search's own time: the variants' tries are not counted
+            self.deadline = time.monotonic() + seconds
         rounds = found = 0
         while self.examples - start < examples and found < max_rounds and rounds < max_rounds + 200:
             stop_if_interrupted()
@@ -573,7 +576,8 @@ def print_summary(search: Search, duration: float, results) -> None:
     print(f"{search.examples} programs in {duration:.1f}s: {search.statuses}; "
           f"{len(search.findings)} divergences; {search.artefact_count()} missing-API artefacts "
           f"({len(search.artefacts)} step variants); {len(search.left_out)} step variants left "
-          f"out, {len(search.unsupported)} met unsupported at run time -> {results}")
+          f"out, {len(search.unsupported)} met unsupported at run time (each variant tried "
+          f"first: {search.tried_seconds:.1f}s) -> {results}")
 
 
 # -- results -----------------------------------------------------------------------------
@@ -675,6 +679,7 @@ def main(argv=None) -> int:
             "type": "end", "examples": search.examples, "statuses": search.statuses,
             "unsupported": search.unsupported, "artefacts": search.artefacts,
             "artefact_count": search.artefact_count(), "left_out": search.left_out,
+            "tried_seconds": search.tried_seconds,
             "divergences": len(search.findings),
             "unexpected": sum(1 for f in search.findings if not f.expectation),
             "crashes": getattr(target, "crashes", 0), "duration": round(duration, 1)})
