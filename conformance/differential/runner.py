@@ -436,7 +436,8 @@ class Search:
             stop_if_interrupted()
             if variant in self.excluded:
                 continue
-            err = self.target.run(program).get("error")
+            observed = self.target.run(program)
+            err = observed.get("error")
             if not err or err["category"] != MISSING_API or err["step"] != len(program.steps) - 1:
                 continue
             missing = unsupported_of(program, err, self.declared)
