@@ -110,6 +110,13 @@ class TinygradAdapter(Adapter):
             t.requires_grad = bool(requires_grad)
             return t
 
+        def t(tensor):
+            # torch.t: a 2-D tensor's transpose, a 0-D or 1-D tensor as it is; tinygrad spells
+            # the transpose Tensor.transpose (no Tensor.t)
+            if tensor.ndim > 2:
+                raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {tensor.ndim}D")
+            return tensor.transpose(0, 1) if tensor.ndim == 2 else tensor.reshape(tensor.shape)
+
         def full(size, fill_value, **kwargs):
             return make(Tensor.full)(tuple(size) if not isinstance(size, int) else (size,),
                                      fill_value, **kwargs)
@@ -157,7 +164,7 @@ class TinygradAdapter(Adapter):
             "tensor": tensor,
             "ones": make(Tensor.ones), "zeros": make(Tensor.zeros), "randn": make(Tensor.randn),
             "full": full, "arange": make(Tensor.arange),
-            "ones_like": like("ones_like"), "zeros_like": like("zeros_like"),
+            "ones_like": like("ones_like"), "zeros_like": like("zeros_like"), "t": t,
             "float32": dtypes.float32, "float64": dtypes.float64, "int64": dtypes.int64,
             "bool": dtypes.bool,
             "autograd": autograd,

@@ -4,6 +4,8 @@ framework, their observations compared (issue 6; docs/differential.md).
 Modules, in reading order:
 
 * ``program``     the program language: one dataclass per step, each renders to plain Python;
+* ``gate``        what each step needs of a framework (read from its source through the
+                  feature registry), which steps a run leaves out and why, the variants' tries;
 * ``strategies``  hypothesis strategies that build valid programs from a model of the state;
 * ``interpreter`` runs a program's steps on a framework and collects its observation trace;
 * ``compare``     compares two traces (per-dtype tolerances) and names the first divergence;

@@ -15,6 +15,7 @@ Pure standard library: the subprocess worker imports this module under other Pyt
 from __future__ import annotations
 
 import gc
+import re
 import warnings
 import weakref
 
@@ -42,15 +43,53 @@ TIMEOUT = "timeout"
 _code_cache: dict[str, object] = {}
 
 
+# Python's words for assigning or deleting an attribute that has no setter / deleter (a
+# read-only property: MyGrad's Tensor.grad), 3.7 to 3.13
+_READ_ONLY = re.compile(r"(?:property (?:'(\w+)' )?of '[^']*' object has no (?:setter|deleter)"
+                        r"|can't (?:set|delete) attribute(?: '(\w+)')?"
+                        r"|object attribute '(\w+)' is read-only)")
+
+
+def read_only_attribute(exc: BaseException) -> str | None:
+    """``"grad="`` for an ``AttributeError`` that says the attribute cannot be assigned or
+    deleted (the registry spells assigning a field ``<name>=``); None otherwise."""
+    if not isinstance(exc, AttributeError):
+        return None
+    match = _READ_ONLY.search(str(exc))
+    if match is None:
+        return None
+    name = next((g for g in match.groups() if g), None) or getattr(exc, "name", None)
+    return f"{name}=" if name else "="
+
+
 def is_missing_api(exc: BaseException) -> bool:
     """The framework lacks what the step asked for: the adapter said so (``Unsupported``,
-    ``MissingName``), a framework object has no such attribute, or a call takes no such
-    keyword. An ``AttributeError`` on ``None`` (a gradient that is None) is behaviour."""
+    ``MissingName``), a framework object has no such attribute, an attribute cannot be
+    assigned there (a read-only property), or a call takes no such keyword. An
+    ``AttributeError`` on ``None`` (a gradient that is None) is behaviour."""
     if any(cls.__name__ == "Unsupported" for cls in type(exc).__mro__):
         return True
     if isinstance(exc, AttributeError):
+        if read_only_attribute(exc) is not None:
+            return True
         return getattr(exc, "obj", object()) is not None
     return isinstance(exc, TypeError) and "unexpected keyword" in str(exc)
+
+
+def missing_name(exc: BaseException) -> str | None:
+    """The attribute a missing-API error names: ``grad=`` for a read-only one, else the
+    ``AttributeError``'s ``name`` (3.10+), else the one its message quotes."""
+    assigned = read_only_attribute(exc)
+    if assigned is not None:
+        return assigned
+    name = getattr(exc, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    if isinstance(exc, AttributeError):
+        match = re.search(r"has no attribute '(\w+)'", str(exc))
+        if match:
+            return match.group(1)
+    return None
 
 
 def missing_feature(exc: BaseException) -> str | None:
@@ -111,8 +150,7 @@ def run_steps(adapter, steps: list[list[str]], forward_ad: bool = False, on_step
                              "marker": marker, "message": str(exc)[:300]}
                     if category == MISSING_API:
                         error["feature"] = missing_feature(exc)
-                        name = getattr(exc, "name", None)
-                        error["name"] = name if isinstance(name, str) else None
+                        error["name"] = missing_name(exc)
                 finally:
                     trace.extend([index, _plain(record)] for record in ev)
                     ev.clear()
@@ -143,14 +181,13 @@ def _plain(value):
         return repr(value)
 
 
-# language feature -> the registry feature an adapter declares missing for it (the others are
-# the registry's own names; autograd_grad, weakref and inplace are the language's)
-_DECLARED = {"autograd_grad": (), "weakref": (), "inplace": ()}
-
-
-def probe_features(adapter) -> list[str]:
-    """The program-language features (``strategies.ALL_FEATURES``) ``adapter`` offers: not
-    declared missing in ``adapter.unsupported`` (registry names) and passing a one-line try."""
+def probe_features(adapter) -> dict:
+    """One-line tries of the families of steps whose absence a framework may not declare:
+    ``{"available": [...], "failed": {feature: message}}`` over the features below that the
+    adapter does not declare missing in ``adapter.unsupported`` (registry names; the three
+    language features, ``autograd_grad``, ``weakref`` and ``inplace``, cannot be declared).
+    What the adapter declares is never tried: declared missing is missing. (Each step variant
+    is tried too, by a program of its own: ``gate.probe_programs``.)"""
     fw = adapter.fw
     declared = set(getattr(adapter, "unsupported", {}) or {})
     t = fw.tensor([1.0, 2.0], requires_grad=True)
@@ -159,26 +196,26 @@ def probe_features(adapter) -> list[str]:
         "tensor_hooks": lambda: t.register_hook(lambda g: None).remove(),
         "post_accumulate_grad_hooks":
             lambda: t.register_post_accumulate_grad_hook(lambda p: None).remove(),
-        "graph_nodes": lambda: y.grad_fn.__class__,
-        "node_hooks": lambda: (adapter.register_node_hook(y.grad_fn, lambda gi, go: None).remove(),
-                               adapter.register_node_prehook(y.grad_fn, lambda go: None).remove()),
+        "graph_nodes": lambda: adapter.grad_fn(y).__class__,
+        "node_hooks": lambda: (adapter.register_node_hook(adapter.grad_fn(y), lambda gi, go: None).remove(),
+                               adapter.register_node_prehook(adapter.grad_fn(y), lambda go: None).remove()),
         "retain_grad": lambda: adapter.retain_grad(t * 1),
         "custom_function": lambda: fw.autograd.Function,
         "autograd_grad": lambda: fw.autograd.grad,
         "forward_ad": lambda: (fw.autograd.forward_ad.make_dual, fw.autograd.forward_ad.enter_dual_level),
         "weakref": lambda: weakref.ref(t),
         "grad_modes": lambda: fw.no_grad,
-        "is_leaf": lambda: t.is_leaf,
-        "create_graph_backward": lambda: None,   # declared, or found missing while searching
-        "inplace": lambda: None,
+        "is_leaf": lambda: adapter.is_leaf(t),
+        "inplace": lambda: adapter.inplace,
     }
-    features = set()
+    available, failed = [], {}
     for name, check in checks.items():
-        if declared & set(_DECLARED.get(name, (name,))):
+        if name in declared:
             continue
         try:
             check()
-        except Exception:  # noqa: BLE001 - the feature is missing
+        except Exception as exc:  # noqa: BLE001 - the feature is missing
+            failed[name] = f"{type(exc).__name__}: {str(exc)[:160]}"
             continue
-        features.add(name)
-    return sorted(features)
+        available.append(name)
+    return {"available": sorted(available), "failed": failed}

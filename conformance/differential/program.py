@@ -2,9 +2,17 @@
 
 One source of truth: a step's ``render()`` is the Python it means, written against the
 documented surface only (docs/fw-surface.md): ``fw`` is the adapter's torch-shaped namespace
-(``adapter.fw``, which an adapter can translate), ``adapter`` the adapter itself, whose
-methods carry what frameworks spell differently on their own objects (``adapter.backward``,
-``adapter.inplace``, ``adapter.retain_grad``, ``adapter.saved_tensors``, node hooks). The
+(``adapter.fw``, which an adapter can translate: computations are ``fw.exp(x)``,
+``fw.sum(x)``, never ``x.exp()``), ``adapter`` the adapter itself, whose methods carry what
+frameworks spell or hold differently on their own objects (``adapter.backward``,
+``adapter.inplace``, ``adapter.retain_grad``, ``adapter.saved_tensors``, node hooks, and the
+translations ``adapter.grad`` / ``clear_grad`` / ``grad_fn`` / ``is_leaf`` /
+``requires_grad`` / ``is_recorded``; values are read with ``adapter.to_numpy(x).tolist()``).
+On the framework's own objects a program uses only Python's operators, ``.shape``, the hook
+registrations of the feature it needs (``t.register_hook``), a handle's ``remove()`` and a
+ctx's ``save_for_backward``: ``tests/differential/test_search.py`` holds every rendered step
+to that. What a step needs of the framework is read from this source
+(``conformance/differential/gate.py``), so a step and its feature gate cannot drift apart. The
 interpreter executes exactly these lines with ``fw`` and ``adapter`` bound, and a standalone
 script is the adapter's preamble, two lines that load the adapter, then the same lines, so a
 shrunk program and its script cannot drift apart, for a built-in adapter or a third-party one.
@@ -28,7 +36,7 @@ Records (``ev`` entries), first field the kind:
   ['agrad', 't<n>', values]          the result of autograd.grad
   ['kept', g, same, values|None]     a .grad read earlier: still `is` t.grad?, its values now
   ['is', what, bool]                 an identity check (t.grad is t.grad, ...)
-  ['meta', 't<n>', attr, value]      requires_grad / is_leaf / (grad_fn is None)
+  ['meta', 't<n>', attr, value]      requires_grad / is_leaf / (grad_fn is None) / recorded
   ['alive', w, bool]                 weakref w still resolves
   ['tangent', 't<n>', values|None]   unpack_dual(t).tangent
   ['ctx', f, [shape]]                shapes of a stashed ctx's saved_tensors
@@ -39,6 +47,7 @@ Numeric payloads (``NUMERIC_KINDS``) are always the last field.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -56,7 +65,14 @@ def _shapes_expr(var: str) -> str:
 
 
 def _values_expr(expr: str) -> str:
-    return f"None if {expr} is None else {expr}.tolist()"
+    """The values of what ``expr`` gives (a tensor, or an array where the framework holds
+    ``.grad`` as one), None for None: read through ``adapter.to_numpy``, never ``.tolist()``."""
+    return f"None if {expr} is None else adapter.to_numpy({expr}).tolist()"
+
+
+def _grad_expr(t: str) -> str:
+    """``t.grad`` as the framework holds it (``adapter.grad``: the object itself, never a copy)."""
+    return f"adapter.grad({t})"
 
 
 def leaf_values(shape: tuple, seed: int):
@@ -97,16 +113,16 @@ class Step:
     @property
     def variant(self) -> str:
         """What this step asks of the framework: its kind, plus the operation / hook kind /
-        attribute it uses, plus ``+no_grad`` / ``+create`` when those are set."""
+        attribute it uses, plus ``+no_grad`` / ``+retain`` / ``+create`` when those are set
+        (a framework whose backward cannot retain its graph loses only ``Backward+retain``)."""
         parts = [self.kind]
         for name in ("op", "hook", "attr", "dtype"):
             if hasattr(self, name):
                 parts.append(str(getattr(self, name)))
         name = ".".join(parts)
-        if getattr(self, "no_grad", False):
-            name += "+no_grad"
-        if getattr(self, "create", False):
-            name += "+create"
+        for flag in ("no_grad", "retain", "create"):
+            if getattr(self, flag, False):
+                name += f"+{flag}"
         return name
 
     def to_json(self) -> dict:
@@ -128,14 +144,21 @@ class Leaf(Step):
         return [f"t{self.out} = fw.tensor({values!r}, dtype=fw.{self.dtype}{rg})"]
 
 
+# computations through the namespace (``fw.exp(x)``, never ``x.exp()``: an adapter translates
+# fw's functions, not the framework's tensor methods) or Python's operators; only the ``fw``
+# names of docs/fw-surface.md, which every adapter must give torch's meaning (a framework's own
+# function of the same name and another meaning, MyGrad's numpy-style transpose, passes
+# through a namespace untranslated where no suite asks for it)
 UNARY = {
     "mul2": "{x} * 2", "add1": "{x} + 1", "neg": "-{x}", "square": "{x} * {x}",
-    "exp": "{x}.exp()", "tanh": "{x}.tanh()", "sigmoid": "{x}.sigmoid()", "sin": "{x}.sin()",
-    "clone": "{x}.clone()", "detach": "{x}.detach()",
+    "exp": "fw.exp({x})", "sigmoid": "fw.sigmoid({x})", "sin": "fw.sin({x})",
+    "clone": "fw.clone({x})", "detach": "fw.detach({x})",
 }
 BINARY = {"add": "{a} + {b}", "sub": "{a} - {b}", "mul": "{a} * {b}"}
-REDUCE = {"sum": "{x}.sum()", "sum0": "{x}.sum(0)", "mean": "{x}.mean()"}
-VIEW = {"t": "{x}.t()", "flat": "{x}.reshape(-1)", "unsqueeze": "{x}.unsqueeze(0)", "index": "{x}[0]"}
+REDUCE = {"sum": "fw.sum({x})", "sum0": "fw.sum({x}, 0)"}
+# "unsqueeze": a view with a new leading dimension, spelled with the listed fw.reshape
+VIEW = {"t": "fw.t({x})", "flat": "fw.reshape({x}, (-1,))",
+        "unsqueeze": "fw.reshape({x}, (1,) + tuple({x}.shape))", "index": "{x}[0]"}
 
 
 def _maybe_no_grad(fw: str, line: str, no_grad: bool) -> str:
@@ -232,14 +255,14 @@ class Hook(Step):
             return [f"h{h} = {t}.register_hook(lambda g: {body})"]
         if self.hook == "post":
             return [f"h{h} = {t}.register_post_accumulate_grad_hook("
-                    f"lambda p: ev.append(['post', {h}, list(p.grad.shape)]))"]
+                    f"lambda p: ev.append(['post', {h}, list({_grad_expr('p')}.shape)]))"]
         if self.hook == "node":
             # grad_inputs: only their number. torch leaves the ones autograd.grad does not
             # need None (its input mask); the reference computes them all.
-            return [f"h{h} = adapter.register_node_hook({t}.grad_fn, lambda gi, go: ev.append("
+            return [f"h{h} = adapter.register_node_hook(adapter.grad_fn({t}), lambda gi, go: ev.append("
                     f"['node', {h}, len(gi), {_shapes_expr('go')}]))"]
         if self.hook == "prehook":
-            return [f"h{h} = adapter.register_node_prehook({t}.grad_fn, "
+            return [f"h{h} = adapter.register_node_prehook(adapter.grad_fn({t}), "
                     f"lambda go: ev.append(['prehook', {h}, {_shapes_expr('go')}]))"]
         raise ValueError(self.hook)
 
@@ -279,7 +302,7 @@ class FunctionApply(Step):
             fwd = f"ctx.save_for_backward(x);{stash} return x * x"
             bwd = "return g * 2 * adapter.saved_tensors(ctx)[0]"
         else:
-            fwd = f"y = x.exp(); ctx.save_for_backward(y);{stash} return y"
+            fwd = f"y = fw.exp(x); ctx.save_for_backward(y);{stash} return y"
             bwd = "return g * adapter.saved_tensors(ctx)[0]"
         return [
             f"class F{self.fid}(fw.autograd.Function):",
@@ -314,7 +337,7 @@ class Backward(Step):
     create: bool = False
 
     def render(self, fw="fw"):
-        return [f"adapter.backward(t{self.slot}.sum(){_flags(self.retain, self.create)})"]
+        return [f"adapter.backward(fw.sum(t{self.slot}){_flags(self.retain, self.create)})"]
 
 
 @dataclass(frozen=True)
@@ -329,9 +352,9 @@ class Grad(Step):
 
     def render(self, fw="fw"):
         return [
-            f"t{self.out}, = fw.autograd.grad(t{self.root}.sum(), t{self.inp}"
+            f"t{self.out}, = fw.autograd.grad(fw.sum(t{self.root}), t{self.inp}"
             f"{_flags(self.retain, self.create)})",
-            f"ev.append(['agrad', 't{self.out}', t{self.out}.tolist()])",
+            f"ev.append(['agrad', 't{self.out}', adapter.to_numpy(t{self.out}).tolist()])",
         ]
 
 
@@ -342,11 +365,12 @@ class ObserveGrad(Step):
 
     def render(self, fw="fw"):
         t = f"t{self.slot}"
-        return [f"ev.append(['grad', '{t}', {_values_expr(t + '.grad')}])"]
+        return [f"ev.append(['grad', '{t}', {_values_expr(_grad_expr(t))}])"]
 
 
-META = {"requires_grad": "{t}.requires_grad", "is_leaf": "{t}.is_leaf",
-        "grad_fn": "{t}.grad_fn is None"}
+# through the adapter's translations (GUIDE: adapter.requires_grad / is_leaf / grad_fn)
+META = {"requires_grad": "adapter.requires_grad({t})", "is_leaf": "adapter.is_leaf({t})",
+        "grad_fn": "adapter.grad_fn({t}) is None", "recorded": "adapter.is_recorded({t})"}
 
 
 @dataclass(frozen=True)
@@ -360,7 +384,7 @@ class ObserveValue(Step):
 
     def render(self, fw="fw"):
         t = f"t{self.slot}"
-        return [f"ev.append(['value', '{t}', '{self.alias}', {t}.tolist()])"]
+        return [f"ev.append(['value', '{t}', '{self.alias}', adapter.to_numpy({t}).tolist()])"]
 
 
 @dataclass(frozen=True)
@@ -380,8 +404,9 @@ class Identity(Step):
     attr: str  # "grad" | "grad_fn"
 
     def render(self, fw="fw"):
-        e = f"t{self.slot}.{self.attr}"
-        return [f"ev.append(['is', '{e}', {e} is {e}])"]
+        label = f"t{self.slot}.{self.attr}"   # the record's label: torch's spelling
+        e = f"adapter.{self.attr}(t{self.slot})"
+        return [f"ev.append(['is', '{label}', {e} is {e}])"]
 
 
 @dataclass(frozen=True)
@@ -391,7 +416,7 @@ class KeepGrad(Step):
     slot: int
 
     def render(self, fw="fw"):
-        return [f"g{self.kid} = t{self.slot}.grad"]
+        return [f"g{self.kid} = {_grad_expr(f't{self.slot}')}"]
 
 
 @dataclass(frozen=True)
@@ -402,7 +427,7 @@ class ObserveKept(Step):
 
     def render(self, fw="fw"):
         g = f"g{self.kid}"
-        return [f"ev.append(['kept', {self.kid}, t{self.slot}.grad is {g}, {_values_expr(g)}])"]
+        return [f"ev.append(['kept', {self.kid}, {_grad_expr(f't{self.slot}')} is {g}, {_values_expr(g)}])"]
 
 
 @dataclass(frozen=True)
@@ -410,7 +435,20 @@ class SetGradNone(Step):
     slot: int
 
     def render(self, fw="fw"):
-        return [f"t{self.slot}.grad = None"]
+        return [f"adapter.clear_grad(t{self.slot})"]
+
+
+@dataclass(frozen=True)
+class SetGrad(Step):
+    """``t.grad = <a tensor of ones>`` through ``adapter.set_grad`` (feature grad_assignment):
+    later backwards accumulate into the assigned tensor (torch: in place, the same object)."""
+
+    suite: ClassVar[str] = "identity"
+    slot: int
+
+    def render(self, fw="fw"):
+        t = f"t{self.slot}"
+        return [f"adapter.set_grad({t}, fw.ones_like({t}))"]
 
 
 # -- lifetimes ----------------------------------------------------------------------------
@@ -477,7 +515,8 @@ class MakeDual(Step):
     tid: int
 
     def render(self, fw="fw"):
-        return [f"u{self.tid} = fw.full_like(t{self.src}, 0.5)",
+        t = f"t{self.src}"
+        return [f"u{self.tid} = fw.full(tuple({t}.shape), 0.5, dtype={t}.dtype)",
                 f"t{self.out} = fw.{FWAD}.make_dual(t{self.src}, u{self.tid})"]
 
 
@@ -503,6 +542,35 @@ class TangentIdentity(Step):
 
 
 STEP_TYPES = {cls.__name__: cls for cls in Step.__subclasses__()}
+
+
+def samples() -> list[Step]:
+    """One step of every variant (``Step.variant``) the strategies can generate, with every
+    flag combination: the catalogue the feature gate (gate.py) and the one-line tries
+    (``interpreter.probe_features``) judge before a run."""
+    out: list[Step] = [Leaf(0, (3,), 0, rg, dtype) for dtype in ("float64", "float32")
+                       for rg in (False, True)]
+    out += [Unary(1, 0, op, ng) for op in UNARY for ng in (False, True)]
+    out += [Binary(2, 0, 1, op) for op in BINARY]
+    out += [Reduce(1, 0, op) for op in REDUCE]
+    out += [Matmul(2, 0, 1)]
+    out += [View(1, 0, op) for op in VIEW]
+    out += [Inplace(0, op, 1 if op == "add_t" else -1, ng) for op in INPLACE for ng in (False, True)]
+    out += [Hook(0, 0, kind, scale) for kind in ("tensor", "post", "node", "prehook")
+            for scale in (False, True)]
+    out += [RemoveHook(0), RetainGrad(0)]
+    out += [FunctionApply(1, 0, 0, save, stash) for save in ("input", "output") for stash in (False, True)]
+    out += [ObserveCtx(0, 0)]
+    out += [Backward(0, r, c) for r, c in itertools.product((False, True), repeat=2)]
+    out += [Grad(2, 1, 0, r, c) for r, c in itertools.product((False, True), repeat=2)]
+    out += [ObserveGrad(0)] + [ObserveValue(0, alias) for alias in ("tensor", "view", "detach")]
+    out += [ObserveMeta(0, attr) for attr in META]
+    out += [Identity(0, attr) for attr in ("grad", "grad_fn")]
+    out += [KeepGrad(0, 0), ObserveKept(0, 0), SetGradNone(0), SetGrad(0)]
+    out += [Weakref(0, 0), ObserveAlive(0), Delete(0), Collect()]
+    out += [EnterLevel(), ExitLevel(), MakeDual(1, 0, 0), UnpackDual(0), TangentIdentity(1, 0)]
+    return out
+
 
 
 @dataclass(frozen=True)

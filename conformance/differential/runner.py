@@ -32,6 +32,7 @@ from conformance.differential.interpreter import CRASH, MISSING_API, TIMEOUT, pr
 from conformance.child_interpreter import environment
 from conformance.differential.program import Program
 from conformance.differential.render import render_script
+from conformance.differential import gate
 from conformance.differential.strategies import ALL_FEATURES, avoid_for, programs
 from conformance.model import expectations as _expectations
 from conformance.outputs import reports_dir
@@ -107,7 +108,9 @@ class InProcessTarget:
         self.name = adapter_name
         self.fw = self.adapter.fw
         self.version = self.adapter.framework_version()
-        self.features = frozenset(features if features is not None else probe_features(self.adapter))
+        self.probe = probe_features(self.adapter)
+        self.features = frozenset(features if features is not None else gate.available_features(
+            declared_by(self.adapter), self.probe["failed"]))
 
     def run(self, program: Program) -> dict:
         return run_steps(self.adapter, program.render(), program.uses_forward_ad())
@@ -133,7 +136,8 @@ class SubprocessTarget:
         self.crashes = 0
         ready = self._start()
         self.version = ready["version"]
-        self.features = frozenset(ready["features"])
+        self.probe = ready["probe"]
+        self.features = gate.available_features(declared_by(self.adapter), self.probe["failed"])
 
     def _start(self) -> dict:
         read_fd, write_fd = os.pipe()
@@ -217,34 +221,63 @@ def make_target(adapter: str, python: str | None = None, subprocess_: bool = Fal
     return InProcessTarget(adapter)
 
 
+def declared_by(adapter) -> dict:
+    """feature -> reason: what ``adapter`` declares its framework lacks (its ``unsupported``)."""
+    return dict(getattr(adapter, "unsupported", None) or {})
+
+
 # -- one program -------------------------------------------------------------------------
 @dataclass
 class Outcome:
-    status: str                    # "same" | "diverges" | "unsupported"
+    #: "same" | "diverges" | "unsupported" (a feature the adapter declares missing) |
+    #: "artefact" (a missing API of a feature the adapter does not declare missing)
+    status: str
     divergence: Divergence | None = None
     reference_run: dict | None = None
     target_run: dict | None = None
-    unsupported: dict | None = None   # status "unsupported": see unsupported_of
+    unsupported: dict | None = None   # status "unsupported" / "artefact": see unsupported_of
 
 
-def unsupported_of(program: Program, error: dict) -> dict:
-    """What a missing-API error says the framework lacks: ``{"variant", "feature", "exclude",
-    "message"}``. ``feature``: the registry feature named by the adapter (``Unsupported``,
-    ``MissingName``) or owning the missing attribute (conformance/features.toml), if any;
-    ``exclude``: that feature where the program language has it (every step needing it stops),
-    else the step's variant (only that operation stops)."""
-    step = program.steps[error["step"]]
+def feature_of_missing(error: dict) -> str | None:
+    """The registry feature a missing-API error is about: the one the adapter named
+    (``Unsupported``, ``MissingName``), else the one owning the missing attribute
+    (conformance/features.toml: ``register_hook`` -> tensor_hooks, ``grad=`` ->
+    grad_assignment), else None."""
     feature = error.get("feature")
     if feature is None and error.get("name"):
         from conformance.model import features as registry
 
         for entry in registry.registry().values():
             if error["name"] in entry.names:
-                feature = entry.name
-                break
+                return entry.name
+    return feature
+
+
+def unsupported_of(program: Program, error: dict, declared=()) -> dict:
+    """What a missing-API error says the framework lacks: ``{"variant", "feature", "name",
+    "declared", "exclude", "message"}``. ``feature``: see :func:`feature_of_missing`;
+    ``declared``: whether the adapter declares that feature missing (else the error is a
+    missing-API artefact); ``exclude``: that feature where a step can need it (every step
+    needing it stops), else the step's variant (only that operation stops)."""
+    step = program.steps[error["step"]]
+    feature = feature_of_missing(error)
     exclude = feature if feature in ALL_FEATURES else step.variant
-    return {"variant": step.variant, "feature": feature, "exclude": exclude,
+    return {"variant": step.variant, "feature": feature, "name": error.get("name"),
+            "declared": feature in declared, "exclude": exclude,
             "message": error.get("message", "")[:200]}
+
+
+def _resting_on_declared(program: Program, divergence: Divergence, declared) -> dict | None:
+    """A divergence whose program, up to the diverging step, asks for a feature the adapter
+    declares missing (a program replayed from a file, or one the gate let through): what it
+    needs, as unsupported; None where it asks for none. No finding may rest on such a step."""
+    for step in program.steps[:divergence.step + 1]:
+        needed = sorted(gate.step_needs(step) & set(declared))
+        if needed:
+            return {"variant": step.variant, "feature": needed[0], "name": None, "declared": True,
+                    "exclude": needed[0],
+                    "message": f"the step needs {', '.join(needed)}, which the adapter declares missing"}
+    return None
 
 
 def check(program: Program, oracle, target) -> Outcome:
@@ -253,13 +286,21 @@ def check(program: Program, oracle, target) -> Outcome:
     stop_if_interrupted()
     actual = target.run(program)
     stop_if_interrupted()
+    declared = declared_by(getattr(target, "adapter", None))
     err = actual.get("error")
     divergence = compare(program, expected, actual)
     if err and err["category"] == MISSING_API and (divergence is None or divergence.step >= err["step"]):
-        # the framework lacks what this step asks for: UNSUPPORTED, never a divergence, even
-        # where the reference raised at that step (what the framework would do is unknown);
-        # a divergence at an earlier step is still one
-        return Outcome("unsupported", None, expected, actual, unsupported_of(program, err))
+        # the framework lacks what this step asks for: never a divergence, even where the
+        # reference raised at that step (what the framework would do is unknown); a divergence
+        # at an earlier step is still one. UNSUPPORTED where the adapter declares the feature
+        # missing, else a missing-API artefact (the adapter did not say)
+        missing = unsupported_of(program, err, declared)
+        return Outcome("unsupported" if missing["declared"] else "artefact", None, expected,
+                       actual, missing)
+    if divergence is not None:
+        resting = _resting_on_declared(program, divergence, declared)
+        if resting is not None:
+            return Outcome("unsupported", None, expected, actual, resting)
     return Outcome("diverges" if divergence else "same", divergence, expected, actual)
 
 
@@ -345,8 +386,11 @@ class _Stop(Exception):
 class Search:
     """Rounds of hypothesis searches. A divergence with a new signature ends a round (it is
     shrunk and reported); so does a step the framework lacks that was not known to be
-    missing: it is recorded in ``unsupported`` (variant -> what was missing, how often) and
-    the next round's strategy no longer generates it (``features`` / ``excluded``)."""
+    missing: it is recorded in ``unsupported`` (a feature the adapter declares missing, met at
+    run time) or ``artefacts`` (a missing API of a feature it does not declare), variant ->
+    what was missing and how often, and the next round's strategy no longer generates it
+    (``features`` / ``excluded``). ``left_out``: the variants never generated, and why
+    (:func:`gate.left_out`: the adapter's declarations, failed one-line tries)."""
 
     oracle: object
     target: object
@@ -359,12 +403,66 @@ class Search:
     on_finding: object = None
     excluded: set = field(default_factory=set)
     unsupported: dict = field(default_factory=dict)
+    artefacts: dict = field(default_factory=dict)
     deadline: float | None = None      # time.monotonic() after which no program starts
+    declared: dict | None = None       # feature -> reason (default: the target adapter's)
+    left_out: dict = field(default_factory=dict)
+    tried_seconds: float = 0.0         # how long trying each variant took (before the search)
+
+    def __post_init__(self) -> None:
+        if self.declared is None:
+            self.declared = declared_by(getattr(self.target, "adapter", None))
+        # declared missing is missing, whatever features the caller passed
+        self.features = frozenset(self.features) - frozenset(self.declared)
+        probe = getattr(self.target, "probe", None) or {}
+        self.left_out = gate.left_out(self.features, self.declared, probe.get("failed"))
+        for feature, message in sorted((probe.get("failed") or {}).items()):
+            if feature not in gate.LANGUAGE and feature not in self.declared:
+                # a registry feature the adapter does not declare, whose one-line try failed
+                self.artefacts[feature] = {"variant": None, "feature": feature, "name": None,
+                                           "declared": False, "exclude": feature,
+                                           "message": message, "programs": 0, "found": "probe"}
+        self._tried = False
+
+    def try_variants(self) -> None:
+        """Before the search: each variant the gate lets through runs once, as the last step
+        of a short program (``gate.probe_programs``); one that meets a missing API there is left
+        out (a feature the adapter declares missing) or recorded as a missing-API artefact (one
+        it does not declare), so no program of the search asks for it."""
+        if self._tried:
+            return
+        self._tried = True
+        for variant, program in gate.probe_programs(self.features).items():
+            stop_if_interrupted()
+            if variant in self.excluded:
+                continue
+            observed = self.target.run(program)
+            err = observed.get("error")
+            if not err or err["category"] != MISSING_API or err["step"] != len(program.steps) - 1:
+                continue
+            missing = unsupported_of(program, err, self.declared)
+            self.excluded.add(variant)
+            if missing["declared"]:
+                feature = missing["feature"]
+                self.left_out[variant] = {"features": [feature], "why": {
+                    feature: f"declared missing: {self.declared[feature]} (its one-line try: "
+                             f"{missing['message'][:120]})"}}
+            else:
+                self.artefacts[variant] = {**missing, "exclude": variant, "programs": 0, "found": "probe"}
+
+    def artefact_count(self) -> int:
+        """Missing-API artefacts: programs that met one, and those found before the search."""
+        return sum(max(1, e["programs"]) for e in self.artefacts.values())
 
     def _note_unsupported(self, missing: dict) -> bool:
         """Record a missing-API outcome; True when it newly switches something off."""
-        entry = self.unsupported.setdefault(missing["variant"], {**missing, "programs": 0})
+        book = self.unsupported if missing.get("declared") else self.artefacts
+        entry = book.setdefault(missing["variant"], {**missing, "programs": 0, "found": "run"})
         entry["programs"] += 1
+        if missing["exclude"] in ALL_FEATURES and missing["exclude"] not in self.features:
+            # a feature already off (declared) met through a step that does not name it (a
+            # translation that raised Unsupported for it): that variant stops
+            missing = {**missing, "exclude": missing["variant"]}
         if missing["exclude"] in self.features:
             self.features = self.features - {missing["exclude"]}
             return True
@@ -429,7 +527,10 @@ class Search:
         ``seconds`` passed (the divergence being shrunk is finished first). Ctrl-C under
         :class:`interruptible` ends it (KeyboardInterrupt), whatever swallowed it first."""
         start = self.examples
-        if seconds is not None:
+        tried = time.monotonic()
+        self.try_variants()
+        self.tried_seconds = round(time.monotonic() - tried, 1)
+        if seconds is not None:  # the search's own time: the variants' tries are not counted
             self.deadline = time.monotonic() + seconds
         rounds = found = 0
         while self.examples - start < examples and found < max_rounds and rounds < max_rounds + 200:
@@ -458,6 +559,26 @@ class Search:
             if self.on_finding:
                 self.on_finding(finding)
         return self.findings
+
+
+def print_summary(search: Search, duration: float, results) -> None:
+    """What the run left out and why, what it met missing, and the counts: divergences and
+    missing-API artefacts apart (an artefact is never a divergence)."""
+    for variant, entry in sorted(search.left_out.items()):
+        why = "; ".join(f"{f}: {r}" for f, r in entry["why"].items())
+        print(f"[left out] {variant}: {why[:160]}")
+    for variant, missing in sorted(search.unsupported.items()):
+        print(f"[unsupported] {variant}: {missing['feature']} (declared missing; "
+              f"{missing['programs']} programs; {missing['message'][:100]})")
+    for variant, missing in sorted(search.artefacts.items()):
+        print(f"[missing-API artefact] {variant}: {missing['feature'] or missing.get('name') or '?'} "
+              f"not declared missing ({missing['programs']} programs, found by the "
+              f"{missing['found']}; {missing['message'][:100]})")
+    print(f"{search.examples} programs in {duration:.1f}s: {search.statuses}; "
+          f"{len(search.findings)} divergences; {search.artefact_count()} missing-API artefacts "
+          f"({len(search.artefacts)} step variants); {len(search.left_out)} step variants left "
+          f"out, {len(search.unsupported)} met unsupported at run time (each variant tried "
+          f"first: {search.tried_seconds:.1f}s) -> {results}")
 
 
 # -- results -----------------------------------------------------------------------------
@@ -557,7 +678,9 @@ def main(argv=None) -> int:
         duration = time.monotonic() - started
         _results.append_findings(results, {
             "type": "end", "examples": search.examples, "statuses": search.statuses,
-            "unsupported": search.unsupported,
+            "unsupported": search.unsupported, "artefacts": search.artefacts,
+            "artefact_count": search.artefact_count(), "left_out": search.left_out,
+            "tried_seconds": search.tried_seconds,
             "divergences": len(search.findings),
             "unexpected": sum(1 for f in search.findings if not f.expectation),
             "crashes": getattr(target, "crashes", 0), "duration": round(duration, 1)})
@@ -567,10 +690,5 @@ def main(argv=None) -> int:
                            f"({exc.strerror or exc}); free space or choose another path")
     finally:
         target.close(wait)
-    for variant, missing in sorted(search.unsupported.items()):
-        print(f"[unsupported] {variant}: {missing['feature'] or 'no registry feature'} "
-              f"({missing['programs']} programs; {missing['message'][:100]})")
-    print(f"{search.examples} programs in {duration:.1f}s: {search.statuses}; "
-          f"{len(search.findings)} divergences, {len(search.unsupported)} unsupported step "
-          f"variants -> {results}")
+    print_summary(search, duration, results)
     return 1 if any(not f.expectation for f in search.findings) else 0

@@ -3,7 +3,7 @@ operations): ``python -m conformance.differential.worker --adapter oneflow --fd 
 
 Protocol (JSON lines): the parent writes ``{"steps": [[line, ...], ...], "forward_ad": bool}``
 on stdin; the worker answers on file descriptor N (stdout stays free for the framework's own
-chatter): first ``{"type": "ready", "version", "features"}``, then per program one
+chatter): first ``{"type": "ready", "version", "probe"}`` (``interpreter.probe_features``), then per program one
 ``{"type": "step", "i"}`` before each step (so that a crash is pinned to its step) and one
 ``{"type": "result", "trace", "error"}``. ``--plant module:function`` calls that function
 (``--plant <id>`` applies that mutant of conformance/mutants)
@@ -48,7 +48,7 @@ def main(argv=None) -> int:
         module, _, func = args.plant.partition(":")
         getattr(importlib.import_module(module), func)()
     send({"type": "ready", "version": adapter.framework_version(),
-          "features": probe_features(adapter)})
+          "probe": probe_features(adapter)})
     for line in sys.stdin:
         if not line.strip():
             continue

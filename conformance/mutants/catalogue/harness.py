@@ -7,7 +7,7 @@ from __future__ import annotations
 from conformance.mutants import mutant, replace
 
 
-def _crash_sin(self):
+def _crash_sin(*args, **kwargs):
     import os
 
     os.abort()
@@ -16,5 +16,7 @@ def _crash_sin(self):
 @mutant("harness.crash-on-sin", models="a framework that segfaults inside an op", rules=(),
         probe=lambda: "not probed (the process dies)", scored=False)
 def _():
-    """`Tensor.sin` kills the process (the differential tester must record a crash)."""
+    """`Tensor.sin` and `sin` (what `fw.sin(x)` calls) kill the process (the differential
+    tester must record a crash)."""
     replace("reference.tensor:Tensor.sin", _crash_sin)
+    replace("reference:sin", _crash_sin)
