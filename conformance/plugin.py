@@ -836,7 +836,17 @@ class Controller:
         for line in h.declarations:
             terminalreporter.write_line(line)
         if self.results_path is not None:
-            terminalreporter.write_line(f"results: {self.results_path}")
+            from conformance.outputs import reports_dir
+
+            where = Path(self.results_path).resolve().parent
+            option = "" if where == (reports_dir() / "results").resolve() \
+                else f" --results-dir {where}"
+            terminalreporter.write_line(f"results: {self.results_path}; the page: python -m "
+                                        f"conformance.report{option}")
+        elif self.private_results and not terminalreporter.config.getoption("collectonly"):
+            terminalreporter.write_line(
+                f"results not kept: add --results=reports/results/{h.adapter.name}.jsonl, "
+                f"then python -m conformance.report writes the page")
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):

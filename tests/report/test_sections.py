@@ -125,9 +125,12 @@ def make_dir(tmp_path, extra=True):
 
 def test_every_results_file_is_a_column_and_column_adds_or_relabels(tmp_path):
     d = make_dir(tmp_path)
-    cols = discover_columns(d)
-    # an interrupted run under a name of its own is a column too (shown interrupted), never
-    # silently left out; differential findings (explore-*) are not columns
+    # the runs given, built-in ones first in their declared order: an interrupted run under a
+    # name of its own is a column too (shown interrupted), never silently left out;
+    # differential findings (explore-*) are not columns
+    assert list(discover_columns(d)) == ["reference", "torch", "paddle", "oneflow-0.9.0",
+                                         "oneflow-0.8.0", "broken-run"]
+    cols = discover_columns(d, builtin=True)  # nox -s report: every built-in run
     assert list(cols) == ["reference", "torch", "torch-2.15.0", "torch-1.13.1", "torch-compile",
                           "torch-compile-inductor", "torch-compiled-autograd",
                           "torch-compiled-autograd-2.15.0", "paddle", "oneflow-0.9.0",
