@@ -23,6 +23,7 @@ from typing import Any
 
 import jinja2
 
+from conformance import upstream
 from conformance.outputs import write_text
 from conformance.report import aggregate, rootcause
 from conformance.repro import cells as repro_cells
@@ -116,6 +117,13 @@ def context(data: Combined) -> dict[str, Any]:
           "details": _pack(details),
           "styles": {k: list(v) for k, v in aggregate.STYLE.items()}}
     causes = []
+    issues = []  # per run, an upstream-ready report per cause that has a witness script
+    for run in data.runs:
+        reports = [{"id": c.id, "summary": c.summary, "text": text}
+                   for c in run.root_causes if c.kind == "breaks"
+                   and (text := upstream.page_report(run, c, data.catalogue))]
+        if reports:
+            issues.append({"label": run.label, "title": run.title, "reports": reports})
     for run in data.runs:
         unranked = rootcause.unranked_witnesses(run)  # their witness records
         if run.root_causes or unranked:
@@ -136,7 +144,7 @@ def context(data: Combined) -> dict[str, Any]:
     bars = {key: aggregate.bar_svg(k["actual"]) for key, k in counts.items()}
     return {"columns": columns, "suites": suites, "rules_by_suite": rules_by_suite,
             "cells": table, "declared": declared, "counts": counts, "totals": totals, "bars": bars,
-            "only_one": aggregate.only_one(data, table), "causes": causes,
+            "only_one": aggregate.only_one(data, table), "causes": causes, "issues": issues,
             "versions": aggregate.version_changes(data, table),
             "modes": aggregate.mode_changes(data, table),
             "mixed": aggregate.mixed, "bar_colours": aggregate.BAR_COLOURS, "mutants": data.mutants,
