@@ -107,8 +107,7 @@ def context(data: Combined) -> dict[str, Any]:
                                                "expectation": cell.expectation,
                                                "declared": declared.get((rid, label))}
     chunks, script_refs, modules = _share_paragraphs(
-        scripts, {r.label: repro.framework_of(repro.RunInfo.of(r).adapter_spec)[0]
-                  for r in data.runs})
+        scripts, {r.label: _script_name(repro.RunInfo.of(r).adapter_spec) for r in data.runs})
     details = {"cells": js_cells, "chunks": chunks, "scripts": script_refs, "modules": modules,
                "script_errors": script_errors, "rules": {e.id: e.to_json() for e in data.catalogue}}
     js = {"schema": SCHEMA, "version": data.version,
@@ -145,6 +144,7 @@ def context(data: Combined) -> dict[str, Any]:
     return {"columns": columns, "suites": suites, "rules_by_suite": rules_by_suite,
             "cells": table, "declared": declared, "counts": counts, "totals": totals, "bars": bars,
             "only_one": aggregate.only_one(data, table), "causes": causes, "issues": issues,
+            "column_of": {c["label"]: c for c in columns},
             "versions": aggregate.version_changes(data, table),
             "modes": aggregate.mode_changes(data, table),
             "mixed": aggregate.mixed, "bar_colours": aggregate.BAR_COLOURS, "mutants": data.mutants,
@@ -153,6 +153,14 @@ def context(data: Combined) -> dict[str, Any]:
             "style_of": lambda o: aggregate.STYLE.get(o, aggregate.STYLE["ERROR"]),
             "generated": data.generated, "schema_version": data.version,
             "catalogue_size": len(data.catalogue), "data_json": _json_for_script(js)}
+
+
+def _script_name(adapter_spec: str) -> str | None:
+    """The name a run's scripts call the framework by: its module where the adapter's ``fw``
+    is that module, else ``fw`` (scripts through the adapter: conformance/repro/derive.py)."""
+    if repro.through_adapter(adapter_spec):
+        return "fw"
+    return repro.framework_of(adapter_spec)[0]
 
 
 #: Stands for a script's framework module name in the shared paragraphs (never in a script).
