@@ -211,8 +211,10 @@ def test_the_page_stays_under_a_megabyte_with_five_full_columns(tmp_path):
     _, page = build(d, tmp_path / "out", labels)  # these five, not the adapters' default columns
     size = page.stat().st_size
     # 1 MB held for 230 rules; 240 rules and the fixed history section (about 41 kB: PyTorch's
-    # lifetime changes by release) take it to about 1.03 MB, hence 1.1 MB
-    assert size < 1_100_000, size
+    # lifetime changes by release) take it to about 1.03 MB, hence 1.1 MB; issue 36 (the
+    # section bar, and scripts through an adapter spelled `fw`, whose paragraphs that name
+    # `fw` in a comment are no longer shared with torch's) about 1.10 MB, hence 1.15 MB
+    assert size < 1_150_000, size
     # with a reproduction script in every cell of every column, each made from its run
     scripts = html.embedded_data(page.read_text())["scripts"]
     assert {label: len(by_rule) for label, by_rule in scripts.items() if label in labels} == \
