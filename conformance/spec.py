@@ -125,8 +125,10 @@ h2{border-bottom:2px solid #ccc;margin-top:2.5rem} .rule{border:1px solid #ddd;b
 .rule:target{border-color:#2a6;box-shadow:0 0 0 3px #cfe} .id{font-family:monospace;font-weight:bold}
 .level{font-size:.8rem;padding:.1rem .4rem;border-radius:4px;background:#eee;margin-left:.5rem}
 .MUST{background:#fdd} .SHOULD{background:#ffd} pre{background:#f6f6f6;padding:.5rem;overflow-x:auto;font-size:.85rem}
-dt{font-weight:bold;margin-top:.4rem} dd{margin-left:1rem} table.status td,table.status th{padding:.1rem .6rem;border:1px solid #ddd}
-nav a{margin-right:1rem} .muted{color:#777}
+dl{display:grid;grid-template-columns:8rem minmax(0,1fr);gap:.25rem .8rem;margin:.4rem 0}
+dt{font-weight:bold} dd{margin:0;min-width:0} table.status td,table.status th{padding:.1rem .6rem;border:1px solid #ddd}
+nav a{margin-right:1rem} .muted{color:#595959}
+.rule{overflow-wrap:anywhere} .rule pre{white-space:pre-wrap} details>summary{cursor:pointer;color:#1d3f7a}
 """
 
 
@@ -161,10 +163,13 @@ def render(out: Path, root: Path = ROOT, data=None, source_url: str | None = Non
                      f"<dt>Source</dt><dd>{_source(r.source)}</dd>"]
             e = evidence.get(r.id)
             if e:
-                parts.append(f'<dt id="{rid}--evidence">Evidence (torch 2.13, '
-                             f'{sources.link(e.file, e.file.name)})</dt><dd>'
+                parts.append(f'<dt id="{rid}--evidence">Evidence</dt><dd>'
+                             f"<details><summary>the snippet and what torch 2.13 printed "
+                             f"({len(e.snippet.strip().splitlines())} + "
+                             f"{len(e.output.strip().splitlines())} lines; "
+                             f"{sources.link(e.file, e.file.name)})</summary>"
                              f"<pre>{html.escape(e.snippet.strip())}</pre>"
-                             f"<pre>{html.escape(e.output.strip())}</pre>"
+                             f"<pre>{html.escape(e.output.strip())}</pre></details>"
                              + (f"<p>{html.escape(e.notes)}</p>" if e.notes else "") + "</dd>")
                 parts.append(_history.spec_fragment(r.id, histories, unrecorded))
             names = tests.get(r.id, [])

@@ -142,3 +142,39 @@ def test_matrix_near_the_top_sticky_headers_readable_badges_flagged_runs(page, t
             assert not errors, errors
         finally:
             browser.close()
+
+
+def test_the_spec_page_fits_its_cards_and_links_sources_inside_the_repository(page):
+    """spec.html beside the page: no rule card wider than itself (the history strips of 17
+    releases included), the evidence folded, and every source link relative (into the
+    checkout) or to the repository URL given, never to a path on this machine."""
+    from playwright.sync_api import sync_playwright
+
+    spec = page.parent / "spec.html"
+    text = spec.read_text(encoding="utf-8")
+    hrefs = [h for h in __import__("re").findall(r'href="([^"#][^"]*)"', text)
+             if not h.startswith("https://")]
+    assert hrefs and not [h for h in hrefs if h.startswith(("/", "file:")) or "site-packages" in h]
+    with sync_playwright() as p:
+        browser = _launch(p)
+        try:
+            tab = browser.new_page(viewport=VIEWPORT)
+            tab.goto(spec.as_uri())
+            wide = tab.evaluate("""() => [...document.querySelectorAll('.rule, div.strip')]
+                .filter(e => e.scrollWidth > e.clientWidth + 1)
+                .map(e => (e.id || e.parentElement.closest('.rule').id) + ': ' + e.scrollWidth + ' > ' + e.clientWidth)""")
+            assert not wide, wide[:10]
+            strips = tab.locator("table.strip").count()
+            assert strips > 50  # the committed history: a strip per rule with evidence
+            screens = tab.evaluate("document.documentElement.scrollHeight") / VIEWPORT["height"]
+            assert screens < 160, f"the spec page is {screens:.0f} screens long"  # 249 before issue 36
+        finally:
+            browser.close()
+
+
+def test_spec_source_links_follow_a_configured_url(tmp_path):
+    from conformance import spec
+
+    text = spec.render(tmp_path / "spec.html", source_url="https://example.org/repo/blob/abc/")
+    assert 'href="https://example.org/repo/blob/abc/conformance/catalogue/identity.toml"' in text
+    assert '<a href="https://example.org/repo/blob/abc/reference/' in text and "#L" in text
