@@ -232,7 +232,12 @@ class Adapter:
 
     # -- translation ---------------------------------------------------------------
     def to_numpy(self, tensor: Any):
-        """A numpy copy of ``tensor``'s values (detached, on the host)."""
+        """A numpy copy of ``tensor``'s values (detached, on the host); an array (what
+        :meth:`grad` may return) is copied as it is."""
+        import numpy as np
+
+        if isinstance(tensor, np.ndarray):
+            return tensor.copy()
         return tensor.detach().cpu().numpy()
 
     def require(self, feature: str) -> None:
@@ -297,6 +302,49 @@ class Adapter:
     # The suites call these instead of the torch spelling, so an adapter translates on the
     # way without touching the framework's classes. The defaults are torch's spelling; a
     # framework that lacks the feature raises ``Unsupported`` from its override.
+    # Shapes (issue 33): what a framework holds under another shape than torch's (a graph node
+    # named otherwise, ``.grad`` held as an array or behind a method, ``constant`` instead of
+    # ``requires_grad``). A translation renames and reshapes; it never computes the behaviour a
+    # rule judges (a framework without the thing raises ``Unsupported`` naming the feature).
+    def grad_fn(self, tensor):
+        """The graph node that made ``tensor`` (``tensor.grad_fn``); None for a leaf or a
+        result that was not recorded."""
+        return self.feature("graph_nodes", tensor, "grad_fn")
+
+    def grad(self, tensor):
+        """What the framework holds as ``tensor``'s gradient (``tensor.grad``): the object
+        itself, never a copy (identity rules compare it), a tensor or an array; None when
+        there is none. :meth:`to_numpy` accepts it."""
+        return tensor.grad
+
+    def set_grad(self, tensor, value):
+        """Assign ``tensor``'s gradient (``tensor.grad = value``; None clears it)."""
+        self.require("grad_assignment")
+        tensor.grad = value
+
+    def is_leaf(self, tensor) -> bool:
+        """Whether ``tensor`` is a leaf of the graph (``tensor.is_leaf``)."""
+        return self.feature("is_leaf", tensor, "is_leaf")
+
+    def requires_grad(self, tensor) -> bool:
+        """Whether gradients flow to or through ``tensor`` (``tensor.requires_grad``)."""
+        return tensor.requires_grad
+
+    def is_recorded(self, tensor) -> bool:
+        """Whether the operation that made ``tensor`` was recorded in the graph: observed (a
+        node made it: ``tensor.grad_fn is not None``), never inferred from ``requires_grad``
+        (a framework may keep the flag and record nothing). ``Unsupported`` naming the feature
+        when the framework offers no way to tell."""
+        return self.grad_fn(tensor) is not None
+
+    def node_name(self, node) -> str:
+        """The graph node's name as the framework spells it (``node.name()``, else its
+        class's name): naming rules judge that it names the op or Function, in any spelling."""
+        name = getattr(node, "name", None)
+        if callable(name):
+            return str(name())
+        return type(node).__name__
+
     def saved_tensors(self, ctx):
         """The tensors a custom Function's ``ctx`` saved (``ctx.saved_tensors``)."""
         return ctx.saved_tensors

@@ -17,17 +17,36 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from conformance import side_checks
 from conformance.child_interpreter import environment
 from conformance.features import feature_of_name
 from conformance.outcome_exceptions import Blocked, Diverges, TestTimeout, Unsupported
 
-__all__ = ["rule", "Diverges", "Unsupported", "Blocked", "prerequisite", "diverges_if_raises",
+__all__ = ["rule", "aside", "Diverges", "Unsupported", "Blocked", "prerequisite", "diverges_if_raises",
            "raises", "in_fresh_interpreter", "time_limit", "time_limit_factor"]
 
 
 def rule(rule_id: str):
     """Mark a test as the check of catalogue rule ``rule_id``."""
     return pytest.mark.rule(rule_id)
+
+
+def aside(adapter, *features: str, what: str) -> bool:
+    """Whether to run a side observation of the test (a check beside its subject) that needs
+    ``features``: False, recording "not checked: <feature>: <what>" on the test's record
+    (:mod:`conformance.side_checks`), when the adapter declares one of them missing; the test
+    goes on and judges its subject. Write it as ``if aside(adapter, "graph_nodes", what="the
+    base's grad_fn changes"):`` over the observation's lines: the suite index leaves what that
+    body touches out of the test's needs (a structure test checks that ``features`` name all
+    of it), so a framework without them no longer loses the whole test."""
+    if not features:
+        raise TypeError("aside() names the features its observation needs")
+    declared = getattr(adapter, "unsupported", {}) or {}
+    missing = next((f for f in features if f in declared), None)
+    if missing is not None:
+        side_checks.note(missing, what)
+        return False
+    return True
 
 
 @contextlib.contextmanager

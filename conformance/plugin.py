@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
-from conformance import (hookspecs, import_names, isolation, leakcheck, options, summary,
-                         survival, time_scale, timeout, traceability, witness)
+from conformance import (hookspecs, import_names, isolation, leakcheck, options, side_checks,
+                         summary, survival, time_scale, timeout, traceability, witness)
 from conformance.model import features
 from conformance.model.catalogue import Catalogue, load_catalogue
 from conformance.model import causes as declared_causes, expectations as declared_expectations
@@ -437,10 +437,13 @@ def pytest_runtest_setup(item):
     h = item.config.stash.get(HARNESS, None)
     if h is None or not h.is_suite_path(item.path):
         return
+    side_checks.begin()
+    callspec = getattr(item, "callspec", None)
     missing = features.missing_for(h.adapter, features.needed_by_item(
         h.suites_dir, Path(item.path), getattr(item, "originalname", item.name),
         [m.args for m in item.iter_markers("needs")],
-        [m.args for m in item.iter_markers("judged_without")]))
+        [m.args for m in item.iter_markers("judged_without")],
+        indices=dict(getattr(callspec, "indices", {}) or {})))
     if missing is not None:
         raise features.unsupported(h.adapter, missing)
 
@@ -563,6 +566,10 @@ def pytest_runtest_makereport(item, call):
     if rule is None:  # collection already refused it; be safe if collection was bypassed
         return report
     info = PhaseInfo(rule=rule.id, suite=rule.suite, level=rule.level, outcome=None)
+    not_checked = list(side_checks.taken()) if call.when == "call" else []
+    if not_checked:
+        report.sections.append(("conformance: side observations not checked",
+                                "\n".join(not_checked)))
     if call.when == "call" or report.outcome != "passed":
         custom = item.ihook.pytest_conformance_classify(item=item, call=call)
         exc = call.excinfo.value if call.excinfo is not None else None
@@ -586,7 +593,8 @@ def pytest_runtest_makereport(item, call):
             observed=_observed(item), fails=verdict.fails_run,
             expectation=expectation.as_json() if expectation else None,
             blocked_by=blocked_by(exc) if actual is Outcome.BLOCKED else None,
-            missing_feature=missing_feature(exc) if actual is Outcome.UNSUPPORTED else None)
+            missing_feature=missing_feature(exc) if actual is Outcome.UNSUPPORTED else None,
+            not_checked=not_checked or None)
     info.attach(report)
     return report
 

@@ -28,6 +28,10 @@ class Rule:
     rationale: str
     source: str
     file: Path
+    #: the features the rule's behaviour is about (names of conformance/features.toml): a
+    #: framework that lacks one cannot be judged on it (UNSUPPORTED); any other feature its
+    #: tests touch is a side observation (``conformance.api.aside``), skipped and recorded
+    subject: tuple[str, ...] = ()
 
     @property
     def suite(self) -> str:
@@ -59,10 +63,14 @@ def _parse_rule(path: Path, index: int, entry: object, suite: str) -> Rule:
     rule_id = entry.get("id")
     if isinstance(rule_id, str):
         where = f"{path}: rule {rule_id!r}"
-    unknown = sorted(set(entry) - set(FIELDS))
+    unknown = sorted(set(entry) - set(FIELDS) - {"subject"})
     if unknown:
         raise CatalogueError(f"{where}: unknown field(s) {', '.join(unknown)}; "
-                             f"a rule has exactly: {', '.join(FIELDS)}")
+                             f"a rule has exactly: {', '.join(FIELDS)} (and may have subject)")
+    subject = entry.get("subject", [])
+    if not isinstance(subject, list) or not all(isinstance(f, str) and f for f in subject):
+        raise CatalogueError(f"{where}: subject must be a list of feature names "
+                             f"(conformance/features.toml), e.g. subject = [\"graph_nodes\"]")
     for field in FIELDS:
         value = entry.get(field)
         if not isinstance(value, str) or not value.strip():
@@ -76,7 +84,7 @@ def _parse_rule(path: Path, index: int, entry: object, suite: str) -> Rule:
                              f"suite name {suite!r}; move the rule or rename it")
     if entry["level"] not in LEVELS:
         raise CatalogueError(f"{where}: level {entry['level']!r} is not one of {', '.join(LEVELS)}")
-    return Rule(file=path, **{f: entry[f] for f in FIELDS})
+    return Rule(file=path, subject=tuple(subject), **{f: entry[f] for f in FIELDS})
 
 
 def load_catalogue(directory: Path) -> Catalogue:

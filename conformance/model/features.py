@@ -175,9 +175,21 @@ def _touched(index, test) -> tuple[set[str], set[str]]:
 
     surface, attributes = set(test.surface), set(test.attributes)
     for mod, definition in index.helpers_of(test):
-        surface |= suite_index.surface_of(definition.node)
-        attributes |= suite_index.attributes_of(definition.node, mod)
+        surface |= suite_index.surface_of(definition.node, judged=True)
+        attributes |= suite_index.attributes_of(definition.node, mod, judged=True)
     return surface, attributes
+
+
+def case_features(test, indices) -> set[str]:
+    """The features the parametrize cases ``indices`` (argname -> index, as pytest's
+    ``item.callspec.indices``) of ``test`` need through their own values."""
+    found: set[str] = set()
+    for argname, cases in test.cases:
+        index = (indices or {}).get(argname)
+        if index is not None and 0 <= index < len(cases):
+            surface, attributes = cases[index]
+            found |= implied(surface, attributes)
+    return found
 
 
 def features_of(test, index=None) -> tuple[str, ...]:
@@ -208,19 +220,27 @@ def features_by_test(index=None) -> dict[tuple[str, str], tuple[str, ...]]:
 
 
 _BY_DIR: dict[Path, dict[tuple[str, str], tuple[str, ...]]] = {}
+_TESTS_BY_DIR: dict[Path, dict[tuple[str, str], object]] = {}
 
 
-def needed_by_item(suites_dir: Path, path: Path, name: str, markers=(), without=()) -> set[str]:
+def needed_by_item(suites_dir: Path, path: Path, name: str, markers=(), without=(),
+                   indices=None) -> set[str]:
     """The features the suite test ``name`` of module ``path`` needs (derived once per suites
-    directory), with the features of its ``needs`` markers (``markers``: their args), less
-    those of its ``judged_without`` markers (``without``: their args)."""
+    directory), with those of its parametrize cases ``indices`` (argname -> index), with the
+    features of its ``needs`` markers (``markers``: their args), less those of its
+    ``judged_without`` markers (``without``: their args)."""
     from conformance.model import suite_index
 
     suites_dir = Path(suites_dir).resolve()
     if suites_dir not in _BY_DIR:
-        _BY_DIR[suites_dir] = features_by_test(suite_index.index_of_dir(suites_dir))
+        index = suite_index.index_of_dir(suites_dir)
+        _BY_DIR[suites_dir] = features_by_test(index)
+        _TESTS_BY_DIR[suites_dir] = {(t.suite, t.name): t for t in index.tests}
     suite = Path(path).stem[len("test_"):]
     found = set(_BY_DIR[suites_dir].get((suite, name), ()))
+    test = _TESTS_BY_DIR[suites_dir].get((suite, name))
+    if test is not None and indices:
+        found |= case_features(test, indices)
     for args in markers:
         found.update(args)
     for args in without:

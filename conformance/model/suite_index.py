@@ -200,6 +200,10 @@ class SuiteTest:
     #: what its ``@subject(...)`` decorators name (``"view"``, ``"grad="``): the methods and
     #: assignments it uses as themselves, which a feature of the registry may name
     subjects: tuple[str, ...] = ()
+    #: per ``@pytest.mark.parametrize``: (its first argname, per case (by index) the surface
+    #: chains and attribute names that case's values touch). A case's values are needs of that
+    #: case alone (``x.view`` in one lambda of the list makes one case need ``view_method``).
+    cases: tuple[tuple[str, tuple[tuple[frozenset, frozenset], ...]], ...] = ()
 
 
 class SuiteIndex:
@@ -296,8 +300,9 @@ def _tests_of(mod: ModuleSource, relpath: str) -> list[SuiteTest]:
             suite=suite, file=relpath, line=node.lineno,
             module=mod.name, params=tuple(a.arg for a in node.args.args if a.arg != "self"),
             parametrize=parametrize_of(node), ids=_ids(node),
-            uses=frozenset(uses_of(node, mod)), surface=frozenset(surface_of(node)),
-            attributes=frozenset(attributes_of(node, mod)),
+            uses=frozenset(uses_of(node, mod)), surface=frozenset(surface_of(node, judged=True)),
+            attributes=frozenset(attributes_of(node, mod, judged=True)),
+            cases=cases_of(node, mod),
             needs=tuple(f for n in marked for f in needs_of(n)),
             without=tuple(f for n in marked for f in judged_without_of(n)),
             subjects=tuple(f for n in marked for f in subjects_of(n))))
@@ -346,12 +351,82 @@ def subjects_of(node: ast.AST) -> tuple[str, ...]:
     return _marker_args(node, "subjects")
 
 
-def attributes_of(root: ast.AST, mod: ModuleSource) -> set[str]:
+# -- what a test judges: its body less its side observations and its parametrize cases ----------
+#: the call that opens a side observation (``if aside(adapter, "graph_nodes", what=...):``)
+ASIDE = ("aside", "api.aside")
+
+
+def aside_features(test: ast.AST) -> tuple[str, ...] | None:
+    """The features named by ``test`` when it is a call ``aside(adapter, "f", ..., what=...)``
+    (string literals after the adapter), else None."""
+    if isinstance(test, ast.Call) and ast.unparse(test.func) in ASIDE:
+        return tuple(a.value for a in test.args[1:]
+                     if isinstance(a, ast.Constant) and isinstance(a.value, str))
+    return None
+
+
+def asides_of(root: ast.AST) -> list[tuple[ast.If, tuple[str, ...]]]:
+    """Every ``if aside(...):`` under ``root`` with the features it names."""
+    return [(n, aside_features(n.test)) for n in ast.walk(root)
+            if isinstance(n, ast.If) and aside_features(n.test) is not None]
+
+
+def _is_parametrize(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and ast.unparse(node.func) == "pytest.mark.parametrize"
+
+
+def walk_judged(root: ast.AST):
+    """``ast.walk`` of what a test judges: it skips the bodies of its side observations
+    (``if aside(...):``, whose features the call names and the harness checks at run time) and
+    the values of its ``@pytest.mark.parametrize`` lists (needs of each case: :func:`cases_of`)."""
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and aside_features(node.test) is not None:
+            todo.extend([node.test, *node.orelse])
+        elif _is_parametrize(node) and len(node.args) >= 2:
+            todo.extend([node.func, node.args[0], *node.args[2:], *node.keywords])
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def _case_values(dec: ast.Call) -> list[ast.AST] | None:
+    """The case nodes of a parametrize decorator's argvalues (a literal list or tuple), else None."""
+    values = dec.args[1] if len(dec.args) >= 2 else None
+    if isinstance(values, (ast.List, ast.Tuple)):
+        return list(values.elts)
+    return None
+
+
+def cases_of(node: ast.AST, mod: "ModuleSource") -> tuple:
+    """Per parametrize decorator of ``node``: (its first argname, per case the surface chains
+    and attribute names its values touch); see :attr:`SuiteTest.cases`."""
+    out = []
+    for dec in getattr(node, "decorator_list", []):
+        if not _is_parametrize(dec):
+            continue
+        values = _case_values(dec)
+        try:
+            argnames = ast.literal_eval(dec.args[0])
+        except (ValueError, IndexError, TypeError, SyntaxError):
+            continue
+        first = (argnames.split(",")[0] if isinstance(argnames, str) else argnames[0]).strip()
+        if values is None:
+            continue
+        out.append((first, tuple((frozenset(surface_of(v)), frozenset(attributes_of(v, mod)))
+                                 for v in values)))
+    return tuple(out)
+
+
+def attributes_of(root: ast.AST, mod: ModuleSource, judged: bool = False) -> set[str]:
     """Attribute names used under ``root`` on objects that are not the ``fw``/``adapter``
     namespaces, an imported module, or a local alias of one of them (``fwad =
     fw.autograd.forward_ad``): what the code reads or calls on the framework's own objects
     (``y.grad_fn``, ``fw.ones(2).register_hook``, ``ctx.save_for_backward``), and, as static
-    reading cannot know types, on plain Python objects too (``log.append``)."""
+    reading cannot know types, on plain Python objects too (``log.append``). ``judged``: only
+    what :func:`walk_judged` reaches."""
+    walk = walk_judged if judged else ast.walk
     namespaces = set(SURFACE_ROOTS) | set(mod.imports)
     for node in ast.walk(root):  # local aliases of a namespace chain
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
@@ -360,7 +435,7 @@ def attributes_of(root: ast.AST, mod: ModuleSource) -> set[str]:
             if chain and chain[0] in namespaces:
                 namespaces.add(node.targets[0].id)
     found = set()
-    for node in ast.walk(root):
+    for node in walk(root):
         if isinstance(node, ast.Attribute):
             chain = attribute_chain(node)
             if chain is None or chain[0] not in namespaces:
@@ -454,12 +529,14 @@ def attribute_chain(node: ast.AST) -> list[str] | None:
     return None
 
 
-def surface_of(root: ast.AST) -> set[str]:
-    """The longest ``fw.*`` / ``adapter.*`` attribute chains under ``root``."""
+def surface_of(root: ast.AST, judged: bool = False) -> set[str]:
+    """The longest ``fw.*`` / ``adapter.*`` attribute chains under ``root`` (``judged``: only
+    what :func:`walk_judged` reaches)."""
+    walk = walk_judged if judged else ast.walk
     inner = {id(n.value) for n in ast.walk(root)
              if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute)}
     found = set()
-    for node in ast.walk(root):
+    for node in walk(root):
         if isinstance(node, ast.Attribute) and id(node) not in inner:
             chain = attribute_chain(node)
             if chain and chain[0] in SURFACE_ROOTS:

@@ -212,6 +212,9 @@ class TestRecord(_Record):
     blocked_by: str | None = _field(str)
     #: the feature an UNSUPPORTED test lacks (``Unsupported.feature``), else None
     missing_feature: str | None = _field(str, omit_none=True)
+    #: the side observations the test skipped because the framework lacks what they need
+    #: ("feature: what", conformance.side_checks); the test still judged its subject
+    not_checked: list | None = _field(shape=STRINGS, omit_none=True)
     duration: float | None = _field(int, float, default=0.0)
     chain: dict | None = _field(shape=CHAIN, omit_none=True)
     extra: dict = dataclasses.field(default_factory=dict, repr=False)

@@ -11,7 +11,6 @@ where the sum is a new differentiable tensor and old references keep their old v
 """
 from __future__ import annotations
 
-import sys
 import threading
 
 from reference.autograd.hooks import run_post_accumulate_hooks
@@ -21,12 +20,17 @@ from reference.autograd.hooks import run_post_accumulate_hooks
 _grad_lock = threading.Lock()
 
 
-def can_take_over(grad, held) -> bool:
+def can_take_over(grad, references) -> bool:
     """Whether the raw gradient ``grad`` may become ``.grad`` itself: an array that owns its
-    writable, C-contiguous memory and that nothing holds but the ``held`` references the
-    engine knows of (as PyTorch steals the incoming buffer when its use count says so)."""
-    # + this function's parameter and getrefcount's argument
-    if sys.getrefcount(grad) > held + 2 or getattr(grad, "base", True) is not None:
+    writable, C-contiguous memory and that nothing holds but the engine (as PyTorch steals the
+    incoming buffer when its use count says so). ``references``: ``sys.getrefcount(grad)``
+    taken by the caller where the engine's holders are known, less those holders; 1 (only
+    getrefcount's own argument) when nothing else holds it.
+
+    The count is taken in the caller, never here: passing ``grad`` into a Python function adds
+    a reference for the call's duration when a frame-evaluation hook (PEP 523, installed by
+    torch.compile's dynamo) is active, and the take-over then silently never happened."""
+    if references > 1 or getattr(grad, "base", True) is not None:
         return False
     flags = grad.flags
     return flags.c_contiguous and getattr(flags, "writeable", True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import abc
 import itertools
+import sys
 import threading
 import weakref
 from typing import NamedTuple
@@ -555,7 +556,10 @@ class AccumulateGrad(NodeBase):
             # here in ``grad``, and, with post-hooks on this node, in the tensor of their
             # grad_outputs (as torch allows), which then shares the buffer with ``.grad``
             extras = self._extras
-            steal = can_take_over(grad, 3 if extras is not None and extras.post_hooks else 2)
+            # the count is taken here, by a C call, so that no Python call boundary adds to it
+            references = sys.getrefcount(grad) - (
+                3 if extras is not None and extras.post_hooks else 2)
+            steal = can_take_over(grad, references)
         accumulate_into_leaf(self.variable, grad, ops, steal)
         return ()
 

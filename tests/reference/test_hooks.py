@@ -9,6 +9,7 @@ import gc
 import weakref
 
 import numpy as np
+import pytest
 
 import reference as R
 from reference.autograd import Function
@@ -338,6 +339,23 @@ def test_accumulator_posthook_sees_grad_buffer_after_prehook_replaced_it():  # r
     (x * 1).sum().backward()
     assert seen["incoming"] == [9.0, 9.0]
     assert arr(x.grad).tolist() == [36.0, 36.0]
+
+
+def test_take_over_is_the_same_under_a_frame_evaluation_hook():  # rule: identity.grad-takes-over-unshared-buffer
+    """torch.compile's dynamo installs a PEP 523 frame-evaluation hook, under which CPython
+    passes arguments to Python functions with an extra reference for the call: a take-over
+    decided by a reference count taken inside a called function then silently never happened
+    (a worker that had run a compile test failed the test above in CI)."""
+    try:
+        from torch._C._dynamo import eval_frame
+        from torch._dynamo.types import ConvertFrameReturn
+    except ImportError:
+        pytest.skip("needs torch's dynamo to install a frame-evaluation hook")
+    previous = eval_frame.set_eval_frame(lambda *args: ConvertFrameReturn())
+    try:
+        test_accumulator_posthook_sees_grad_buffer_after_prehook_replaced_it()
+    finally:
+        eval_frame.set_eval_frame(previous)
 
 
 def test_accumulator_prehook_that_keeps_the_gradient_gets_a_copy():  # rule: identity.grad-takes-over-unshared-buffer

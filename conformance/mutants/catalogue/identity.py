@@ -267,7 +267,7 @@ def _probe_kept_gradient():
 
 
 single_edit("identity.grad-steals-held-buffer", "reference.autograd.accumulate:can_take_over",
-            "if sys.getrefcount(grad) > held + 2 or getattr(grad, \"base\", True) is not None:",
+            "if references > 1 or getattr(grad, \"base\", True) is not None:",
             "if getattr(grad, \"base\", True) is not None:",
             models="an engine that always makes the incoming gradient the leaf's .grad, without asking "
                    "whether anything else (a hook, the user) still holds it",
