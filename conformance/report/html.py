@@ -99,6 +99,7 @@ def context(data: Combined) -> dict[str, Any]:
             tests.append({"name": test_name(t.nodeid), "outcome": t.outcome,
                           "actual": t.actual, "message": t.message or "",
                           "blocked_by": t.blocked_by, "missing_feature": t.missing_feature,
+                          "not_checked": list(t.not_checked or []),
                           "duration": t.duration, "observed": t.observed,
                           "chain": t.chain,
                           "chain_svg": chain_svg(t.chain) if t.chain else None})
@@ -115,6 +116,7 @@ def context(data: Combined) -> dict[str, Any]:
           "column_order": [c["label"] for c in columns],
           "details": _pack(details),
           "styles": {k: list(v) for k, v in aggregate.STYLE.items()}}
+    judged = [_judged(run) for run in data.runs]
     causes = []
     issues = []  # per run, an upstream-ready report per cause that has a witness script
     for run in data.runs:
@@ -144,6 +146,7 @@ def context(data: Combined) -> dict[str, Any]:
     return {"columns": columns, "suites": suites, "rules_by_suite": rules_by_suite,
             "cells": table, "declared": declared, "counts": counts, "totals": totals, "bars": bars,
             "only_one": aggregate.only_one(data, table), "causes": causes, "issues": issues,
+            "judged": judged,
             "column_of": {c["label"]: c for c in columns},
             "versions": aggregate.version_changes(data, table),
             "modes": aggregate.mode_changes(data, table),
@@ -153,6 +156,28 @@ def context(data: Combined) -> dict[str, Any]:
             "style_of": lambda o: aggregate.STYLE.get(o, aggregate.STYLE["ERROR"]),
             "generated": data.generated, "schema_version": data.version,
             "catalogue_size": len(data.catalogue), "data_json": _json_for_script(js)}
+
+
+#: framework outcomes that do not judge a test's subject: the test never reached its verdict
+NOT_JUDGED = ("UNSUPPORTED", "BLOCKED", "ERROR", "CRASH", "TIMEOUT")
+
+
+def _judged(run) -> dict[str, Any]:
+    """How much of a run judged what its tests are about (issue 33): the tests that reached a
+    verdict on their subject (the framework's outcome PASS, OBSERVED, DIVERGES or LEAK, as
+    expected or not), the UNSUPPORTED ones by the feature their record names, and the side
+    observations skipped for a missing feature ("not checked: F") by feature."""
+    from collections import Counter
+
+    verdicts = sum(1 for t in run.tests if (t.actual_outcome or "ERROR") not in NOT_JUDGED)
+    missing = Counter(t.missing_feature or "(no feature recorded)" for t in run.tests
+                      if t.actual_outcome == "UNSUPPORTED")
+    skipped = Counter(note.split(":", 1)[0].strip() for t in run.tests
+                      for note in (t.not_checked or []))
+    partial = sum(1 for t in run.tests if t.not_checked)
+    return {"label": run.label, "title": run.title, "status": run.status, "tests": len(run.tests),
+            "judged": verdicts, "unsupported": missing.most_common(),
+            "not_checked": skipped.most_common(), "partial": partial}
 
 
 def _script_name(adapter_spec: str) -> str | None:

@@ -329,3 +329,25 @@ def test_parse_result_reads_the_last_result_line():
     assert repro.parse_result("RESULT: DIVERGES: id(a.grad) took 2\n") == \
         ("DIVERGES", "id(a.grad) took 2")
     assert repro.parse_result("nothing") is None
+
+
+def test_the_page_says_per_run_what_its_tests_judged(tmp_path):
+    """issue 33: per column, how many tests judged their subject, each UNSUPPORTED test's
+    recorded feature, and the side observations skipped ("not checked: F")."""
+    d = tmp_path / "results"
+    d.mkdir()
+    write_run(d / "myfw.jsonl", "myfw", "1.0", [
+        (RULE, "test_a", "PASS", "PASS", ""), (RULE, "test_b", "XFAIL", "DIVERGES", "m"),
+        (OTHER, "test_c", "UNSUPPORTED", "UNSUPPORTED", "no nodes"),
+        (OTHER, "test_d", "CRASH", "CRASH", "died"), (OTHER, "test_e", "PASS", "PASS", "")])
+    lines = [json.loads(x) for x in (d / "myfw.jsonl").read_text().splitlines()]
+    lines[3]["missing_feature"] = "graph_nodes"
+    lines[5]["not_checked"] = ["graph_nodes: the base's grad_fn changes"]
+    (d / "myfw.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    _, page = build(d, tmp_path / "out")
+    text = page.read_text(encoding="utf-8")
+    row = text[text.index('<tr data-label="myfw"><td>myfw 1.0'):]
+    row = row[:row.index("</tr>")]
+    assert '<td class="judged-count">3 of 5</td>' in row  # PASS, DIVERGES (expected), PASS
+    assert "<code>graph_nodes</code> (1)</td>" in row
+    assert "1 test: <code>graph_nodes</code> (1)" in row
