@@ -198,8 +198,11 @@ methods are `inplace_methods`; `retain_grad` is `retain_grad`; a differentiable 
 tensor hooks `tensor_hooks`. `retain_graph`, `fw.autograd.grad`, backward from several roots
 (`fw.autograd.backward([a, b])`), a `.grad` read that raises, and slices that are copies have
 no feature of their own: they are the engine behaviour the rules judge, so a framework that
-lacks or differs in them gets DIVERGES (or ERROR naming what failed), not UNSUPPORTED. A name
-the registry does not know stops the run with one line naming the nearest known one.
+lacks or differs in them gets DIVERGES (or ERROR naming what failed), not UNSUPPORTED.
+Multi-grad hooks have no registry name either: the hooks suite looks for
+`fw.autograd.graph.register_multi_grad_hook` itself, and a framework without it gets
+UNSUPPORTED naming that name, with nothing to declare. A name the registry does not know
+stops the run with one line naming the nearest known one.
 
 **Before the first run**: `python -m conformance.feature_claims --adapter myfw` checks the
 adapter's `unsupported` table against the framework (a declared-missing feature whose names the
