@@ -48,7 +48,7 @@ def _step(words: str) -> list[str]:
     return found[0]
 
 
-def test_the_quick_start_is_the_four_steps_this_test_runs():
+def test_the_quick_start_is_the_steps_this_module_runs():
     """venv, build, install, run keeping results, report: a change to the README's block is
     a change to what this module runs (the test reads the commands from it)."""
     assert [cmd[:2] for cmd in quick_start()] == [
