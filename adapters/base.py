@@ -153,6 +153,11 @@ class Adapter:
     # differential tester and .ci/; nothing outside adapters/ names a framework) ------------
     #: the name user code imports (``import torch``)
     module: str = ""
+    #: whether ``fw`` is that module itself (torch, the reference), so that a reproduction
+    #: script may call it by the framework's name; False where ``fw`` is this adapter's
+    #: translation over the framework (a namespace, compiled ops): a script then says it runs
+    #: through the adapter, and only a witness is the framework's own code
+    fw_is_module: bool = False
     #: the runs ``nox -s report`` makes (:class:`Run`: label, version, python, install,
     #: required, pytest_args); read them through :func:`runs_of`
     runs: tuple[Run, ...] = ()

@@ -7,6 +7,7 @@ class ReferenceAdapter(Adapter):
     install_hint = "pip install -e .  (the reference ships with this repository)"
     devices = ("cpu", "cuda")
     module = "reference"
+    fw_is_module = True  # fw is the module itself
     runs = (Run(label="reference", version=None, python="3.11"),)
 
     def _import(self):

@@ -22,6 +22,7 @@ class TorchAdapter(Adapter):
     install_hint = "pip install torch==2.13.0"
     devices = ("cpu", "cuda")   # examples only: check_device takes any device torch accepts
     module = "torch"
+    fw_is_module = True  # fw is the module itself
     runs = (
         Run(label="torch", version="2.13.0", install=("torch==2.13.0",), python="3.11"),
         Run(label=f"torch-{NEWEST}", version=NEWEST, install=(f"torch=={NEWEST}",), python="3.11"),

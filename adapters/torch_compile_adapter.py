@@ -84,6 +84,7 @@ class TorchCompileAdapter(TorchAdapter):
     """``torch.compile(backend="aot_eager")`` around the suites' computation."""
 
     name = "torch-compile"
+    fw_is_module = False  # fw compiles the suites' computation: not plain torch
     runs = _runs("torch-compile", versions=TRIAGED)
     releases = ()          # the history records eager evidence; compiled history: not yet
     #: the torch.compile backend of the forward regions (None: the forward stays eager)

@@ -60,6 +60,16 @@ def needs_checkout(what: str) -> str:
             f"run it in a clone of the repository")
 
 
+def regenerate_advice() -> str:
+    """The command that (re)makes the report's inputs, as this installation can run it: the
+    checkout's ``nox -s report``, or for an installed wheel (which has no noxfile) a run that
+    keeps its results, then the report."""
+    if checkout_root() is not None:
+        return "nox -s report"
+    return ("pytest --adapter=NAME --results=reports/results/NAME.jsonl, then "
+            "python -m conformance.report")
+
+
 def reports_dir() -> Path:
     """Where outputs go by default: ``<checkout>/reports``, or ``./reports`` when installed."""
     return (checkout_root() or Path.cwd()) / "reports"

@@ -628,7 +628,11 @@ class Controller:
         self.witness_records: list[WitnessRecord] = []
         self._deferred: tuple | None = None  # start_witnesses' arguments, for the run's end
         self.earlier_failed = False  # a test of the resumed run failed it
+        #: every test record of the run (the resumed run's too): its root causes, ranked as
+        #: the page ranks them, end the terminal summary
+        self.records: list[TestRecord] = []
         if h.resumed is not None:
+            self.records.extend(h.resumed.tests)
             for record in h.resumed.tests:
                 h.tally.add(record)
                 self.earlier_failed = self.earlier_failed or _fails(record)
@@ -811,6 +815,7 @@ class Controller:
         record = self.h.records.add(report)
         if record is not None:
             self.h.tally.add(record)
+            self.records.append(record)
             if self.h.results is not None:
                 try:
                     self.h.results.write(record)
@@ -843,8 +848,36 @@ class Controller:
             terminalreporter.write_line(line)
         for line in h.declarations:
             terminalreporter.write_line(line)
+        for line in self.top_causes():
+            terminalreporter.write_line(line)
         if self.results_path is not None:
-            terminalreporter.write_line(f"results: {self.results_path}")
+            from conformance.outputs import reports_dir
+
+            where = Path(self.results_path).resolve().parent
+            option = "" if where == (reports_dir() / "results").resolve() \
+                else f" --results-dir {where}"
+            terminalreporter.write_line(f"results: {self.results_path}; the page: python -m "
+                                        f"conformance.report{option}")
+        elif self.private_results and not terminalreporter.config.getoption("collectonly"):
+            terminalreporter.write_line(
+                f"results not kept: add --results=reports/results/{h.adapter.name}.jsonl, "
+                f"then python -m conformance.report writes the page")
+
+    def top_causes(self) -> list[str]:
+        """The run's top root causes, ranked as the page ranks them (conformance/summary.py)."""
+        h = self.h
+        if not self.records or h.catalogue is None:
+            return []
+        from conformance.report.rootcause import root_causes
+        from conformance.results.combined import Column, catalogue_entries
+
+        column = Column(label=h.adapter.name, framework=getattr(h.adapter, "module", None)
+                        or h.adapter.name, status="complete", detail="",
+                        header=dataclasses.replace(h.run, unsupported=dict(
+                            getattr(h.adapter, "unsupported", None) or {}) or None),
+                        end=None, tests=self.records, witnesses=self.witness_records)
+        causes = root_causes(column, catalogue_entries(h.catalogue))
+        return summary.top_causes(causes, self.config.getoption("adapter"))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):

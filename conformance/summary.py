@@ -35,3 +35,43 @@ def render(tally: Tally, title: str) -> list[str]:
         for message, count in tally.unsupported.most_common():
             lines.append(f"  {count:>4} x {message}")
     return lines
+
+
+def top_causes(causes, adapter_spec: str, limit: int = 3) -> list[str]:
+    """The page's first screen in a few lines: the run's top root causes that break rules
+    (``causes``: ranked, :func:`conformance.report.rootcause.root_causes`), each with the rules
+    it breaks and blocks and the command that prints its upstream-ready report (witness script,
+    its output, the rule's words); then how many more there are and how many causes are only a
+    missing feature."""
+    breaking = [c for c in causes if c.kind == "breaks"]
+    missing = [c for c in causes if c.kind != "breaks"]
+    if not causes:
+        return []
+    lines = [f"top root causes ({len(breaking)} break rules"
+             + (f", {len(missing)} only a missing feature" if missing else "")
+             + "; the page lists them all):"]
+    for cause in breaking[:limit]:
+        rules = ", ".join(cause.rules[:3]) + (f" +{len(cause.rules) - 3}" if len(cause.rules) > 3 else "")
+        blocks = f"; blocks {len(cause.blocks)}" if cause.blocks else ""
+        lines.append(f"  {cause.rank}. {cause.id}: {_short(cause.summary)}")
+        lines.append(f"     breaks {len(cause.rules)} rule{'s' if len(cause.rules) != 1 else ''} "
+                     f"({rules}){blocks}")
+        witness = cause.witness
+        if witness is not None and witness.status not in (None, "no witness"):
+            state = "fixed? " if witness.fixed else f"{witness.status}; "
+            lines.append(f"     witness {state}report: python -m conformance.witness "
+                         f"--adapter {adapter_spec} --issue {cause.id}")
+        elif cause.source == "expectation":
+            lines.append(f"     no witness yet: python -m conformance.witness --adapter "
+                         f"{adapter_spec} --issue {cause.id} shows the rule and a test")
+        else:
+            first = cause.tests[0] if cause.tests else ""
+            lines.append(f"     no expectation names it (a cluster of messages); first test: {first}")
+    if len(breaking) > limit:
+        lines.append(f"  ... {len(breaking) - limit} more that break rules")
+    return lines
+
+
+def _short(text: str, width: int = 110) -> str:
+    line = " ".join((text or "").split())
+    return line if len(line) <= width else line[:width - 1] + "…"

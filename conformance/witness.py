@@ -11,12 +11,19 @@ the framework) changed, and the expectations entry is wrong until someone looks.
 Usage::
 
     python -m conformance.witness --adapter paddle          # the adapter's own expectations
+    python -m conformance.witness --adapter paddle --issue CAUSE   # a paste-ready bug report
     python -m conformance.witness --adapter torch --file adapters/expectations/paddle.toml \\
         --expect-clean                                       # every witness exits 0 here
 
 One line per root cause: ``reproduces``, ``does not reproduce (fixed?)``, ``error: ...`` or
 ``no witness``. Exit 1 when a witness of a root cause that breaks rules does not reproduce or
 errs (with ``--expect-clean``: when any witness does not exit 0); 4 on bad input.
+
+``--issue CAUSE`` prints instead one cause's upstream-ready report (conformance/upstream.py):
+the witness in the framework's own spelling, what it prints on the framework and on torch (the
+reference engine where the framework is torch or torch is not installed), the rules' statements
+and rationales, the versions. Exit 0 when the witness reproduces the cause, 1 when it does not
+(or the cause has no witness), 4 for a cause the expectations file does not name.
 
 A conformance run records the same per root cause (:class:`Background`, started by the plugin:
 the witnesses of the causes whose entries apply to the run's framework version run beside the
@@ -292,6 +299,10 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--file", type=Path, help="an expectations file (default: the adapter's own)")
     parser.add_argument("--expect-clean", action="store_true",
                         help="every witness must exit 0 (a framework that follows the rules)")
+    parser.add_argument("--issue", metavar="CAUSE",
+                        help="print the upstream-ready bug report of root cause CAUSE (its "
+                             "slug): the witness in the framework's spelling, its output there "
+                             "and on torch or the reference, the rules' words, the versions")
     parser.add_argument("--timeout", type=cli.positive_float, default=600,
                         help="seconds per witness (a limit on hangs: times this machine's "
                         "time-limit scale, conformance/time_scale.py)")
@@ -314,8 +325,14 @@ def main(argv: Iterable[str] | None = None) -> int:
         # the adapter's own file: only the causes whose entries apply to the installed version
         # (another file, run for --expect-clean on a clean framework, is judged whole)
         found = causes(Path(path), None if args.file else adapter.framework_version())
+        if args.issue is not None:
+            chosen = _chosen(args.issue, found, Path(path))
     except (ValueError, FileError, isolation.ProbeFailed) as exc:
         return parser.fail(exc)
+    if args.issue is not None:
+        text, reproduced = issue_report(adapter, chosen, args.timeout)
+        print(text, end="")
+        return 0 if reproduced else 1
     failed = 0
     for cause in found:
         if not cause.witness:
@@ -328,6 +345,64 @@ def main(argv: Iterable[str] | None = None) -> int:
         elif cause.kind == "breaks":
             failed += result.status != "reproduces"
     return 1 if failed else 0
+
+
+def _chosen(slug: str, found: list[Cause], path: Path) -> Cause:
+    """The cause ``slug`` of the expectations file (from any entry when none that applies to
+    the installed version names it); ValueError naming the causes there is."""
+    for cause in found:
+        if cause.slug == slug:
+            return cause
+    every = causes(path)
+    for cause in every:
+        if cause.slug == slug:
+            return cause
+    known = ", ".join(c.slug for c in every if not c.slug.startswith("rule:"))
+    raise ValueError(f"--issue {slug}: no root cause of that name in {path} (its causes: "
+                     f"{known or 'none'})")
+
+
+def _comparison(adapter) -> tuple[str, str, str]:
+    """(engine words, preamble, module) of the engine a report compares with: torch where it
+    is installed and the framework is not torch itself, else the reference engine."""
+    import importlib.util
+    from importlib import metadata
+
+    if adapter.module != "torch" and importlib.util.find_spec("torch") is not None:
+        try:
+            version = metadata.version("torch")
+        except metadata.PackageNotFoundError:
+            version = ""
+        return f"torch {version}".strip(), "import torch\n", "torch"
+    return ("the reference engine (autograd-conformance's executable specification)",
+            "import reference\n", "reference")
+
+
+def issue_report(adapter, cause: Cause, timeout: float) -> tuple[str, bool]:
+    """The upstream-ready report of ``cause`` on ``adapter``'s framework, its witness run on
+    the framework and on the comparison engine now; and whether the witness reproduced."""
+    from conformance import upstream
+    from conformance.model.catalogue import load_catalogue
+
+    catalogue = load_catalogue(Path(__file__).resolve().parent / "catalogue")
+    ordered = cause.home + [r for r in cause.rules if r not in cause.home]
+    rules = [upstream.RuleText(r.id, r.level, r.statement, r.rationale)
+             for r in (catalogue.rules.get(rid) for rid in ordered) if r is not None]
+    version = adapter.framework_version()
+    module = adapter.module or adapter.name
+    observed = compared = None
+    script = ""
+    if cause.witness:
+        script = upstream.standalone(adapter.preamble(), module, cause.witness)
+        result = run_script(script, timeout)
+        observed = upstream.Observed(f"{module} {version}", result.status, trimmed(result.output))
+        engine, preamble, other = _comparison(adapter)
+        again = run_script(upstream.standalone(preamble, other, cause.witness), timeout)
+        compared = upstream.Observed(engine, again.status, trimmed(again.output))
+    text = upstream.report(framework=module, version=version, slug=cause.slug,
+                           summary=cause.statement, rules=rules, script=script,
+                           observed=observed, compared=compared)
+    return text, observed is not None and observed.status == "reproduces"
 
 
 if __name__ == "__main__":

@@ -6,19 +6,17 @@ it reports that release's differences instead. --record needs torch 2.13.
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
-from conformance import cli
+from conformance import cli, tomlfile
 from conformance import evidence as ev
 from conformance.outputs import needs_checkout, write_text
 
 
-def _toml_string(text: str) -> str:
-    if "'''" not in text and all(ch == "\n" or ch == "\t" or ch >= " " for ch in text):
-        return "'''\n" + text.strip("\n") + "\n'''"
-    return json.dumps(text, ensure_ascii=False)
+def _block(text: str) -> str:
+    """A snippet or an output: verbatim between ''' where it can be (conformance.tomlfile)."""
+    return tomlfile.string(text.strip("\n") + "\n", multiline=True)
 
 
 def write(path: Path, entries: list[ev.Evidence]) -> None:
@@ -30,10 +28,10 @@ def write(path: Path, entries: list[ev.Evidence]) -> None:
         header.append(line)
     parts = ["\n".join(header)] if header else []
     for e in entries:
-        lines = ["[[evidence]]", f"rule = {json.dumps(e.rule)}", f"snippet = {_toml_string(e.snippet)}",
-                 f"output = {_toml_string(e.output)}"]
+        lines = ["[[evidence]]", f"rule = {tomlfile.string(e.rule)}",
+                 f"snippet = {_block(e.snippet)}", f"output = {_block(e.output)}"]
         if e.notes:
-            lines.append(f"notes = {json.dumps(e.notes, ensure_ascii=False)}")
+            lines.append(f"notes = {tomlfile.string(e.notes)}")
         parts.append("\n".join(lines))
     write_text(path, "\n\n".join(parts) + "\n")  # whole or not at all
 

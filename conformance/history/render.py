@@ -190,6 +190,8 @@ CSS = """
 .h-same{background:#dfd;text-align:center} .h-differs{background:#fdd;text-align:center}
 .h-absent{background:#eee;color:#888;text-align:center} .h-unrecorded{color:#8a5a00} table.history td{vertical-align:top;border:1px solid #ddd}
 table.history pre{margin:.2rem 0;white-space:pre-wrap;max-width:28rem}
+div.strip{max-width:100%;overflow-x:auto} table.strip{table-layout:fixed;width:100%;font-size:.75rem}
+table.strip th,table.strip td{padding:.1rem .15rem;overflow-wrap:anywhere;text-align:center}
 """
 SYMBOL = {"same": "=", "differs": "≠", "absent": "–"}
 
@@ -233,13 +235,14 @@ def spec_fragment(rule: str, found: dict[str, dict[str, list[Observation]]],
                     + ("the API was absent" if before.status == "absent" else "it printed:"))
         body = html.escape(head)
         if before is not None and before.status != "absent":
-            body += _pre(before.output)
+            body += f"<details><summary>{html.escape(before.version)}'s output</summary>{_pre(before.output)}</details>"
         cells = "".join(
             f'<td class="h-{o.status}" title="{html.escape(o.output.strip()[:300])}">'
             f"{SYMBOL[o.status]}{'*' if o.stale else ''}</td>" for o in observations)
         heads = "".join(f"<th>{html.escape(o.version)}</th>" for o in observations)
         stale = any(o.stale for o in observations)
-        body += (f'<table class="status"><tr>{heads}</tr><tr>{cells}</tr></table>'
+        body += (f'<div class="strip"><table class="status strip"><tr>{heads}</tr><tr>{cells}</tr>'
+                 f'</table></div>'
                  f'<span class="muted">= today\'s output, ≠ other output, – API absent'
                  + ("; * stale: the snippet was edited after this release was recorded "
                     "(<code>nox -s history</code> re-runs it)" if stale else "") + "</span>")

@@ -4,15 +4,20 @@
 (:func:`conformance.outputs.reports_dir`): an installed package never writes into itself.
 
 ``python -m conformance.report [--results-dir DIR] [--out DIR] [--column LABEL=FRAMEWORK[:VERSION]]
-[--exclude LABEL]``
+[--exclude LABEL] [--builtin-columns]``
 
-Columns: the runs the built-in adapters declare (adapters/*.py `runs`), then every other
-results file ``<label>.jsonl`` in the results directory (framework and version from its
-header; an interrupted one shows as interrupted), minus ``--exclude``; ``--column`` adds a
-column or relabels one. A default column whose results file is absent gets a placeholder:
+Columns: the runs it is given: every results file ``<label>.jsonl`` in the results directory
+(the built-in adapters' runs first, in their declared order, then the others; framework and
+version from the header; an interrupted one shows as interrupted), minus ``--exclude``;
+``--column`` adds a column or relabels one. A third party's report shows its own runs only.
+``--builtin-columns`` (``nox -s report``) makes every run the built-in adapters declare
+(adapters/*.py ``runs``) a column: one whose results file is absent gets a placeholder,
 ``not-installed`` when ``<label>.status.json`` says the framework could not be installed, else
-``missing``; no framework ever silently disappears from the page, and a results file that
-cannot be read is refused (one line naming its line and field; ``--exclude`` it to go on).
+``missing``, so that no framework of the project's report silently disappears from its page.
+A results file that cannot be read is refused (one line naming its line and field;
+``--exclude`` it to go on).
+
+Beside the page it writes ``spec.html`` (``conformance.spec``), which the page links.
 
 Each run's root causes carry what their witnesses did in it (``witness`` lines of the results
 file); a run with a witness that no longer reproduces its cause ("fixed?") is named in the
@@ -31,7 +36,7 @@ import tempfile
 from pathlib import Path
 
 from conformance import cli
-from conformance.outputs import OutputError, Outputs, reports_dir
+from conformance.outputs import OutputError, Outputs, regenerate_advice, reports_dir
 from conformance.results import (ResultsSchemaError, combined, findings as _findings,
                                  first_wrong, first_wrong_item, read_run)
 from conformance.results import json_text
@@ -72,7 +77,7 @@ def collect_runs(results_dir: Path, columns: dict[str, tuple[str, str | None]]
             runs.append(combined.placeholder(
                 label, framework, version, MISSING,
                 (status.detail if status else "")
-                or f"no results file {lines.name}; run nox -s report"))
+                or f"no results file {lines.name}; {regenerate_advice()}"))
     return runs
 
 
@@ -84,17 +89,21 @@ def results_files(results_dir: Path) -> list[tuple[str, Path]]:
             if not _findings.is_explore(path)]
 
 
-def discover_columns(results_dir: Path, extra=None, exclude=()) -> dict:
-    """The default columns, then every other conformance results file in ``results_dir``
-    (complete or interrupted; differential findings are not columns), then ``extra``
-    (``--column``: adds, or relabels a column already there), minus ``exclude``. A results
-    file that cannot be read is refused (ResultsSchemaError naming it), never left out
-    silently; ``--exclude`` its label to go on without it."""
+def discover_columns(results_dir: Path, extra=None, exclude=(), builtin: bool = False) -> dict:
+    """The built-in runs that have a results (or status) file, in their declared order (with
+    ``builtin``: all of them, absent ones as placeholders), then every other conformance
+    results file in ``results_dir`` (complete or interrupted; differential findings are not
+    columns), then ``extra`` (``--column``: adds, or relabels a column already there), minus
+    ``exclude``. A results file that cannot be read is refused (ResultsSchemaError naming it),
+    never left out silently; ``--exclude`` its label to go on without it."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
-        raise ResultsSchemaError(f"--results-dir {results_dir}: no such directory; run "
-                                 f"nox -s report, or name the directory of your --results files")
-    columns = dict(DEFAULT_COLUMNS)
+        raise ResultsSchemaError(f"--results-dir {results_dir}: no such directory; name the "
+                                 f"directory of your --results files (or run "
+                                 f"{regenerate_advice()})")
+    columns = {label: spec for label, spec in DEFAULT_COLUMNS.items()
+               if builtin or os.path.lexists(results_dir / f"{label}{SUFFIX}")
+               or read_status(results_dir, label) is not None}
     skip = set(exclude) | set(extra or {})
     for label, path in results_files(results_dir):
         if label in columns or label in skip:
@@ -112,10 +121,12 @@ def discover_columns(results_dir: Path, extra=None, exclude=()) -> dict:
     return {k: v for k, v in columns.items() if k not in set(exclude)}
 
 
-def build(results_dir: Path, out_dir: Path, columns=None, catalogue_dir: Path | None = None):
-    """Write results.json, junit/ and index.html into ``out_dir``: all rendered in memory,
-    then replaced together (OutputError, ResultsSchemaError: nothing was replaced)."""
-    columns = columns or discover_columns(results_dir)
+def build(results_dir: Path, out_dir: Path, columns=None, catalogue_dir: Path | None = None,
+          builtin: bool = False):
+    """Write results.json, junit/, index.html and spec.html into ``out_dir``: all rendered in
+    memory, then replaced together (OutputError, ResultsSchemaError: nothing was replaced).
+    ``builtin``: every built-in run is a column (:func:`discover_columns`)."""
+    columns = columns or discover_columns(results_dir, builtin=builtin)
     catalogue = load_catalogue(catalogue_dir or ROOT / "conformance" / "catalogue")
     runs = collect_runs(results_dir, columns)
     entries = combined.catalogue_entries(catalogue)
@@ -131,11 +142,19 @@ def build(results_dir: Path, out_dir: Path, columns=None, catalogue_dir: Path | 
     outputs.add(out_dir / "results.json", data.dumps())
     junit.add_all(data, out_dir / "junit", outputs)
     page = outputs.add(out_dir / "index.html", html.render(data))
+    outputs.add(out_dir / "spec.html", _spec_page(out_dir, data))  # the page links it
     with _one_report_at_a_time(out_dir):
         for stale in sorted((out_dir / "junit").glob("*.xml")):  # runs no longer in the report
             outputs.remove(stale)
         outputs.commit()
     return data, page
+
+
+def _spec_page(out_dir: Path, data) -> str:
+    """spec.html beside the page, its statuses from this report's runs."""
+    from conformance import spec
+
+    return spec.render(out_dir / "spec.html", data=data)
 
 
 def _one_report_at_a_time(out_dir: Path):
@@ -293,11 +312,15 @@ def main(argv=None) -> int:
                              f"(default: {reports})")
     parser.add_argument("--column", action="append", type=_column, default=[],
                         help="LABEL=FRAMEWORK[:VERSION]: add the column of LABEL.jsonl, or "
-                             "relabel it (repeat). Default columns: the runs the built-in "
-                             "adapters declare (" + ", ".join(DEFAULT_COLUMNS) + ") and every "
-                             "other complete results file in the results directory")
+                             "relabel it (repeat). Default columns: every results file in the "
+                             "results directory, the built-in adapters' runs (" +
+                             ", ".join(DEFAULT_COLUMNS) + ") first")
     parser.add_argument("--exclude", action="append", default=[], metavar="LABEL",
                         help="leave the column LABEL out (repeat)")
+    parser.add_argument("--builtin-columns", action="store_true",
+                        help="make every run the built-in adapters declare a column, one "
+                             "without results as 'missing' (nox -s report); without it the "
+                             "page shows the runs in the results directory only")
     args = parser.parse_args(argv)
     try:
         known = _labels(args.results_dir, dict(args.column))
@@ -305,7 +328,12 @@ def main(argv=None) -> int:
         if unknown and args.results_dir.is_dir():
             parser.error(f"--exclude {unknown[0]}: no such column (the columns: "
                          f"{', '.join(known)})")
-        columns = discover_columns(args.results_dir, dict(args.column), args.exclude)
+        columns = discover_columns(args.results_dir, dict(args.column), args.exclude,
+                                   builtin=args.builtin_columns)
+        if not columns:
+            raise ResultsSchemaError(f"--results-dir {args.results_dir}: no results files "
+                                     f"(<label>.jsonl) in it; run "
+                                     f"{regenerate_advice()}")
         data, page = build(args.results_dir, args.out, columns)
     except (ResultsSchemaError, OutputError) as exc:
         return cli.usage_error(parser.prog, exc)  # bad input: one line, exit 4
@@ -319,4 +347,5 @@ def main(argv=None) -> int:
     print(f"junit:   {(args.out / 'junit').resolve()}/")
     print(f"report:  {page.resolve()}")
     print(f"         file://{page.resolve()}")
+    print(f"spec:    {(args.out / 'spec.html').resolve()}")
     return 0

@@ -23,6 +23,7 @@ from typing import Any
 
 import jinja2
 
+from conformance import upstream
 from conformance.outputs import write_text
 from conformance.report import aggregate, rootcause
 from conformance.repro import cells as repro_cells
@@ -98,6 +99,7 @@ def context(data: Combined) -> dict[str, Any]:
             tests.append({"name": test_name(t.nodeid), "outcome": t.outcome,
                           "actual": t.actual, "message": t.message or "",
                           "blocked_by": t.blocked_by, "missing_feature": t.missing_feature,
+                          "not_checked": list(t.not_checked or []),
                           "duration": t.duration, "observed": t.observed,
                           "chain": t.chain,
                           "chain_svg": chain_svg(t.chain) if t.chain else None})
@@ -106,8 +108,7 @@ def context(data: Combined) -> dict[str, Any]:
                                                "expectation": cell.expectation,
                                                "declared": declared.get((rid, label))}
     chunks, script_refs, modules = _share_paragraphs(
-        scripts, {r.label: repro.framework_of(repro.RunInfo.of(r).adapter_spec)[0]
-                  for r in data.runs})
+        scripts, {r.label: _script_name(repro.RunInfo.of(r).adapter_spec) for r in data.runs})
     details = {"cells": js_cells, "chunks": chunks, "scripts": script_refs, "modules": modules,
                "script_errors": script_errors, "rules": {e.id: e.to_json() for e in data.catalogue}}
     js = {"schema": SCHEMA, "version": data.version,
@@ -115,7 +116,15 @@ def context(data: Combined) -> dict[str, Any]:
           "column_order": [c["label"] for c in columns],
           "details": _pack(details),
           "styles": {k: list(v) for k, v in aggregate.STYLE.items()}}
+    judged = [_judged(run) for run in data.runs]
     causes = []
+    issues = []  # per run, an upstream-ready report per cause that has a witness script
+    for run in data.runs:
+        reports = [{"id": c.id, "summary": c.summary, "text": text}
+                   for c in run.root_causes if c.kind == "breaks"
+                   and (text := upstream.page_report(run, c, data.catalogue))]
+        if reports:
+            issues.append({"label": run.label, "title": run.title, "reports": reports})
     for run in data.runs:
         unranked = rootcause.unranked_witnesses(run)  # their witness records
         if run.root_causes or unranked:
@@ -136,7 +145,9 @@ def context(data: Combined) -> dict[str, Any]:
     bars = {key: aggregate.bar_svg(k["actual"]) for key, k in counts.items()}
     return {"columns": columns, "suites": suites, "rules_by_suite": rules_by_suite,
             "cells": table, "declared": declared, "counts": counts, "totals": totals, "bars": bars,
-            "only_one": aggregate.only_one(data, table), "causes": causes,
+            "only_one": aggregate.only_one(data, table), "causes": causes, "issues": issues,
+            "judged": judged,
+            "column_of": {c["label"]: c for c in columns},
             "versions": aggregate.version_changes(data, table),
             "modes": aggregate.mode_changes(data, table),
             "mixed": aggregate.mixed, "bar_colours": aggregate.BAR_COLOURS, "mutants": data.mutants,
@@ -145,6 +156,36 @@ def context(data: Combined) -> dict[str, Any]:
             "style_of": lambda o: aggregate.STYLE.get(o, aggregate.STYLE["ERROR"]),
             "generated": data.generated, "schema_version": data.version,
             "catalogue_size": len(data.catalogue), "data_json": _json_for_script(js)}
+
+
+#: framework outcomes that do not judge a test's subject: the test never reached its verdict
+NOT_JUDGED = ("UNSUPPORTED", "BLOCKED", "ERROR", "CRASH", "TIMEOUT")
+
+
+def _judged(run) -> dict[str, Any]:
+    """How much of a run judged what its tests are about (issue 33): the tests that reached a
+    verdict on their subject (the framework's outcome PASS, OBSERVED, DIVERGES or LEAK, as
+    expected or not), the UNSUPPORTED ones by the feature their record names, and the side
+    observations skipped for a missing feature ("not checked: F") by feature."""
+    from collections import Counter
+
+    verdicts = sum(1 for t in run.tests if (t.actual_outcome or "ERROR") not in NOT_JUDGED)
+    missing = Counter(t.missing_feature or "(no feature recorded)" for t in run.tests
+                      if t.actual_outcome == "UNSUPPORTED")
+    skipped = Counter(note.split(":", 1)[0].strip() for t in run.tests
+                      for note in (t.not_checked or []))
+    partial = sum(1 for t in run.tests if t.not_checked)
+    return {"label": run.label, "title": run.title, "status": run.status, "tests": len(run.tests),
+            "judged": verdicts, "unsupported": missing.most_common(),
+            "not_checked": skipped.most_common(), "partial": partial}
+
+
+def _script_name(adapter_spec: str) -> str | None:
+    """The name a run's scripts call the framework by: its module where the adapter's ``fw``
+    is that module, else ``fw`` (scripts through the adapter: conformance/repro/derive.py)."""
+    if repro.through_adapter(adapter_spec):
+        return "fw"
+    return repro.framework_of(adapter_spec)[0]
 
 
 #: Stands for a script's framework module name in the shared paragraphs (never in a script).

@@ -8,8 +8,11 @@ the working tree when its digest matches, else ``git show <revision>:<path>``):
 * the test functions of the rule (which :mod:`conformance.model.suite_index` finds), without their
   ``@rule`` / ``@pytest.mark.parametrize`` decorators, the suite's autouse fixtures and every
   module-level definition of the suite module they use, transitively, copied verbatim;
-  ``fw`` becomes the framework's own name (``torch``, ``oneflow``) where the adapter names
-  one, so the tests read like user code;
+  ``fw`` becomes the framework's own name (``torch``, ``reference``) where the adapter's
+  ``fw`` is that module itself (``Adapter.fw_is_module``), so the tests read like user code;
+  elsewhere (Paddle, OneFlow, tinygrad, torch.compile, third-party adapters) it stays ``fw``
+  and the script's header says plainly that it runs through the adapter, and that the root
+  cause's witness is the code that imports the framework alone;
 * everything else they use from the project is imported from the installed harness, never
   copied: ``conformance.api`` (``raises``, ``prerequisite``...), ``conformance.liveness``, the
   suites' helper modules (``conformance.suites._helpers`` or any new one) and
@@ -455,6 +458,20 @@ def framework_of(adapter_spec: str) -> tuple[str | None, str]:
     return module, cls().preamble()
 
 
+@functools.lru_cache(maxsize=32)
+def through_adapter(adapter_spec: str) -> bool:
+    """Whether a script for ``adapter_spec`` calls the framework through the adapter's ``fw``
+    (a translation: a namespace over the framework, compiled ops) rather than the framework's
+    module itself. True for any adapter that is not built in: its ``fw`` is unknown until it
+    is loaded, and rendering loads nothing a results file names."""
+    from adapters.base import builtin_adapter_classes
+
+    for name, cls in builtin_adapter_classes().items():
+        if adapter_spec in (name, f"{cls.__module__}:{cls.__qualname__}"):
+            return not getattr(cls, "fw_is_module", False)
+    return True
+
+
 # -- the public entry points ------------------------------------------------------------------
 def template_path(rule_id: str) -> Path:
     return TEMPLATES_DIR / f"{rule_id}.py"
@@ -474,9 +491,19 @@ def header(rule_id: str, level: str, statement: str, run: RunInfo, tree: Tree | 
     return (f"# Reproduces conformance rule {rule_id} [{level}]:\n{text}\n\n"
             f"# Run: {what} on {run.device}" + (f" (report column {run.label!r})" if run.label else "")
             + f", with the tests of\n# {suites}.\n"
+            + (_through_note(run) if through_adapter(run.adapter_spec) else "") +
             f"# Run it with `python this_file.py` where autograd-conformance and the framework are\n"
             f"# installed; the last line says RESULT: PASS (the rule holds) or RESULT: <OUTCOME>: <why>,\n"
             f"# decided by the harness's own classification (conformance.repro.runtime).\n")
+
+
+def _through_note(run: RunInfo) -> str:
+    """What a script run through an adapter says plainly: ``fw`` is not the framework."""
+    module = framework_of(run.adapter_spec)[0] or "the framework"
+    return (f"# THROUGH THE ADAPTER: these tests call `fw`, adapter {run.adapter_spec!r}'s torch-shaped\n"
+            f"# translation over {module}, not `import {module}` itself; code a {module} developer can\n"
+            f"# run with {module} alone is the root cause's witness:\n"
+            f"# python -m conformance.witness --adapter {run.adapter_spec} --issue CAUSE\n")
 
 
 def _run_args(run: RunInfo) -> str:
@@ -503,8 +530,8 @@ def _head(rule_id: str, level: str, run: RunInfo, name: str, preamble: str,
     parts.append(f"RULE, LEVEL = {rule_id!r}, {level!r}\n\n")
     parts.append("# the run this script reproduces: its adapter (by the spec it used), device, "
                  "options\n" + _run_args(run) + "\n")
-    binding = (f"{name} = repro.fw  # the namespace the suites call `fw`: the adapter's"
-               if name != "fw" else "fw = repro.fw  # the adapter's framework namespace")
+    binding = (f"{name} = repro.fw  # the namespace the suites call `fw`: {name} itself"
+               if name != "fw" else "fw = repro.fw  # the adapter's namespace (through the adapter)")
     parts.append("repro = Repro(RULE, LEVEL, **RUN)\n" + binding +
                  "\nadapter, device, observe = repro.adapter, repro.device, repro.observe\n")
     return "".join(parts)
@@ -521,14 +548,15 @@ def generate(rule, run: RunInfo | str, tree: Tree | None = None,
     tree = tree if tree is not None else run.tree()
     module, preamble = framework_of(run.adapter_spec)
     head = header(rule.id, rule.level, rule.statement, run, tree)
+    direct = not through_adapter(run.adapter_spec)
     if template_path(rule.id).is_file():
-        name = module or "fw"
+        name = module if module and direct else "fw"
         body = render_template(rule.id, name, preamble)
         return (head + "# (hand-written: conformance/repro/templates/" + rule.id + ".py)\n"
                 + _head(rule.id, rule.level, run, name, preamble, [], []) + "\n\n" + body.rstrip()
                 + "\n\n\nrepro.check('test_script', test_script)\nrepro.finish()\n")
     asm = assemble(rule.id, tree, names)
-    name = module if module and module not in asm.identifiers else "fw"
+    name = module if module and direct and module not in asm.identifiers else "fw"
     parts = [head, _head(rule.id, rule.level, run, name, preamble, asm.imports, asm.harness)]
     copied = [d for d in asm.blocks if d.module in asm.inlined]
     suite = [d for d in asm.blocks if d.module not in asm.inlined]

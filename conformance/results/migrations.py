@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from conformance.results import legacy, records
 from conformance.results.errors import ResultsSchemaError
+from conformance.outputs import regenerate_advice
 
 LINES = "lines"
 COMBINED = "results.json"
@@ -90,7 +91,7 @@ def migrate_combined(data: Any, where: str, version: int | None = None) -> Any:
     current = data.get("version")
     if not isinstance(current, int) or isinstance(current, bool):
         raise ResultsSchemaError(f"{where}: no integer \"version\"; regenerate it with "
-                                 f"nox -s report")
+                                 f"{regenerate_advice()}")
     if current > target:
         raise ResultsSchemaError(f"{where}: schema version {current} is newer than this report "
                                  f"reads ({target}); update this checkout")
@@ -98,7 +99,7 @@ def migrate_combined(data: Any, where: str, version: int | None = None) -> Any:
         step = MIGRATIONS[COMBINED].get(current)
         if step is None:
             raise ResultsSchemaError(f"{where}: schema version {current} is older than {target} "
-                                     f"and has no migration; regenerate it with nox -s report")
+                                     f"and has no migration; regenerate it with {regenerate_advice()}")
         data = step(data)
         current = data["version"]
     return data

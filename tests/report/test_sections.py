@@ -125,9 +125,12 @@ def make_dir(tmp_path, extra=True):
 
 def test_every_results_file_is_a_column_and_column_adds_or_relabels(tmp_path):
     d = make_dir(tmp_path)
-    cols = discover_columns(d)
-    # an interrupted run under a name of its own is a column too (shown interrupted), never
-    # silently left out; differential findings (explore-*) are not columns
+    # the runs given, built-in ones first in their declared order: an interrupted run under a
+    # name of its own is a column too (shown interrupted), never silently left out;
+    # differential findings (explore-*) are not columns
+    assert list(discover_columns(d)) == ["reference", "torch", "paddle", "oneflow-0.9.0",
+                                         "oneflow-0.8.0", "broken-run"]
+    cols = discover_columns(d, builtin=True)  # nox -s report: every built-in run
     assert list(cols) == ["reference", "torch", "torch-2.15.0", "torch-1.13.1", "torch-compile",
                           "torch-compile-inductor", "torch-compiled-autograd",
                           "torch-compiled-autograd-2.15.0", "paddle", "oneflow-0.9.0",
@@ -208,8 +211,10 @@ def test_the_page_stays_under_a_megabyte_with_five_full_columns(tmp_path):
     _, page = build(d, tmp_path / "out", labels)  # these five, not the adapters' default columns
     size = page.stat().st_size
     # 1 MB held for 230 rules; 240 rules and the fixed history section (about 41 kB: PyTorch's
-    # lifetime changes by release) take it to about 1.03 MB, hence 1.1 MB
-    assert size < 1_100_000, size
+    # lifetime changes by release) take it to about 1.03 MB, hence 1.1 MB; issue 36 (the
+    # section bar, and scripts through an adapter spelled `fw`, whose paragraphs that name
+    # `fw` in a comment are no longer shared with torch's) about 1.10 MB, hence 1.15 MB
+    assert size < 1_150_000, size
     # with a reproduction script in every cell of every column, each made from its run
     scripts = html.embedded_data(page.read_text())["scripts"]
     assert {label: len(by_rule) for label, by_rule in scripts.items() if label in labels} == \

@@ -80,7 +80,7 @@ def _compile_columns() -> list[str]:
 
 
 def test_results_json_holds_every_column_with_its_status(results_dir, tmp_path):
-    data, page = build(results_dir, tmp_path / "out")
+    data, page = build(results_dir, tmp_path / "out", builtin=True)  # as nox -s report
     compile_modes = _compile_columns()
     assert [r.label for r in data.runs] == ["reference", "torch", "torch-2.15.0", "torch-1.13.1",
                                             *compile_modes, "paddle", "oneflow-0.9.0",
@@ -98,6 +98,26 @@ def test_results_json_holds_every_column_with_its_status(results_dir, tmp_path):
             "started"} <= set(torch)
     leak = next(t for t in torch["tests"] if t["rule"] == OTHER)
     assert leak["chain"] == CHAIN and leak["duration"] == 0.01 and leak["message"] == "leak"
+
+
+def test_a_third_party_report_shows_only_the_runs_it_was_given(tmp_path):
+    """A framework's own report (no --builtin-columns): its runs only, no placeholder column of
+    a built-in framework (compile modes included), no JUnit file for one, no advice naming a
+    nox session in its data."""
+    d = tmp_path / "results"
+    d.mkdir()
+    write_run(d / "myfw.jsonl", "myfw", "0.3", [(RULE, "test_a", "DIVERGES", "DIVERGES", "m")])
+    data, page = build(d, tmp_path / "out")
+    assert [r.label for r in data.runs] == ["myfw"]
+    assert [p.name for p in (tmp_path / "out" / "junit").iterdir()] == ["myfw.xml"]
+    text = page.read_text(encoding="utf-8")
+    assert not any(f'"{label}"' in text for label in _compile_columns())
+    assert "nox -s" not in (tmp_path / "out" / "results.json").read_text(encoding="utf-8")
+    assert (tmp_path / "out" / "spec.html").is_file()  # the page links it
+    # a built-in run with results is a column, in its declared place
+    write_run(d / "torch.jsonl", "torch", "2.13.0", [(RULE, "test_a", "PASS", "PASS", "")])
+    data, _ = build(d, tmp_path / "out")
+    assert [r.label for r in data.runs] == ["torch", "myfw"]
 
 
 @pytest.mark.parametrize("change, words", [
@@ -180,7 +200,7 @@ def test_cells_take_the_most_severe_test_and_missing_tests_are_not_run(results_d
 
 
 def test_junit_file_per_run(results_dir, tmp_path):
-    data, _ = build(results_dir, tmp_path / "out")
+    data, _ = build(results_dir, tmp_path / "out", builtin=True)
     files = sorted(p.name for p in (tmp_path / "out" / "junit").iterdir())
     compile_modes = [f"{label}.xml" for label in _compile_columns()]
     assert files == sorted(["oneflow-0.8.0.xml", "oneflow-0.9.0.xml", "paddle.xml", "reference.xml",
@@ -309,3 +329,25 @@ def test_parse_result_reads_the_last_result_line():
     assert repro.parse_result("RESULT: DIVERGES: id(a.grad) took 2\n") == \
         ("DIVERGES", "id(a.grad) took 2")
     assert repro.parse_result("nothing") is None
+
+
+def test_the_page_says_per_run_what_its_tests_judged(tmp_path):
+    """issue 33: per column, how many tests judged their subject, each UNSUPPORTED test's
+    recorded feature, and the side observations skipped ("not checked: F")."""
+    d = tmp_path / "results"
+    d.mkdir()
+    write_run(d / "myfw.jsonl", "myfw", "1.0", [
+        (RULE, "test_a", "PASS", "PASS", ""), (RULE, "test_b", "XFAIL", "DIVERGES", "m"),
+        (OTHER, "test_c", "UNSUPPORTED", "UNSUPPORTED", "no nodes"),
+        (OTHER, "test_d", "CRASH", "CRASH", "died"), (OTHER, "test_e", "PASS", "PASS", "")])
+    lines = [json.loads(x) for x in (d / "myfw.jsonl").read_text().splitlines()]
+    lines[3]["missing_feature"] = "graph_nodes"
+    lines[5]["not_checked"] = ["graph_nodes: the base's grad_fn changes"]
+    (d / "myfw.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    _, page = build(d, tmp_path / "out")
+    text = page.read_text(encoding="utf-8")
+    row = text[text.index('<tr data-label="myfw"><td>myfw 1.0'):]
+    row = row[:row.index("</tr>")]
+    assert '<td class="judged-count">3 of 5</td>' in row  # PASS, DIVERGES (expected), PASS
+    assert "<code>graph_nodes</code> (1)</td>" in row
+    assert "1 test: <code>graph_nodes</code> (1)" in row

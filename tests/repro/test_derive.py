@@ -91,3 +91,19 @@ def test_a_judged_without_test_does_not_drop_the_feature_need_of_the_other_tests
     assert f"test_reads_the_node: UNSUPPORTED\n    {said}\n" in out, out
     assert "test_guards_the_node: PASS" in out, out
     assert out.rstrip().endswith(f"RESULT: UNSUPPORTED: {said}"), out
+
+
+def test_a_script_says_plainly_when_it_runs_through_the_adapter():
+    """torch's and the reference's ``fw`` is the module itself: the script calls it by its
+    name. Paddle's (and a third party's) is the adapter's translation: the script keeps
+    ``fw``, says so in its header and names the witness command for code that imports only
+    the framework."""
+    rule = CATALOGUE.rules["identity.grad-stable-id"]
+    through = derive.generate(rule, "paddle")
+    assert "# THROUGH THE ADAPTER: these tests call `fw`" in through
+    assert "not `import paddle` itself" in through and "--issue CAUSE" in through
+    assert "fw = repro.fw" in through and "paddle = repro.fw" not in through
+    direct = derive.generate(rule, "torch")
+    assert "THROUGH THE ADAPTER" not in direct and "torch = repro.fw" in direct
+    assert derive.through_adapter("mypkg.adapter:MyFw")
+    assert not derive.through_adapter("reference") and derive.through_adapter("torch-compile")
