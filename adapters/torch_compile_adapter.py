@@ -87,7 +87,9 @@ class TorchCompileAdapter(TorchAdapter):
 
     name = "torch-compile"
     runs = _runs("torch-compile", versions=TRIAGED)
-    releases = ()          # the history records eager evidence; compiled history: not yet
+    #: no evidence snippets: a mode's history is recorded from its runs beside eager
+    #: (conformance/history/modes.py: python -m conformance.history modes reports/results)
+    releases = ()
     #: the torch.compile backend of the forward regions (None: the forward stays eager)
     backend: str | None = "aot_eager"
     #: whether backward runs under compiled autograd

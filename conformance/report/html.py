@@ -138,7 +138,7 @@ def context(data: Combined) -> dict[str, Any]:
             "cells": table, "declared": declared, "counts": counts, "totals": totals, "bars": bars,
             "only_one": aggregate.only_one(data, table), "causes": causes,
             "versions": aggregate.version_changes(data, table),
-            "modes": aggregate.mode_changes(data, table),
+            "modes": aggregate.mode_changes(data, table, _mode_history()),
             "mixed": aggregate.mixed, "bar_colours": aggregate.BAR_COLOURS, "mutants": data.mutants,
             "findings": data.findings or [],
             "styles": list(aggregate.STYLE.items()),
@@ -197,7 +197,8 @@ def render(data: Combined) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("index.html.j2").render(**context(data), history_section=_history_section())
+    return env.get_template("index.html.j2").render(**context(data), history_section=_history_section(),
+                                                   mode_history_section=_mode_history_section())
 
 
 def _history_section() -> str:
@@ -206,6 +207,22 @@ def _history_section() -> str:
     from conformance.history import render as history
 
     return history.report_section(evidence.load())
+
+
+def _mode_history_section() -> str:
+    """What each mode changes against eager, release by release (conformance/history/modes.py),
+    under the eager-vs-compile view."""
+    from conformance.history import modes
+
+    return modes.report_section()
+
+
+def _mode_history() -> dict:
+    """Each mode's recorded releases (conformance/history/modes/), for the eager-vs-compile
+    view's "since"."""
+    from conformance.history import modes
+
+    return modes.timelines()
 
 
 def write(data: Combined, path: Path) -> Path:
