@@ -35,11 +35,9 @@ from adapters.torch_adapter import NEWEST, TorchAdapter
 #: a column in the session of an earlier column with the same pins)
 VERSIONS = ("2.13.0", NEWEST)
 #: the releases whose differences from eager are triaged for ``torch-compile`` and
-#: ``torch-compile-inductor``. On 2.15.0 (run here, 2026-12-02) their outcomes differ from
-#: 2.13.0's in 12 and more rules (saved outputs of a compiled region now exposed, static jvp
-#: and None gradients now as eager, a forward-AD misuse refused with another class): not yet
-#: triaged, so no column claims them (docs/compile-modes.md, "Newest release")
-TRIAGED = ("2.13.0",)
+#: ``torch-compile-inductor`` (each difference an expectations entry limited by ``versions``
+#: where it holds on one release only): the columns they claim (docs/compile-modes.md)
+TRIAGED = ("2.13.0", NEWEST)
 #: Dynamo's limit on recompilations of one compiled region (8 by default): a suite calls the
 #: same ``fw.exp`` with many shapes, dtypes and grad modes, and past the limit Dynamo silently
 #: runs the region eagerly, which would make later tests judge eager torch under a compile label
@@ -259,8 +257,16 @@ class TorchCompileAdapter(TorchAdapter):
         if not isinstance(exc, kinds):
             return None
         # TorchRuntimeError: the computation itself failed while Dynamo ran it on fake
-        # tensors (an in-place op on a leaf): the computation's error, not compile's
+        # tensors (an in-place op on a leaf): the computation's error, not compile's; so is
+        # an internal error whose cause is autograd's own refusal raised while Dynamo traced
+        # a custom Function (mark_dirty on a leaf: "a leaf Variable that requires grad has
+        # been used in an in-place operation"), a RuntimeError that is no Dynamo exception
         if type(exc).__name__ == "TorchRuntimeError":
+            return None
+        # (Dynamo raises it while handling the original: its context, its text prefixed
+        # with the original's class)
+        if (type(exc).__name__ == "InternalTorchDynamoError"
+                and type(exc.__context__) is RuntimeError and text.startswith("RuntimeError: ")):
             return None
         text = str(exc).strip().splitlines()
         return f"{type(exc).__name__}: {text[0] if text else '(no message)'}"

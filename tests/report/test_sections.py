@@ -129,7 +129,8 @@ def test_every_results_file_is_a_column_and_column_adds_or_relabels(tmp_path):
     # an interrupted run under a name of its own is a column too (shown interrupted), never
     # silently left out; differential findings (explore-*) are not columns
     assert list(cols) == ["reference", "torch", "torch-2.15.0", "torch-1.13.1", "torch-compile",
-                          "torch-compile-inductor", "torch-compiled-autograd",
+                          "torch-compile-2.15.0", "torch-compile-inductor",
+                          "torch-compile-inductor-2.15.0", "torch-compiled-autograd",
                           "torch-compiled-autograd-2.15.0", "paddle", "oneflow-0.9.0",
                           "oneflow-0.8.0", "tinygrad", "broken-run"]
     assert cols["paddle"] == ("paddle", "3.3.1")
