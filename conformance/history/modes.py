@@ -70,6 +70,16 @@ def compare(eager, mode, entries) -> dict[str, Any]:
                 "kind": kind, "eager": change["old"], "mode": change["new"],
                 "cause": change["cause"], "reason": change["reason"],
                 "upstream": change["upstream"], "witness": witnesses.get(change["cause"], "")}
+    # a rule BLOCKED by a prerequisite that differs needs no entry of its own: its cause is
+    # the prerequisite's (legacy_function.grad-fn-name behind identity.custom-function-node-name)
+    for rule, diff in differences.items():
+        if diff["mode"] == "BLOCKED" and not diff["cause"]:
+            blocked_by = next((t.blocked_by for t in table[(rule, mode.label)].tests
+                               if t.blocked_by), "")
+            behind = differences.get(blocked_by, {})
+            diff.update(cause=behind.get("cause", ""), upstream=behind.get("upstream", ""),
+                        reason=f"blocked by {blocked_by or 'a prerequisite'}, which differs",
+                        witness=behind.get("witness", ""))
     compared = [e.id for e in data.catalogue
                 if CELL_NOT_RUN not in (table[(e.id, eager.label)].actual,
                                         table[(e.id, mode.label)].actual)]

@@ -196,5 +196,21 @@ def test_what_a_mode_records_is_consistent(mode):
         assert data["framework"] == cls.module and data["mode"] == mode
         assert set(data["compared"]) <= set(CATALOGUE.rules)
         assert set(data["differences"]) <= set(data["compared"])
+        causes = {cause for _, cause in declared}
         for rule, diff in data["differences"].items():
+            if diff["mode"] == "BLOCKED":   # a cascade: its prerequisite's cause
+                assert diff["cause"] in causes and diff["reason"].startswith("blocked by ")
+                continue
             assert (rule, diff["cause"]) in declared, (data["version"], rule, diff["cause"])
+
+
+def test_a_rule_blocked_by_a_differing_prerequisite_gets_the_prerequisites_cause():
+    eager = _column("torch", "torch", "2.13.0", {RULE: "PASS", OTHER: "PASS"})
+    mode = _column("torch-compile", "torch-compile", "2.13.0", {RULE: "DIVERGES", OTHER: "PASS"},
+                   CAUSE)
+    blocked = mode.tests[1]
+    mode.tests[1] = TestRecord(nodeid=blocked.nodeid, rule=OTHER, actual="BLOCKED",
+                               outcome="BLOCKED", message="blocked", blocked_by=RULE)
+    diff = modes.compare(eager, mode, ENTRIES)["differences"][OTHER]
+    assert (diff["mode"], diff["cause"]) == ("BLOCKED", CAUSE["root_cause"])
+    assert diff["reason"] == f"blocked by {RULE}, which differs"
