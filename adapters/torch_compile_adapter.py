@@ -247,6 +247,13 @@ class TorchCompileAdapter(TorchAdapter):
                 continue
             if isinstance(exc, kind) and phrase in text:
                 return reason
+        # AOTAutograd's own dispatch mode refusing a tensor subclass it cannot analyse (torch
+        # 2.13: "Multiple dispatch failed for 'torch._ops.aten.mul.Tensor'; all
+        # __torch_dispatch__ handlers returned NotImplemented: mode object
+        # <torch._functorch._aot_autograd...>"): compile's failure, not the computation's
+        if (isinstance(exc, TypeError) and "handlers returned NotImplemented" in text
+                and "_aot_autograd" in text):
+            return f"AOTAutograd cannot dispatch this tensor subclass ({text.splitlines()[0]})"
         dynamo_exc = getattr(getattr(self.torch, "_dynamo", None), "exc", None)
         if dynamo_exc is None:
             return None

@@ -44,10 +44,12 @@ def data_path(mode: str, version: str, directory: Path = DIRECTORY) -> Path:
 
 
 # -- recording ------------------------------------------------------------------------------
-def compare(eager, mode, entries) -> dict[str, Any]:
+def compare(eager, mode, entries, expected=None) -> dict[str, Any]:
     """One release's record of ``mode`` (a results column of the framework in a mode) against
     ``eager`` (the framework's own column of the same version): what the page's eager-vs-mode
-    view shows, kept. ``entries``: the catalogue's rule entries."""
+    view shows, kept. ``entries``: the catalogue's rule entries; ``expected``: the mode's
+    expectations for that version (an ExpectationSet), which name the cause of a difference
+    the run's own expectations did not (a run made before the entry was written)."""
     from conformance.outcomes import NOT_RUN as CELL_NOT_RUN
     from conformance.report import aggregate
     from conformance.results.combined import Combined
@@ -66,6 +68,12 @@ def compare(eager, mode, entries) -> dict[str, Any]:
     differences = {}
     for kind in KINDS:
         for change in changes[kind]:
+            if not change["cause"] and expected is not None:
+                exp = next((e for t in table[(change["rule"], mode.label)].tests
+                            if (e := expected.get(change["rule"], t.nodeid.split("::")[-1]))),
+                           None)
+                if exp is not None:
+                    change.update(cause=exp.root_cause, reason=exp.reason, upstream=exp.upstream)
             differences[change["rule"]] = {
                 "kind": kind, "eager": change["old"], "mode": change["new"],
                 "cause": change["cause"], "reason": change["reason"],
@@ -129,10 +137,18 @@ def record_dir(results_dir: Path, directory: Path = DIRECTORY,
         raise history.HistoryError(
             f"{results_dir}: no results file of a mode (torch-compile...) with an eager run "
             f"of the same release beside it; run both columns first (docs/compile-modes.md)")
+    from adapters.base import builtin_adapter_classes
+    from conformance.model.expectations import load_expectations
+
     entries = combined.catalogue_entries(load_catalogue(ROOT / "conformance" / "catalogue"))
+    classes = builtin_adapter_classes()
     written = []
     for eager, mode in found:
-        data = compare(eager, mode, entries)
+        cls = classes.get(mode.mode)
+        expected = (load_expectations(cls().expectations_file(), [e.id for e in entries],
+                                      mode.framework_version)
+                    if cls is not None and cls().expectations_file().is_file() else None)
+        data = compare(eager, mode, entries, expected)
         path = data_path(data["mode"], data["version"], directory)
         history.write(path, data)
         log(f"{data['mode']} {data['version']}: {len(data['differences'])} rule(s) differ "
