@@ -52,6 +52,7 @@ def compare(eager, mode, entries, expected=None) -> dict[str, Any]:
     the run's own expectations did not (a run made before the entry was written)."""
     from conformance.outcomes import NOT_RUN as CELL_NOT_RUN
     from conformance.report import aggregate
+    from conformance.results import naming
     from conformance.results.combined import Combined
 
     if not mode.mode or eager.mode or eager.framework != mode.framework:
@@ -70,7 +71,7 @@ def compare(eager, mode, entries, expected=None) -> dict[str, Any]:
         for change in changes[kind]:
             if not change["cause"] and expected is not None:
                 exp = next((e for t in table[(change["rule"], mode.label)].tests
-                            if (e := expected.get(change["rule"], t.nodeid.split("::")[-1]))),
+                            if (e := expected.get(change["rule"], naming.test_name(t.nodeid)))),
                            None)
                 if exp is not None:
                     change.update(cause=exp.root_cause, reason=exp.reason, upstream=exp.upstream)
@@ -118,15 +119,18 @@ def record_dir(results_dir: Path, directory: Path = DIRECTORY,
     """Record every mode column of ``results_dir`` (its ``*.jsonl`` results files) that has
     an eager column of its release there; HistoryError when there is none to record."""
     from conformance.model.catalogue import load_catalogue
-    from conformance.report.build import ROOT, results_files
-    from conformance.results import ResultsSchemaError, combined, read_run
+    from conformance.results import ResultsSchemaError, combined, findings, read_run
+    from conformance.results.labels import SUFFIX, label_of
 
     if not Path(results_dir).is_dir():
         raise history.HistoryError(f"{results_dir}: no such directory; give the folder of "
                                    f"the runs' results files (reports/results)")
     runs = []
     try:
-        for label, path in results_files(results_dir):
+        for path in sorted(Path(results_dir).glob(f"*{SUFFIX}")):
+            if findings.is_explore(path):   # differential findings are no runs
+                continue
+            label = label_of(path)
             header = read_run(path).header
             framework = _framework_of(header.adapter or label)
             runs.append(combined.column_of(path, label, framework))
@@ -140,7 +144,7 @@ def record_dir(results_dir: Path, directory: Path = DIRECTORY,
     from adapters.base import builtin_adapter_classes
     from conformance.model.expectations import load_expectations
 
-    entries = combined.catalogue_entries(load_catalogue(ROOT / "conformance" / "catalogue"))
+    entries = combined.catalogue_entries(load_catalogue(history.DIRECTORY.parent / "catalogue"))
     classes = builtin_adapter_classes()
     written = []
     for eager, mode in found:
@@ -241,10 +245,14 @@ def timelines(directory: Path = DIRECTORY) -> dict[str, Timeline]:
 
 
 def since_for(found: dict[str, Timeline], mode: str, rule: str, version: str | None) -> str:
-    """:func:`since_text` of ``rule`` under ``mode`` up to ``version`` ("" unrecorded)."""
+    """:func:`since_text` of ``rule`` under ``mode`` up to ``version`` ("" unrecorded, or a
+    version no release file could be named after)."""
     timeline = found.get(mode)
     steps = timeline.rules.get(rule) if timeline else None
-    return since_text(steps, timeline.framework, version) if steps else ""
+    try:
+        return since_text(steps, timeline.framework, version) if steps else ""
+    except history.HistoryError:
+        return ""
 
 
 def since(steps: list[Step], version: str | None = None) -> tuple[Step | None, Step | None]:

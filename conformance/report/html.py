@@ -217,12 +217,14 @@ def _mode_history_section() -> str:
     return modes.report_section()
 
 
-def _mode_history() -> dict:
-    """Each mode's recorded releases (conformance/history/modes/), for the eager-vs-compile
-    view's "since"."""
+def _mode_history():
+    """Since which recorded release a mode's difference exists (conformance/history/modes/),
+    for the eager-vs-compile view: ``since(mode, rule, version)``."""
+    import functools
+
     from conformance.history import modes
 
-    return modes.timelines()
+    return functools.partial(modes.since_for, modes.timelines())
 
 
 def write(data: Combined, path: Path) -> Path:

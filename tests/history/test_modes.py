@@ -4,6 +4,7 @@ release each difference exists, for the report's eager-vs-compile view and the s
 committed records are consistent."""
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -135,7 +136,8 @@ def test_the_eager_vs_compile_view_says_since_when_each_difference_exists(tmp_pa
     data = SimpleNamespace(runs=[eager, mode], catalogue=ENTRIES,
                            rule_ids=[e.id for e in ENTRIES])
     table = aggregate.cells(data)
-    [changes] = aggregate.mode_changes(data, table, modes.timelines(tmp_path))
+    since = functools.partial(modes.since_for, modes.timelines(tmp_path))
+    [changes] = aggregate.mode_changes(data, table, since)
     [row] = changes["regressed"]
     assert row["since"] == "since torch 2.13.0 (the oldest release recorded)"
     [changes] = aggregate.mode_changes(data, table)   # no history: no claim
@@ -181,6 +183,26 @@ def test_the_compile_modes_are_recorded_for_the_pinned_and_the_newest_release():
         assert recorded >= {run.version for run in runs_of(classes[name])}, name
 
 
+#: Differences recorded without a cause, each with why (a known gap, listed so that it is seen
+#: and so that this test fails once it is closed and the list is stale): mode, release -> rules.
+UNTRIAGED = {
+    # torch 2.13 only: every saved-tensor-hooks test after the first few of the saved_tensors
+    # suite is UNSUPPORTED (BackendCompilerFailed compiling fw.pow under the test's hooks) when
+    # the suite runs in one process; each passes when run alone (test_innermost_hooks_win),
+    # so something a test leaves behind breaks later compiles under hooks: not yet found
+    ("torch-compile", "2.13.0"): {
+        "saved_tensors.disable-refuses-hooks", "saved_tensors.hook-functions-released",
+        "saved_tensors.hooks-popped-on-exception", "saved_tensors.hooks-skip-version-check",
+        "saved_tensors.innermost-hooks-win", "saved_tensors.node-holds-only-packed",
+        "saved_tensors.pack-copy-survives-inplace", "saved_tensors.pack-modifying-input-raises",
+        "saved_tensors.pack-once-at-save", "saved_tensors.packed-kept-after-retain-graph",
+        "saved_tensors.packed-released-after-backward", "saved_tensors.packed-released-with-graph",
+        "saved_tensors.unpack-non-tensor-raises", "saved_tensors.unpack-reentrant-backward",
+        "saved_tensors.unpack-result-feeds-gradient"},
+}
+UNTRIAGED[("torch-compile-inductor", "2.13.0")] = UNTRIAGED[("torch-compile", "2.13.0")]
+
+
 @pytest.mark.parametrize("mode", sorted(COMMITTED))
 def test_what_a_mode_records_is_consistent(mode):
     """Each mode is a built-in adapter running its framework in another mode; each release
@@ -197,11 +219,14 @@ def test_what_a_mode_records_is_consistent(mode):
         assert set(data["compared"]) <= set(CATALOGUE.rules)
         assert set(data["differences"]) <= set(data["compared"])
         causes = {cause for _, cause in declared}
+        untriaged = UNTRIAGED.get((mode, data["version"]), set())
+        assert {r for r, d in data["differences"].items() if not d["cause"]} == untriaged
         for rule, diff in data["differences"].items():
             if diff["mode"] == "BLOCKED":   # a cascade: its prerequisite's cause
                 assert diff["cause"] in causes and diff["reason"].startswith("blocked by ")
                 continue
-            assert (rule, diff["cause"]) in declared, (data["version"], rule, diff["cause"])
+            if rule not in untriaged:
+                assert (rule, diff["cause"]) in declared, (data["version"], rule, diff["cause"])
 
 
 def test_a_rule_blocked_by_a_differing_prerequisite_gets_the_prerequisites_cause():
