@@ -373,6 +373,16 @@ def history_merge(session: nox.Session) -> None:
                 external=True, env={"PYTHONPATH": pythonpath()})
 
 
+@nox.session(python=False)
+def history_modes(session: nox.Session) -> None:
+    """Record what each mode (torch under torch.compile) changes against eager, per release,
+    from the runs `nox -s report` left in reports/results (or `-- DIR`): into
+    conformance/history/modes/<mode>/<version>.json (docs/compile-modes.md)."""
+    session.run(sys.executable, "-m", "conformance.history", "modes",
+                *(session.posargs or ["reports/results"]),
+                external=True, env={"PYTHONPATH": pythonpath()})
+
+
 # -- differential testing (docs/differential.md) ---------------------------------------------
 @nox.session(python=PYTHON)
 def explore(session: nox.Session) -> None:

@@ -285,6 +285,13 @@ class Adapter:
         except Exception:  # noqa: BLE001 - a framework whose grad-mode calls fail: nothing to do
             return
 
+    def after_test(self) -> None:
+        """Undo what one suite test left behind that would change the verdicts of later ones;
+        the harness calls it after every suite test. The default restores grad mode
+        (:meth:`restore_grad_mode`); an adapter with more process-wide state of its own (the
+        compiled regions of ``torch.compile``) extends it."""
+        self.restore_grad_mode()
+
     def close_forward_levels(self) -> None:
         """Close every forward-AD level a test left registered, so that one test's leftover
         (a failed assertion inside a level, or a framework race that loses track of one) never

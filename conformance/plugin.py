@@ -450,12 +450,13 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem):
-    """After a suite test, grad mode is back on whatever the test or the framework left
-    (``Adapter.restore_grad_mode``): a leftover no_grad would make every later test's ops
-    untracked, one framework bug judged as a cascade of unrelated ones."""
+    """After a suite test, what it left behind is undone (``Adapter.after_test``): grad mode
+    is back on whatever the test or the framework left (a leftover no_grad would make every
+    later test's ops untracked, one framework bug judged as a cascade of unrelated ones), and
+    an adapter's own process-wide state (a compiled region Dynamo gave up on) is restored."""
     h = item.config.stash.get(HARNESS, None)
     if h is not None and h.is_suite_path(item.path):
-        h.adapter.restore_grad_mode()
+        h.adapter.after_test()
 
 
 # -- fixtures ------------------------------------------------------------------------

@@ -1,12 +1,14 @@
 """``python -m conformance.history record ADAPTER VERSION --python EXE`` | ``merge DIR ...`` |
-``releases ADAPTER`` | ``changes``
+``releases ADAPTER`` | ``changes`` | ``modes RESULTS_DIR``
 
 record: run every evidence snippet under EXE (an interpreter with that release installed) into
 conformance/history/<adapter>/<version>.json (resumable; only new or edited snippets re-run).
 merge: copy the release files that other machines recorded (their conformance/history
 folders, e.g. CI artifacts) into this one. releases: the adapter's releases, one per line
 (version python), for a CI matrix. changes: every rule whose output changed between two
-recorded releases, with both outputs.
+recorded releases, with both outputs. modes: for each mode's results file in RESULTS_DIR (torch
+under torch.compile) with the eager results file of the same release, the rules whose outcome
+differs, into conformance/history/modes/<mode>/<version>.json (conformance/history/modes.py).
 """
 from __future__ import annotations
 
@@ -53,12 +55,20 @@ def main(argv: list[str] | None = None) -> int:
     rel.add_argument("adapter")
     cha = sub.add_parser("changes", help="list every change between recorded releases")
     cha.add_argument("--directory", type=Path, default=history.DIRECTORY)
+    mod = sub.add_parser("modes", help="record what each mode changes against eager, per release")
+    mod.add_argument("results_dir", type=Path, help="the runs' results files (reports/results)")
+    mod.add_argument("--directory", type=Path, default=None,
+                     help="default: the checkout's conformance/history/modes (installed: required)")
     args = parser.parse_args(argv)
-    if args.command in ("record", "merge") and args.directory is None:
+    if args.command in ("record", "merge", "modes") and args.directory is None:
         if needs_checkout(args.command):  # installed: never write into the package itself
             return cli.usage_error(parser.prog, needs_checkout(args.command) + ", or give "
                                    "--directory DIR")
         args.directory = history.DIRECTORY
+        if args.command == "modes":
+            from conformance.history import modes
+
+            args.directory = modes.DIRECTORY
     from adapters.base import builtin_adapter_classes
 
     try:
@@ -75,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
 
             for line in render.text(ev.load(), args.directory):
                 print(line)
+            return 0
+        if args.command == "modes":
+            from conformance.history import modes
+
+            modes.record_dir(args.results_dir, args.directory)
             return 0
         if args.command == "merge":
             from conformance.history.merge import merge

@@ -136,12 +136,14 @@ def _changes(data, table, old: Column, new: Column) -> dict[str, list[dict[str, 
     return out
 
 
-def mode_changes(data, table) -> list[dict[str, Any]]:
+def mode_changes(data, table, since=None) -> list[dict[str, Any]]:
     """For each run in a mode other than its framework's own (torch under torch.compile),
     the rules whose outcome differs from the framework's own mode at the same version:
     what the mode changes, each with its cause (the mode's expectations entry: root cause,
-    reason, upstream issue) and the messages of both runs. A mode run without an eager run of
-    its version beside it is listed with ``eager`` None."""
+    reason, upstream issue) and the messages of both runs, and ``since`` which recorded release
+    the difference exists (``since(mode, rule, version)``: the page passes the mode history's,
+    conformance.history.modes; "" unrecorded).
+    A mode run without an eager run of its version beside it is listed with ``eager`` None."""
     eager = {(run.framework, run.framework_version): run for run in data.runs
              if run.has_results and not run.mode}
     out = []
@@ -156,6 +158,10 @@ def mode_changes(data, table) -> list[dict[str, Any]]:
                                  "fixed": [], "regressed": [], "changed": []}
         if base is not None:
             entry.update(_changes(data, table, base, run))
+        for kind in ("fixed", "regressed", "changed"):
+            for change in entry[kind]:
+                change["since"] = since(run.mode, change["rule"], run.framework_version) \
+                    if since else ""
         out.append(entry)
     return out
 

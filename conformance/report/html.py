@@ -149,7 +149,7 @@ def context(data: Combined) -> dict[str, Any]:
             "judged": judged,
             "column_of": {c["label"]: c for c in columns},
             "versions": aggregate.version_changes(data, table),
-            "modes": aggregate.mode_changes(data, table),
+            "modes": aggregate.mode_changes(data, table, _mode_history()),
             "mixed": aggregate.mixed, "bar_colours": aggregate.BAR_COLOURS, "mutants": data.mutants,
             "findings": data.findings or [],
             "styles": list(aggregate.STYLE.items()),
@@ -238,7 +238,8 @@ def render(data: Combined) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("index.html.j2").render(**context(data), history_section=_history_section())
+    return env.get_template("index.html.j2").render(**context(data), history_section=_history_section(),
+                                                   mode_history_section=_mode_history_section())
 
 
 def _history_section() -> str:
@@ -247,6 +248,24 @@ def _history_section() -> str:
     from conformance.history import render as history
 
     return history.report_section(evidence.load())
+
+
+def _mode_history_section() -> str:
+    """What each mode changes against eager, release by release (conformance/history/modes.py),
+    under the eager-vs-compile view."""
+    from conformance.history import modes
+
+    return modes.report_section()
+
+
+def _mode_history():
+    """Since which recorded release a mode's difference exists (conformance/history/modes/),
+    for the eager-vs-compile view: ``since(mode, rule, version)``."""
+    import functools
+
+    from conformance.history import modes
+
+    return functools.partial(modes.since_for, modes.timelines())
 
 
 def write(data: Combined, path: Path) -> Path:

@@ -723,6 +723,7 @@ def test_setup_context_sees_forward_defaults(fw, adapter, device):
     x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
     with diverges_if_raises(TypeError, what="Function with setup_context (forward without ctx)"):
         y = Scale.apply(x)
+    assert len(seen) == 1, f"setup_context ran {len(seen)} time(s) for one apply"
     (inputs,) = seen
     assert len(inputs) == 2, f"setup_context got {len(inputs)} input(s), not 2: forward's default k is missing"
     assert inputs[0] is x and inputs[1] == 3.0, f"setup_context got {inputs!r}"
@@ -848,8 +849,10 @@ def test_wrong_number_of_grads_raises(adapter, fw, device, returned):
 
     x = fw.ones(2, requires_grad=True, device=device)
     y = fw.ones(2, requires_grad=True, device=device)
-    out = F.apply(x, y)
     try:
+        # (torch.compile traces the backward when the Function is applied: a refusal may come
+        # there; the message is judged wherever it comes)
+        out = F.apply(x, y)
         adapter.backward(fw.sum(out))
     except Unsupported:  # the adapter's: a framework whose protocol has no gradient count
         raise

@@ -76,6 +76,39 @@ def test_the_computation_is_compiled_and_observation_is_not():
     assert type(eager_forward.exp(x).grad_fn).__name__ == "ExpBackward0"
 
 
+def test_a_region_dynamo_gave_up_on_is_compiled_again_in_the_next_test():
+    """Dynamo skips a region's code object for good when it gives up on a frame (torch 2.15
+    does after one forward-AD dual input, PR #189644) and every op's region shares one code
+    object: without after_test every later test would judge eager torch in this column."""
+    pytest.importorskip("torch")
+    from torch._dynamo.eval_frame import skip_code
+
+    adapter = load_adapter("torch-compile")
+    fw = adapter.fw
+
+    def node():
+        return type(fw.exp(fw.ones(2, requires_grad=True)).grad_fn).__name__
+
+    assert node() == "CompiledFunctionBackward"
+    for code in adapter._regions:   # what Dynamo does to a frame it gives up on
+        skip_code(code)
+    assert node() == "ExpBackward0"       # within the test: what a user gets
+    adapter.after_test()
+    assert node() == "CompiledFunctionBackward"
+
+
+def test_a_custom_function_without_jvp_refusing_a_dual_is_its_own_refusal():
+    """A missing jvp is the compiled region's stated limit only where the Function has a jvp
+    of its own; one without refuses a dual input itself, as in eager (torch 2.15 runs a dual
+    input eagerly), and the rule judges that refusal."""
+    adapter = load_adapter("torch-compile")
+    adapter.torch = SimpleNamespace(_dynamo=None)
+    refusal = NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+    assert "forward-mode AD through a compiled region" in adapter._cannot_compile(refusal)
+    assert adapter._cannot_compile(refusal, jvp_limit=False) is None
+
+
 def test_a_limit_torch_states_for_compiled_regions_is_unsupported_naming_it():
     pytest.importorskip("torch")
     adapter = load_adapter("torch-compile")

@@ -132,7 +132,8 @@ def test_every_results_file_is_a_column_and_column_adds_or_relabels(tmp_path):
                                          "oneflow-0.8.0", "broken-run"]
     cols = discover_columns(d, builtin=True)  # nox -s report: every built-in run
     assert list(cols) == ["reference", "torch", "torch-2.15.0", "torch-1.13.1", "torch-compile",
-                          "torch-compile-inductor", "torch-compiled-autograd",
+                          "torch-compile-2.15.0", "torch-compile-inductor",
+                          "torch-compile-inductor-2.15.0", "torch-compiled-autograd",
                           "torch-compiled-autograd-2.15.0", "paddle", "oneflow-0.9.0",
                           "oneflow-0.8.0", "tinygrad", "broken-run"]
     assert cols["paddle"] == ("paddle", "3.3.1")
