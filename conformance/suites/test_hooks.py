@@ -8,11 +8,12 @@ import re
 import weakref
 
 import numpy as np
+import pytest
 from numpy.testing import assert_allclose
 
 from conformance import liveness, meanings
 from conformance.spelling import subject
-from conformance.api import Blocked, Unsupported, diverges_if_raises, prerequisite, rule
+from conformance.api import Blocked, Unsupported, aside, diverges_if_raises, prerequisite, rule
 from conformance.features import judged_without
 from conformance.suites._helpers import (BACKWARD_INPUTS, node_hooks_run, HOOK_REMOVE, expect_refusal, hook_handle, key_words,
                                          node_hook, refusal_of,
@@ -561,6 +562,28 @@ def test_hook_returning_other_dtype_raises(adapter, fw, device):
 
 
 @rule("hooks.return-metadata-validated")
+@pytest.mark.parametrize("shape", [(1,), (2, 3), ()], ids=["smaller", "broadcast", "0-dim"])
+def test_hook_returning_a_broadcastable_shape_is_refused(adapter, fw, device, shape):
+    """Unlike a custom backward's result, a hook's result is never summed or broadcast: any other
+    shape is refused, and nothing reaches the leaf."""
+    x = fw.ones(3, requires_grad=True, device=device)
+    y = x * 2
+    control = []
+    y.register_hook(lambda g: control.append(1))
+    adapter.backward(fw.sum(y), retain_graph=True)
+    with prerequisite("hooks.leaf-hook-fires-once-per-backward", what="a hook returning None") as pre:
+        pre.check(control == [1] and adapter.grad(x) is not None,
+                  f"a hook on y ran once and x.grad was filled (hook calls: {control})")
+    adapter.clear_grad(x)
+    y.register_hook(lambda g: fw.full(shape, 1.0, device=device))
+    expect_refusal(lambda: adapter.backward(fw.sum(y)),
+                   f"backward with a hook returning shape {shape} for a (3,) gradient")
+    grad = adapter.grad(x)
+    assert grad is None, (f"the refused hook result reached the leaf: x.grad = "
+                          f"{adapter.to_numpy(grad).tolist()}")
+
+
+@rule("hooks.return-metadata-validated")
 @judged_without("post_accumulate_grad_hooks")  # that half is guarded below
 def test_hook_misuse_refusals_are_runtime_errors(adapter, fw, device):
     """The class of each hooks refusal, judged here once: the behaviour rules (register-hook-needs-requires-grad,
@@ -600,6 +623,37 @@ def test_hook_returning_non_tensor_is_a_type_error(adapter, fw, device):
         pre.check(exc is not None, "backward was refused")
     assert isinstance(exc, TypeError), (
         f"a hook returning 1 was refused with {type(exc).__name__}, not TypeError: {exc}")
+
+
+@rule("hooks.hook-result-not-aliased")
+@pytest.mark.parametrize("where", ["leaf", "non-leaf"])
+def test_hook_result_the_user_holds_is_not_the_grad(adapter, fw, device, where):
+    held = fw.full((2,), 7.0, device=device)
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = x if where == "leaf" else fw.clone(x)   # clone passes its gradient through unchanged
+    calls = []
+
+    def hook(g):
+        calls.append(1)
+        return held
+
+    y.register_hook(hook)
+    adapter.backward(fw.sum(y * 2))
+    assert calls == [1], f"the hook on the {where} ran {len(calls)} times in one backward"
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [7.0, 7.0],
+                               err_msg=f"x.grad is not what the {where}'s hook returned")
+    first = 7.0
+    if aside(adapter, "inplace_methods", what="an in-place change of the returned tensor leaves x.grad"):
+        adapter.inplace(held, "add_", 1)
+        first = 8.0
+        np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [7.0, 7.0],
+                                   err_msg="changing the tensor the hook returned (held by the user) changed x.grad")
+    adapter.backward(fw.sum(x * 3))   # the leaf's own hook runs again and returns held once more
+    again = 7.0 + (first if where == "leaf" else 3.0)
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [again] * 2,
+                               err_msg="a second backward did not accumulate into x.grad")
+    np.testing.assert_allclose(adapter.to_numpy(held), [first] * 2,
+                               err_msg="accumulating into x.grad changed the tensor the hook returned")
 
 
 # -- post-accumulate-grad hooks ------------------------------------------------------------

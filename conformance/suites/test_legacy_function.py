@@ -14,10 +14,11 @@ import pytest
 
 from conformance import liveness
 from conformance.spelling import subject
-from conformance.api import Diverges, Unsupported, diverges_if_raises, missing_method, prerequisite, raises, rule
+from conformance.api import Diverges, Unsupported, aside, diverges_if_raises, missing_method, prerequisite, raises, rule
 from conformance.features import judged_without
 from conformance.meanings import GRAPH_FREED_SAYS_WHAT_TO_DO, MISSING_BACKWARD, MISSING_FORWARD, NOT_AN_INPUT
-from conformance.suites._helpers import TENSOR_WEAKREF, ctx_attributes_kept, inplace_on_saved_refused, key_words
+from conformance.suites._helpers import (TENSOR_WEAKREF, ctx_attributes_kept, expect_refusal, inplace_on_saved_refused,
+                                         key_words)
 
 # the meaning of the freed-saved-tensors message: what happened, and retain_graph as the remedy
 FREED_MEANING = GRAPH_FREED_SAYS_WHAT_TO_DO
@@ -887,3 +888,107 @@ def test_grad_fn_name(fw, device):
     assert y.grad_fn.name() == "SubFnBackward", f"grad_fn.name() = {y.grad_fn.name()!r}"
     assert type(y.grad_fn).__name__ == "SubFnBackward", \
         f"type(grad_fn).__name__ = {type(y.grad_fn).__name__!r}"
+
+
+# -- what a custom backward may return -------------------------------------------------------
+
+def _returning(fw, make):
+    """A Function ``y = x * 2`` whose backward returns ``make(g)`` instead of a gradient."""
+    class F(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return make(g)
+    return F
+
+
+def _backward_runs(adapter, fw, device):
+    """The control of a refusal check: the same Function returning a well-formed gradient runs
+    and fills x.grad (else the refusal says nothing about what backward returned)."""
+    with prerequisite("legacy_function.apply-with-plain-methods",
+                      what="a custom backward returning a gradient of the input's shape") as pre:
+        x = fw.ones(2, requires_grad=True, device=device)
+        adapter.backward(fw.sum(_returning(fw, lambda g: g * 2).apply(x)))
+        grad = adapter.grad(x)
+        pre.check(grad is not None and adapter.to_numpy(grad).tolist() == [2.0, 2.0],
+                  f"backward filled x.grad with [2, 2] (x.grad = {grad!r})")
+
+
+def _refused_and_unset(adapter, fw, device, make, what):
+    _backward_runs(adapter, fw, device)
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = _returning(fw, make).apply(x)
+    expect_refusal(lambda: adapter.backward(fw.sum(y)), f"backward with a custom backward returning {what}")
+    grad = adapter.grad(x)
+    assert grad is None, (f"the refused result reached the input: x.grad of shape "
+                          f"{adapter.to_numpy(grad).shape} = {adapter.to_numpy(grad).tolist()}")
+
+
+@rule("legacy_function.backward-result-shape-checked")
+@pytest.mark.parametrize("shape", [(3,), (1,), ()], ids=["other-shape", "smaller", "0-dim"])
+def test_backward_result_of_a_wrong_shape_is_refused(adapter, fw, device, shape):
+    _refused_and_unset(adapter, fw, device, lambda g: fw.full(shape, 1.0, device=device),
+                       f"a tensor of shape {shape} for a (2,) input")
+
+
+@rule("legacy_function.backward-result-shape-checked")
+def test_backward_result_of_a_broadcast_shape_is_summed_to_the_input(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = _returning(fw, lambda g: fw.full((3, 2), 1.0, device=device)).apply(x)
+    with diverges_if_raises(Exception, what="backward with a (3, 2) result for a (2,) input"):
+        adapter.backward(fw.sum(y))
+    grad = adapter.grad(x)
+    assert grad is not None, "a (3, 2) result for a (2,) input left x.grad unset"
+    np.testing.assert_allclose(adapter.to_numpy(grad), [3.0, 3.0],
+                               err_msg="a (3, 2) result is not summed to the (2,) input's shape")
+
+
+@rule("legacy_function.backward-result-cast-to-input-dtype")
+@pytest.mark.parametrize("dtype", ["float64", "int64"])
+def test_backward_result_of_another_dtype_is_cast_to_the_input_dtype(adapter, fw, device, dtype):
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = _returning(fw, lambda g: fw.full((2,), 3, dtype=getattr(fw, dtype), device=device)).apply(x)
+    with diverges_if_raises(Exception, what=f"backward with a {dtype} result for a float32 input"):
+        adapter.backward(fw.sum(y))
+    grad = adapter.grad(x)
+    assert grad is not None, f"a {dtype} result left x.grad unset"
+    got, want = adapter.to_numpy(grad), adapter.to_numpy(x)
+    assert got.dtype == want.dtype, f"x.grad has dtype {got.dtype}, the input {want.dtype} (backward returned {dtype})"
+    np.testing.assert_allclose(got, [3.0, 3.0], err_msg="the cast gradient lost the returned values")
+
+
+@rule("legacy_function.backward-result-must-be-tensor")
+@pytest.mark.parametrize("value", [1, 1.5, [1.0, 1.0]], ids=["int", "float", "list"])
+def test_backward_result_that_is_no_tensor_is_refused(adapter, fw, device, value):
+    _refused_and_unset(adapter, fw, device, lambda g: value, repr(value))
+
+
+@rule("legacy_function.backward-result-not-aliased")
+def test_backward_result_the_user_holds_is_not_the_grad(adapter, fw, device):
+    kept = []
+
+    def make(g):
+        r = fw.full((2,), 5.0, device=device)
+        kept.append(r)
+        return r
+
+    F = _returning(fw, make)
+    x = fw.ones(2, requires_grad=True, device=device)
+    adapter.backward(fw.sum(F.apply(x)))
+    assert len(kept) == 1, f"the custom backward ran {len(kept)} times in one backward"
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [5.0, 5.0],
+                               err_msg="x.grad is not what the custom backward returned")
+    first = 5.0
+    if aside(adapter, "inplace_methods", what="an in-place change of the returned tensor leaves x.grad"):
+        adapter.inplace(kept[0], "add_", 1)
+        first = 6.0
+        np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [5.0, 5.0],
+                                   err_msg="changing the tensor backward returned (held by the user) changed x.grad")
+    adapter.backward(fw.sum(F.apply(x)))
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [10.0, 10.0],
+                               err_msg="a second backward did not accumulate into x.grad")
+    np.testing.assert_allclose(adapter.to_numpy(kept[0]), [first] * 2,
+                               err_msg="accumulating into x.grad changed the tensor the first backward returned")
