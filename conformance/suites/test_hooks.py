@@ -25,16 +25,16 @@ def _remove(handle, what="handle.remove()"):
     remove_handle(handle, what=what)
 
 
-def _node(t, what="grad_fn"):
+def _node(adapter, t, what="grad_fn"):
     with diverges_if_raises(AttributeError, TypeError, what=what):
-        node = t.grad_fn
+        node = adapter.grad_fn(t)
     assert node is not None, f"{what}: tensor has no grad_fn"
     return node
 
 
 def _accumulator(adapter, t):
     """The AccumulateGrad node of the leaf that ``t`` was computed from (single input)."""
-    return producer(adapter, t.grad_fn)
+    return producer(adapter, adapter.grad_fn(t))
 
 
 # -- registration ------------------------------------------------------------------------
@@ -80,7 +80,7 @@ def test_none_keeps_gradient_and_tensor_replaces_it(fw, adapter, device):
     adapter.backward(fw.sum(y))
     assert seen == [[1.0] * 3, [10.0] * 3], (
         f"hooks saw {seen}; expected the first to see 1s (None keeps) and the last 10s (tensor replaces)")
-    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 10.0),
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), np.full(3, 10.0),
                     err_msg="the tensor returned by the hook did not replace the propagated gradient")
 
 
@@ -102,7 +102,7 @@ def test_hooks_chain_in_registration_order(fw, adapter, device):
     adapter.backward(fw.sum(y))
     assert log == [("h1", 1.0), ("h2", 2.0), ("h3", 6.0)], (
         f"observed {log}; expected h1, h2, h3 in registration order, each seeing the previous result")
-    assert_allclose(adapter.to_numpy(x.grad), np.full(2, 30.0))
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), np.full(2, 30.0))
 
 
 # -- removal -------------------------------------------------------------------------------
@@ -147,7 +147,7 @@ def test_tensor_hook_removed_by_another_hook_is_gone_afterwards(fw, adapter, dev
     adapter.backward(fw.sum(y), retain_graph=True)
     if refused:
         raise Blocked(HOOK_REMOVE, f"remove() called inside a running hook: {refused[0]}")
-    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 2.0),
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), np.full(3, 2.0),
                     err_msg="removing a hook mid-backward disturbed the gradient")
     ran.clear()
     adapter.backward(fw.sum(y))
@@ -158,7 +158,7 @@ def test_tensor_hook_removed_by_another_hook_is_gone_afterwards(fw, adapter, dev
 def test_node_prehook_removed_by_another_prehook_is_gone_afterwards(fw, adapter, device):
     a = fw.ones(3, requires_grad=True, device=device)
     b = a * 2
-    node = _node(b)
+    node = _node(adapter, b)
     cnt = [0]
     handles = {}
 
@@ -176,7 +176,7 @@ def test_node_prehook_removed_by_another_prehook_is_gone_afterwards(fw, adapter,
     adapter.backward(fw.sum(b), retain_graph=True)
     if refused:
         raise Blocked(HOOK_REMOVE, f"remove() of a node pre-hook inside another pre-hook: {refused[0]}")
-    assert_allclose(adapter.to_numpy(a.grad), np.full(3, 2.0),
+    assert_allclose(adapter.to_numpy(adapter.grad(a)), np.full(3, 2.0),
                     err_msg="removing a node pre-hook mid-backward disturbed the gradient")
     first = cnt[0]
     adapter.backward(fw.sum(b))
@@ -199,7 +199,7 @@ def test_hook_removed_mid_backward_in_the_same_pass(adapter, fw, device, observe
 
     b.register_hook(lambda g: remove("tensor"))
     handles["tensor"] = hook_handle(b, lambda g: ran.__setitem__("tensor", ran["tensor"] + 1))
-    node = b.grad_fn
+    node = adapter.grad_fn(b)
     node_prehook(adapter, node, lambda go: remove("node"))
     handles["node"] = node_prehook(adapter, node, lambda go: ran.__setitem__("node", ran["node"] + 1))
     adapter.backward(fw.sum(b))
@@ -248,7 +248,7 @@ def test_leaf_hook_sees_summed_incoming_gradient_before_accumulation(fw, adapter
     assert seen == [[5.0, 5.0]], (
         f"leaf hook saw {seen}; expected one call with the summed incoming gradient [5, 5] "
         "(not per use [2]/[3], not the accumulated 105)")
-    assert_allclose(adapter.to_numpy(x.grad), np.full(2, 110.0),
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), np.full(2, 110.0),
                     err_msg="x.grad should be 100 + hook's return value (2 * 5)")
 
 
@@ -268,7 +268,7 @@ def test_tensor_hooks_run_before_node_prehooks(adapter, fw, device):
 
     a = fw.tensor(1.0, requires_grad=True, device=device)
     b = fw.clone(a)
-    node = _node(b)
+    node = _node(adapter, b)
     node_prehook(adapter, node, prehook)
     b.register_hook(tensor_hook)
     node_prehook(adapter, node, prehook)
@@ -280,7 +280,7 @@ def test_tensor_hooks_run_before_node_prehooks(adapter, fw, device):
     assert log == ["t", "n", "n", "t", "t", "n"], (
         f"hook order {log}; expected b's tensor hook, b.grad_fn's two pre-hooks, a's two tensor "
         "hooks, then the AccumulateGrad pre-hook")
-    assert adapter.to_numpy(a.grad).item() == 3.0 * 2 * 2 * 3 * 3 * 2, f"a.grad is {adapter.to_numpy(a.grad).item()}, expected 216"
+    assert adapter.to_numpy(adapter.grad(a)).item() == 3.0 * 2 * 2 * 3 * 3 * 2, f"a.grad is {adapter.to_numpy(adapter.grad(a)).item()}, expected 216"
 
 
 @rule("hooks.retain-grad-sees-all-tensor-hooks")
@@ -294,16 +294,16 @@ def test_retain_grad_sees_hooks_registered_before_and_after(adapter, fw, device)
     adapter.retain_grad(b)
     b.register_hook(double)
     adapter.backward(fw.clone(b))
-    assert adapter.to_numpy(b.grad).item() == 4.0, (
-        f"b.grad is {adapter.to_numpy(b.grad).item()} with hooks before and after retain_grad(); expected 4 (both applied)")
+    assert adapter.to_numpy(adapter.grad(b)).item() == 4.0, (
+        f"b.grad is {adapter.to_numpy(adapter.grad(b)).item()} with hooks before and after retain_grad(); expected 4 (both applied)")
 
     a = fw.tensor(1.0, requires_grad=True, device=device)
     b = fw.clone(a)
     adapter.retain_grad(b)
     b.register_hook(double)
     adapter.backward(fw.clone(b))
-    assert adapter.to_numpy(b.grad).item() == 2.0, (
-        f"b.grad is {adapter.to_numpy(b.grad).item()} with a hook registered after retain_grad(); expected 2")
+    assert adapter.to_numpy(adapter.grad(b)).item() == 2.0, (
+        f"b.grad is {adapter.to_numpy(adapter.grad(b)).item()} with a hook registered after retain_grad(); expected 2")
 
 
 @rule("hooks.inputs-nonleaf-grad-excludes-node-prehooks")
@@ -320,18 +320,18 @@ def test_backward_inputs_nonleaf_grad_after_tensor_hooks_only(adapter, fw, devic
 
     a = fw.tensor(1.0, requires_grad=True, device=device)
     b = fw.clone(a)
-    node_prehook(adapter, _node(b), prehook)
+    node_prehook(adapter, _node(adapter, b), prehook)
     b.register_hook(tensor_hook)
     a.register_hook(tensor_hook)
     with prerequisite(BACKWARD_INPUTS, what="backward(inputs=...)") as pre:
         adapter.backward(fw.sum(b), inputs=(b,))
-        pre.check(b.grad is not None and a.grad is None,
+        pre.check(adapter.grad(b) is not None and adapter.grad(a) is None,
                   "backward(inputs=(b,)) accumulated into b only, not into the leaf a beyond it")
     assert log == ["t", "n"], f"hooks that ran: {log}; expected b's tensor hook then b.grad_fn's pre-hook"
-    assert b.grad is not None and adapter.to_numpy(b.grad).item() == 3.0, (
-        f"b.grad is {None if b.grad is None else adapter.to_numpy(b.grad).item()}; expected 3 (tensor hook applied, "
+    assert adapter.grad(b) is not None and adapter.to_numpy(adapter.grad(b)).item() == 3.0, (
+        f"b.grad is {None if adapter.grad(b) is None else adapter.to_numpy(adapter.grad(b)).item()}; expected 3 (tensor hook applied, "
         "node pre-hook not)")
-    assert a.grad is None, "a is beyond inputs=(b,) but received a gradient"
+    assert adapter.grad(a) is None, "a is beyond inputs=(b,) but received a gradient"
 
 
 # -- node hooks ----------------------------------------------------------------------------
@@ -339,7 +339,7 @@ def test_backward_inputs_nonleaf_grad_after_tensor_hooks_only(adapter, fw, devic
 def _check_node_hooks(fw, adapter, device, make_output, kind):
     a = fw.tensor([1.0], requires_grad=True, device=device)
     b = make_output(a)
-    node = _node(b)
+    node = _node(adapter, b)
     log = []
 
     def pre(name, factor):
@@ -366,7 +366,7 @@ def _check_node_hooks(fw, adapter, device, make_output, kind):
     assert log == expected, (
         f"{kind} node hooks ran as {log}; expected {expected} (pre-hooks in order, None keeps, "
         "post-hooks after the node seeing modified grad_outputs and chaining replacements)")
-    assert_allclose(adapter.to_numpy(a.grad), [120.0],
+    assert_allclose(adapter.to_numpy(adapter.grad(a)), [120.0],
                     err_msg=f"{kind}: post-hook replacement of grad_inputs did not reach a.grad")
 
 
@@ -402,7 +402,7 @@ def test_hook_on_sibling_element_never_fires(fw, adapter, device):
     for i in range(1, 5):
         adapter.backward(parts[i])
     assert fired == [], f"hook on x[0] fired with {fired} during backward of the other elements"
-    assert_allclose(adapter.to_numpy(x.grad), [0.0, 1.0, 1.0, 1.0, 1.0])
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), [0.0, 1.0, 1.0, 1.0, 1.0])
     adapter.backward(parts[0])
     assert fired == [1.0], f"hook on x[0] saw {fired} during its own backward; expected [1.0]"
 
@@ -419,7 +419,7 @@ def test_hooks_off_path_or_beyond_inputs_never_fire(adapter, fw, device):
     other.register_hook(lambda g: fired.append("other"))
     with prerequisite(BACKWARD_INPUTS, what="backward(inputs=...)") as pre:
         adapter.backward(fw.sum(mid), inputs=(other,), retain_graph=True)
-        pre.check(other.grad is not None and x.grad is None,
+        pre.check(adapter.grad(other) is not None and adapter.grad(x) is None,
                   "backward(inputs=(other,)) accumulated into other only, not into the leaf x")
     assert fired == ["other"], (
         f"hooks fired: {fired}; only 'other' is on the path to inputs=(other,) "
@@ -456,8 +456,8 @@ def test_autograd_grad_runs_input_tensor_hooks_but_not_node_hooks(adapter, fw, d
         acc = _accumulator(adapter, b)
         node_hook(adapter, acc, posthook)
         node_prehook(adapter, acc, prehook)
-        node_hook(adapter, _node(b), posthook)
-        node_prehook(adapter, _node(b), prehook)
+        node_hook(adapter, _node(adapter, b), posthook)
+        node_prehook(adapter, _node(adapter, b), prehook)
     except (Unsupported, Blocked) as exc:
         held = exc
 
@@ -485,7 +485,7 @@ def test_autograd_grad_runs_input_tensor_hooks_but_not_node_hooks(adapter, fw, d
         raise held
     with prerequisite(BACKWARD_INPUTS, what="backward(inputs=...)") as pre:
         observed["c.backward(inputs=(a, b))"] = run(lambda: adapter.backward(c, inputs=(a, b), retain_graph=True))
-        pre.check(b.grad is not None, "backward(inputs=(a, b)) accumulated into the non-leaf b")
+        pre.check(adapter.grad(b) is not None, "backward(inputs=(a, b)) accumulated into the non-leaf b")
     assert observed == expected, f"hook call counts {observed}; expected {expected}"
 
 
@@ -510,7 +510,7 @@ def test_hooks_before_and_after_inplace_see_their_own_version(fw, adapter, devic
     assert seen == [("after", 1.0), ("before", 4.0)], (
         f"observed {seen}; expected the hook registered after mul_ to see the new version's gradient "
         "(1) first, then the earlier hook the old version's gradient (2 * 2 * 1 = 4)")
-    assert_allclose(adapter.to_numpy(a.grad), [8.0])
+    assert_allclose(adapter.to_numpy(adapter.grad(a)), [8.0])
 
 
 @rule("hooks.retain-grad-latest-version")
@@ -520,8 +520,8 @@ def test_retained_grad_is_for_latest_version(fw, adapter, device):
     adapter.inplace(a, "mul_", 2)
     adapter.inplace(a, "mul_", 2)
     adapter.backward(fw.sum(a))
-    assert a.grad is not None, "retained non-leaf has no .grad after in-place ops"
-    assert_allclose(adapter.to_numpy(a.grad), [1.0],
+    assert adapter.grad(a) is not None, "retained non-leaf has no .grad after in-place ops"
+    assert_allclose(adapter.to_numpy(adapter.grad(a)), [1.0],
                     err_msg="a.grad should be d(sum)/d(latest a) = 1, not the gradient of an older version")
 
 
@@ -606,7 +606,7 @@ def test_hook_misuse_refusals_are_runtime_errors(adapter, fw, device):
     else:
         refusals["register_post_accumulate_grad_hook on a non-leaf"] = refusal_of(
             lambda: (leaf * 2.0).register_post_accumulate_grad_hook(lambda p: None))
-        leaf.register_post_accumulate_grad_hook(lambda p: p.grad)
+        leaf.register_post_accumulate_grad_hook(lambda p: adapter.grad(p))
         refusals["a post-accumulate hook returning a value"] = refusal_of(lambda: adapter.backward(fw.sum(leaf)))
     raised = {k: e for k, e in refusals.items() if e is not None}
     assert raised, "none of the hook misuses was refused (their behaviour rules say they must be)"
@@ -664,9 +664,9 @@ def test_post_accumulate_hooks_see_grad_and_run_in_order(fw, adapter, device):
     log = []
 
     def first(p):
-        log.append(("first", p is t, None if p.grad is None else adapter.to_numpy(p.grad).tolist()))
+        log.append(("first", p is t, None if adapter.grad(p) is None else adapter.to_numpy(adapter.grad(p)).tolist()))
         with fw.no_grad():
-            adapter.inplace(p, "sub_", p.grad)
+            adapter.inplace(p, "sub_", adapter.grad(p))
 
     def second(p):
         log.append(("second", p is t, adapter.to_numpy(p).tolist()))
@@ -686,7 +686,7 @@ def test_post_accumulate_hooks_see_grad_and_run_in_order(fw, adapter, device):
 @rule("hooks.post-accumulate-must-return-none")
 def test_post_accumulate_hook_returning_value_raises(fw, adapter, device):
     u = fw.randn(2, 3, requires_grad=True, device=device)
-    adapter.feature("post_accumulate_grad_hooks", lambda: u.register_post_accumulate_grad_hook)(lambda p: p.grad)
+    adapter.feature("post_accumulate_grad_hooks", lambda: u.register_post_accumulate_grad_hook)(lambda p: adapter.grad(p))
     expect_refusal(lambda: adapter.backward(fw.sum(u)), "backward with a post-accumulate hook returning p.grad")
 
 
@@ -764,7 +764,7 @@ def test_node_hooks_fire_on_every_retained_backward(adapter, fw, device):
     y = x * 2
     log = []
     y.register_hook(lambda g: log.append("tensor"))
-    node = _node(y)
+    node = _node(adapter, y)
     node_prehook(adapter, node, lambda go: log.append("pre"))
     node_hook(adapter, node, lambda gi, go: log.append("post"))
     for _ in range(3):
@@ -871,7 +871,7 @@ def test_module_full_backward_hooks_order_and_contents(adapter, fw, device):
     assert seen[1] == ("pre", True, [[1.0, 1.0], [1.0, 1.0]]), f"pre-hook saw {seen[1]}"
     assert seen[3] == ("hook", True, [[2.0, 2.0], None, [3.0, 3.0]], [[1.0, 1.0], [1.0, 1.0]]), \
         f"hook saw {seen[3]} (grad_input has one entry per input, None for the number)"
-    assert adapter.to_numpy(a.grad).tolist() == [2.0, 2.0] and adapter.to_numpy(b.grad).tolist() == [3.0, 3.0]
+    assert adapter.to_numpy(adapter.grad(a)).tolist() == [2.0, 2.0] and adapter.to_numpy(adapter.grad(b)).tolist() == [3.0, 3.0]
 
 
 @rule("hooks.module-full-backward-hook-order")
@@ -883,8 +883,8 @@ def test_module_full_backward_hooks_replace_gradients(adapter, fw, device):
     b = fw.ones(2, requires_grad=True, device=device)
     oa, ob = m(a, 7, b)
     adapter.backward(fw.sum(oa) + fw.sum(ob))
-    assert adapter.to_numpy(a.grad).tolist() == [20.0, 20.0], f"a.grad = {adapter.to_numpy(a.grad).tolist()} (pre-hook scaled grad_output[0] by 10)"
-    assert adapter.to_numpy(b.grad).tolist() == [300.0, 300.0], f"b.grad = {adapter.to_numpy(b.grad).tolist()} (hook scaled grad_input[2] by 100)"
+    assert adapter.to_numpy(adapter.grad(a)).tolist() == [20.0, 20.0], f"a.grad = {adapter.to_numpy(adapter.grad(a)).tolist()} (pre-hook scaled grad_output[0] by 10)"
+    assert adapter.to_numpy(adapter.grad(b)).tolist() == [300.0, 300.0], f"b.grad = {adapter.to_numpy(adapter.grad(b)).tolist()} (hook scaled grad_input[2] by 100)"
     m2 = _two_output_module(adapter, fw)
     m2.register_full_backward_hook(lambda mod, gi, go: (gi[0],))
     oa, ob = m2(fw.ones(2, requires_grad=True, device=device), 7, fw.ones(2, requires_grad=True, device=device))
@@ -951,7 +951,7 @@ def test_multi_grad_hook_outlives_its_dropped_handle(adapter, fw, device):
 def test_hooks_registered_on_a_node_while_it_runs(adapter, fw, device):
     x = fw.ones(2, requires_grad=True, device=device)
     y = x * 2
-    node = _node(y)
+    node = _node(adapter, y)
     ran, added = [], []
 
     def pre(grad_outputs):

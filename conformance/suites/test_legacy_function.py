@@ -130,7 +130,7 @@ def test_instantiation_warns_deprecation(fw, adapter, device):
     assert isinstance(f, Id), f"Id() returned {type(f).__name__}"
     x = fw.ones(2, requires_grad=True, device=device)
     adapter.backward(fw.sum(Id.apply(x)))
-    np.testing.assert_allclose(adapter.to_numpy(x.grad), [1.0, 1.0])
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [1.0, 1.0])
 
 
 @rule("legacy_function.bare-instance-node-attributes")
@@ -172,7 +172,7 @@ def test_apply_with_plain_methods(fw, adapter, device):
         y = Mul2.apply(x)
     np.testing.assert_allclose(adapter.to_numpy(y), [2.0, 2.0, 2.0])
     adapter.backward(fw.sum(y))
-    np.testing.assert_allclose(adapter.to_numpy(x.grad), [2.0, 2.0, 2.0],
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [2.0, 2.0, 2.0],
                                err_msg="ctx attribute set in a plain-method forward not seen in backward")
 
 
@@ -197,7 +197,7 @@ def test_missing_backward_raises_at_backward(adapter, fw, device):
 
     inp = fw.ones(1, requires_grad=True, device=device)
     out = BadBw.apply(inp)          # building the graph must work
-    assert out.requires_grad, "output of a Function without backward does not require grad"
+    assert adapter.requires_grad(out), "output of a Function without backward does not require grad"
     with raises(Exception, match=MISSING_BACKWARD, what="backward through a Function without backward"):
         adapter.backward(fw.sum(out))
 
@@ -269,7 +269,7 @@ def test_second_backward_without_retain_graph(fw, adapter, device):
     y = Sq.apply(x)
     adapter.backward(y, retain_graph=True)
     adapter.backward(y)
-    np.testing.assert_allclose(adapter.to_numpy(x.grad), [12.0],
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [12.0],
                                err_msg="gradients of two retained backwards did not accumulate")
     with raises(Exception, what="third backward (graph freed)"):
         adapter.backward(y)
@@ -304,11 +304,11 @@ def test_mark_dirty_returns_same_object(fw, adapter, device):
     v0 = version(adapter, x)
     q, p = Inplace.apply(x, y)
     assert q is x, "the dirty input was returned as a different object"
-    assert q.requires_grad, "the dirty input does not require grad after the Function"
-    assert q.grad_fn is not None, "the dirty input has no grad_fn after the Function"
+    assert adapter.requires_grad(q), "the dirty input does not require grad after the Function"
+    assert adapter.grad_fn(q) is not None, "the dirty input has no grad_fn after the Function"
     assert version(adapter, x) > v0, f"version counter not bumped ({v0} -> {version(adapter, x)})"
     adapter.backward(fw.sum(q))
-    np.testing.assert_allclose(adapter.to_numpy(y.grad), np.ones((2, 2)))
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(y)), np.ones((2, 2)))
 
 
 @rule("legacy_function.mark-dirty-leaf-raises")
@@ -409,7 +409,7 @@ def test_materialize_grads(fw, adapter, device, materialize):
         np.testing.assert_allclose(adapter.to_numpy(g2), [0.0, 0.0])
     else:
         assert g2 is None, f"set_materialize_grads(False), but backward got {g2!r}"
-    np.testing.assert_allclose(adapter.to_numpy(x.grad), [1.0, 1.0])
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [1.0, 1.0])
 
 
 @rule("legacy_function.materialize-grads")
@@ -461,7 +461,7 @@ def test_once_differentiable_runs_without_grad(fw, adapter, device):
     x = fw.tensor([3.0], requires_grad=True, device=device)
     (g,) = fw.autograd.grad(F.apply(x), x, create_graph=True)
     assert inside == [False], "a tensor computed from a saved tensor requires grad inside a once_differentiable backward"
-    assert not g.requires_grad, "result requires grad although grad_output did not"
+    assert not adapter.requires_grad(g), "result requires grad although grad_output did not"
     np.testing.assert_allclose(adapter.to_numpy(g), [6.0])
 
 
@@ -471,7 +471,7 @@ def test_once_differentiable_double_backward_raises(fw, adapter, device):
     x = fw.tensor([3.0], requires_grad=True, device=device)
     go = fw.ones(1, requires_grad=True, device=device)
     (g,) = fw.autograd.grad(F.apply(x), x, grad_outputs=go, create_graph=True)
-    assert g.requires_grad, "with a differentiable grad_output, the result should carry an error node"
+    assert adapter.requires_grad(g), "with a differentiable grad_output, the result should carry an error node"
     with raises(Exception,
                 what="double backward through once_differentiable"):
         adapter.backward(g)
@@ -484,7 +484,7 @@ def test_once_differentiable_result_does_not_keep_grad_output_history(fw, adapte
     w = fw.ones(1, requires_grad=True, device=device)
     go = w * 2                             # a grad_output with a history of its own (w)
     (g,) = fw.autograd.grad(F.apply(x), x, grad_outputs=go, create_graph=True)
-    assert g.requires_grad, "with a differentiable grad_output, the result should carry an error node"
+    assert adapter.requires_grad(g), "with a differentiable grad_output, the result should carry an error node"
     probe = liveness.watch(w, "w, the leaf in grad_output's history", adapter, device, allow_hook=False)
     del w, go
     liveness.assert_freed(probe, by="gc", context="(only the once_differentiable result g is kept)")
@@ -513,7 +513,7 @@ def test_input_returned_as_is_keeps_its_subclass(fw, adapter, device):
     assert y is not x, "apply returned the input object itself (it must be a new tensor with the Function's node)"
     assert type(y) is Tagged, f"an input returned as-is came back as {type(y).__name__}, not {Tagged.__name__}"
     adapter.backward(fw.sum(y))
-    np.testing.assert_allclose(adapter.to_numpy(x.grad), [1.0, 1.0])
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [1.0, 1.0])
 
 
 def _needs_input_grad(adapter, ctx):
@@ -564,9 +564,9 @@ def test_non_tensor_outputs_pass_through(adapter, fw, device):
         y, s, n = F.apply(x)
     assert s == "bar" and type(s) is str, f"non-tensor output came back as {s!r}"
     assert n is None, f"None output came back as {n!r}"
-    assert y.requires_grad
+    assert adapter.requires_grad(y)
     adapter.backward(fw.sum(y))
-    np.testing.assert_allclose(adapter.to_numpy(x.grad), [3.0, 3.0])
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [3.0, 3.0])
     assert log.get("grads") == (None, None), \
         f"backward got {log.get('grads')!r} as the gradients of the two non-tensor outputs, not (None, None)"
 
@@ -642,8 +642,8 @@ def test_none_grads_leave_grad_unset(adapter, fw, device):
     u = fw.ones(2, requires_grad=True, device=device)
     with diverges_if_raises(RuntimeError, what="backward returning None for inputs that require grad"):
         adapter.backward(fw.sum(F.apply(x, u)))
-    assert x.grad is None, f"backward returned None, but x.grad = {x.grad!r}"
-    assert u.grad is None, f"backward returned None, but u.grad = {u.grad!r}"
+    assert adapter.grad(x) is None, f"backward returned None, but x.grad = {adapter.grad(x)!r}"
+    assert adapter.grad(u) is None, f"backward returned None, but u.grad = {adapter.grad(u)!r}"
 
 
 @rule("legacy_function.none-grads-leave-grad-unset")
@@ -661,7 +661,7 @@ def test_none_grad_passes_through_built_in_ops(adapter, fw, device):
     with diverges_if_raises(TypeError, RuntimeError,
                             what="None from a custom backward reaching built-in ops (pow, exp, mul)"):
         adapter.backward(fw.sum(Stop.apply(fw.exp(x ** 2) * 3)))
-    assert x.grad is None, f"backward returned None, but x.grad = {x.grad!r}"
+    assert adapter.grad(x) is None, f"backward returned None, but x.grad = {adapter.grad(x)!r}"
 
 
 def _require_setup_context(adapter, fw):
@@ -728,7 +728,7 @@ def test_setup_context_sees_forward_defaults(fw, adapter, device):
     assert len(inputs) == 2, f"setup_context got {len(inputs)} input(s), not 2: forward's default k is missing"
     assert inputs[0] is x and inputs[1] == 3.0, f"setup_context got {inputs!r}"
     adapter.backward(fw.sum(y))
-    np.testing.assert_allclose(adapter.to_numpy(x.grad), [3.0, 3.0])
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [3.0, 3.0])
 
 
 def _ctx_style_cube(adapter, fw):
@@ -762,11 +762,11 @@ def test_fresh_ctx_per_apply(fw, adapter, device, style):
             y1 = F.apply(x1)
         y2 = F.apply(x2)
     adapter.backward(y1)
-    np.testing.assert_allclose(adapter.to_numpy(x1.grad), [deriv(2.0)],
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x1)), [deriv(2.0)],
                                err_msg="backward of the first apply used another call's saved state")
-    assert x2.grad is None
+    assert adapter.grad(x2) is None
     adapter.backward(y2)
-    np.testing.assert_allclose(adapter.to_numpy(x2.grad), [deriv(5.0)])
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x2)), [deriv(5.0)])
 
 
 @rule("legacy_function.kwargs-are-inputs")
@@ -791,9 +791,9 @@ def test_kwargs_are_inputs(fw, adapter, device):
     with diverges_if_raises(TypeError, what="apply with a keyword argument"):
         y = F.apply(x, w=w)
     adapter.backward(fw.sum(y))
-    np.testing.assert_allclose(adapter.to_numpy(x.grad), [3.0, 3.0])
-    assert w.grad is not None, "tensor passed by keyword received no gradient"
-    np.testing.assert_allclose(adapter.to_numpy(w.grad), [1.0, 1.0])
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [3.0, 3.0])
+    assert adapter.grad(w) is not None, "tensor passed by keyword received no gradient"
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(w)), [1.0, 1.0])
     needs = _needed(log, "needs")
     assert needs == (True, True), f"needs_input_grad = {needs} with w passed by keyword"
 

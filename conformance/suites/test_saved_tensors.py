@@ -83,7 +83,7 @@ def test_pack_runs_once_per_saved_tensor_at_save_time(fw, adapter, device):
     assert packed >= 1, "pack was not called when pow saved its input"
     adapter.backward(fw.sum(y))
     assert counter.packs == packed, f"pack ran again during backward ({packed} -> {counter.packs} calls)"
-    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 2.0))
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), np.full(3, 2.0))
 
 
 @rule("saved_tensors.unpack-on-every-access")
@@ -101,8 +101,8 @@ def test_unpack_runs_on_every_backward_and_read(fw, adapter, device):
     assert counter.unpacks == 2 * first, (
         f"the first backward unpacked {first} times, the second {counter.unpacks - first} times")
     before = counter.unpacks
-    _saved_self(adapter, y.grad_fn)
-    _saved_self(adapter, y.grad_fn)
+    _saved_self(adapter, adapter.grad_fn(y))
+    _saved_self(adapter, adapter.grad_fn(y))
     assert counter.unpacks == before + 2, f"two reads of _saved_self ran unpack {counter.unpacks - before} times"
 
 
@@ -120,7 +120,7 @@ def test_node_holds_only_what_pack_returned(fw, adapter, device):
     assert original() is None, "the node keeps the original tensor although pack returned a copy"
     assert counter.boxes and all(box() is not None for box in counter.boxes), "the node dropped what pack returned"
     adapter.backward(fw.sum(y))
-    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 18.0))
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), np.full(3, 18.0))
 
 
 @rule("saved_tensors.packed-released-after-backward")
@@ -172,7 +172,7 @@ def test_gradient_uses_what_unpack_returned(fw, adapter, device):
     with hooks(counter.pack, counter.unpack):
         y = fw.pow(x, 2)
     adapter.backward(fw.sum(y))
-    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 20.0),
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), np.full(3, 20.0),
                     err_msg="the gradient did not use unpack's tensor (10 * x)")
 
 
@@ -183,7 +183,7 @@ def test_saved_attribute_is_unpack_result(fw, adapter, device):
     x = fw.ones(3, requires_grad=True, device=device)
     with hooks(counter.pack, counter.unpack):
         y = fw.pow(x, 2)
-    assert_allclose(adapter.to_numpy(_saved_self(adapter, y.grad_fn)), np.full(3, 10.0),
+    assert_allclose(adapter.to_numpy(_saved_self(adapter, adapter.grad_fn(y))), np.full(3, 10.0),
                     err_msg="_saved_self is not unpack's tensor")
 
 
@@ -197,7 +197,7 @@ def test_custom_function_saved_tensors_go_through_hooks(fw, adapter, device):
     assert counter.packs == 1, f"save_for_backward of one tensor ran pack {counter.packs} times"
     adapter.backward(fw.sum(y))
     assert counter.unpacks == 1, f"one read of ctx.saved_tensors ran unpack {counter.unpacks} times"
-    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 10.0),
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), np.full(3, 10.0),
                     err_msg="ctx.saved_tensors in backward was not unpack's tensor (5 * x)")
 
 
@@ -210,10 +210,10 @@ def test_identity_hooks_change_nothing(fw, adapter, device):
         (g,) = fw.autograd.grad(fw.sum(y), x, create_graph=True)
     assert_allclose(adapter.to_numpy(g), [3.0, 12.0, 27.0])
     adapter.backward(fw.sum(g))
-    assert_allclose(adapter.to_numpy(x.grad), [6.0, 12.0, 18.0], err_msg="second derivative under identity hooks")
-    saved = _saved_self(adapter, y.grad_fn)
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), [6.0, 12.0, 18.0], err_msg="second derivative under identity hooks")
+    saved = _saved_self(adapter, adapter.grad_fn(y))
     assert_allclose(adapter.to_numpy(saved), [1.0, 2.0, 3.0])
-    assert saved.requires_grad, "the unpacked saved input lost requires_grad"
+    assert adapter.requires_grad(saved), "the unpacked saved input lost requires_grad"
 
 
 @rule("saved_tensors.unpacked-input-identity")
@@ -222,7 +222,7 @@ def test_unpacked_input_identity(fw, adapter, device, observe):
     x = fw.ones(3, requires_grad=True, device=device)
     with hooks(lambda t: t, lambda t: t):
         y = fw.pow(x, 2)
-    observe({"saved_self_is_input": _saved_self(adapter, y.grad_fn) is x})
+    observe({"saved_self_is_input": _saved_self(adapter, adapter.grad_fn(y)) is x})
 
 
 @rule("saved_tensors.innermost-hooks-win")
@@ -269,12 +269,12 @@ def test_register_hooks_on_one_saved_tensor(fw, adapter, device):
     x = fw.ones(3, requires_grad=True, device=device)
     y = fw.pow(x, 2)
     counter = Counter(fw, scale=10)
-    _raw_saved_self(adapter, y.grad_fn).register_hooks(counter.pack, counter.unpack)
+    _raw_saved_self(adapter, adapter.grad_fn(y)).register_hooks(counter.pack, counter.unpack)
     assert counter.packs == 1 and counter.unpacks == 0, (
         f"register_hooks: {counter.packs} packs, {counter.unpacks} unpacks (expected 1, 0)")
     adapter.backward(fw.sum(y))
     assert counter.packs == 1 and counter.unpacks == 1, f"backward: {counter.packs} packs, {counter.unpacks} unpacks"
-    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 20.0), err_msg="the gradient did not use unpack's tensor")
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), np.full(3, 20.0), err_msg="the gradient did not use unpack's tensor")
 
 
 @rule("saved_tensors.register-hooks-twice-raises")
@@ -282,24 +282,24 @@ def test_register_hooks_twice_raises(fw, adapter, device):
     x = fw.ones(3, requires_grad=True, device=device)
     y = fw.pow(x, 2)
     first, second = Counter(fw, scale=10), Counter(fw)
-    raw = _raw_saved_self(adapter, y.grad_fn)
+    raw = _raw_saved_self(adapter, adapter.grad_fn(y))
     raw.register_hooks(first.pack, first.unpack)
     with raises(Exception, what="a second register_hooks on one saved tensor"):
         raw.register_hooks(second.pack, second.unpack)
     adapter.backward(fw.sum(y))
-    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 20.0), err_msg="the first hooks were replaced")
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), np.full(3, 20.0), err_msg="the first hooks were replaced")
     hooks = _hooks(fw, adapter)
     with hooks(lambda t: t, lambda t: t):
         z = fw.pow(x, 2)
     with raises(Exception, what="register_hooks on a tensor saved under saved_tensors_hooks"):
-        _raw_saved_self(adapter, z.grad_fn).register_hooks(second.pack, second.unpack)
+        _raw_saved_self(adapter, adapter.grad_fn(z)).register_hooks(second.pack, second.unpack)
 
 
 @rule("saved_tensors.register-hooks-after-release-raises")
 def test_register_hooks_after_release_raises(fw, adapter, device):
     x = fw.ones(3, requires_grad=True, device=device)
     y = fw.pow(x, 2)
-    raw = _raw_saved_self(adapter, y.grad_fn)
+    raw = _raw_saved_self(adapter, adapter.grad_fn(y))
     adapter.backward(fw.sum(y))
     counter = Counter(fw)
     with raises(Exception, what="register_hooks after the saved tensor was freed"):
@@ -317,7 +317,7 @@ def test_access_after_release_raises(fw, adapter, device):
     adapter.backward(fw.sum(y))
     unpacks = counter.unpacks
     with raises(Exception, what="_saved_self after backward freed it"):
-        _saved_self(adapter, y.grad_fn)
+        _saved_self(adapter, adapter.grad_fn(y))
     assert counter.unpacks == unpacks, "unpack ran on a released saved tensor"
 
 
@@ -329,7 +329,7 @@ def test_unpack_returning_non_tensor_raises(fw, adapter, device):
         y = fw.pow(x, 2)
     with raises(Exception, what="backward with unpack returning a str"):
         adapter.backward(fw.sum(y))
-    assert x.grad is None, "a gradient was computed from unpack's non-tensor"
+    assert adapter.grad(x) is None, "a gradient was computed from unpack's non-tensor"
 
 
 @rule("saved_tensors.pack-modifying-input-raises")
@@ -370,9 +370,9 @@ def test_double_backward_through_detached_packed_copy(fw, adapter, device):
         y = fw.pow(x, 3)
     (g,) = fw.autograd.grad(fw.sum(y), x, create_graph=True)
     assert_allclose(adapter.to_numpy(g), [3.0, 12.0])
-    assert g.requires_grad, "the gradient computed from an unpacked tensor is not differentiable"
+    assert adapter.requires_grad(g), "the gradient computed from an unpacked tensor is not differentiable"
     adapter.backward(fw.sum(g))
-    assert_allclose(adapter.to_numpy(x.grad), [6.0, 12.0],
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), [6.0, 12.0],
                     err_msg="second derivative: unpack's tensor was not put back in the graph")
 
 
@@ -421,7 +421,7 @@ def test_forward_ad_unchanged_by_hooks(fw, adapter, device):
         assert_allclose(adapter.to_numpy(tangent), [3.0, 12.0])
         adapter.backward(fw.sum(y))
     assert counter.packs >= 1, "pack was not called"
-    assert_allclose(adapter.to_numpy(p.grad), [3.0, 12.0])
+    assert_allclose(adapter.to_numpy(adapter.grad(p)), [3.0, 12.0])
 
 
 @rule("saved_tensors.save-on-cpu-round-trip")
@@ -430,11 +430,11 @@ def test_save_on_cpu_round_trip(fw, adapter, device):
     x = fw.tensor([1.0, 2.0, 3.0], requires_grad=True, device=device)
     with save_on_cpu():
         y = fw.pow(x, 2)
-    saved = _saved_self(adapter, y.grad_fn)
+    saved = _saved_self(adapter, adapter.grad_fn(y))
     assert_allclose(adapter.to_numpy(saved), [1.0, 2.0, 3.0])
     assert saved.device == x.device, f"the unpacked tensor is on {saved.device}, the original on {x.device}"
     adapter.backward(fw.sum(y))
-    assert_allclose(adapter.to_numpy(x.grad), [2.0, 4.0, 6.0])
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), [2.0, 4.0, 6.0])
 
 
 @rule("saved_tensors.allow-mutation-keeps-saved-value")
@@ -448,7 +448,7 @@ def test_allow_mutation_uses_value_at_save(fw, adapter, device):
         adapter.inplace(a, "mul_", 3)
         adapter.backward(fw.sum(y))
     assert_allclose(adapter.to_numpy(a), np.full(3, 3.0))
-    assert_allclose(adapter.to_numpy(x.grad), np.full(3, 2.0),
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), np.full(3, 2.0),
                     err_msg="backward did not use the saved value from before the in-place change")
 
 
@@ -470,7 +470,7 @@ def test_pack_runs_without_grad_and_unpack_under_the_callers_mode(adapter, fw, d
 
     def pack(t):
         inner = t * t                       # an op inside pack must record nothing (no recursion)
-        log.append(("pack", fw.is_grad_enabled(), inner.grad_fn is not None))
+        log.append(("pack", fw.is_grad_enabled(), adapter.grad_fn(inner) is not None))
         return t
 
     def unpack(t):
@@ -488,7 +488,7 @@ def test_pack_runs_without_grad_and_unpack_under_the_callers_mode(adapter, fw, d
     (g,) = fw.autograd.grad(fw.sum(y), x, create_graph=True)
     assert log == [("unpack", True)], f"unpack during a create_graph backward: {log}"
     log.clear()
-    _saved_result = adapter.feature("saved_tensor_attributes", lambda: y.grad_fn._saved_result)
+    _saved_result = adapter.feature("saved_tensor_attributes", lambda: adapter.grad_fn(y)._saved_result)
     assert log == [("unpack", True)], f"unpack when user code reads _saved_result: {log}"
 
 
@@ -558,7 +558,7 @@ def test_hook_functions_kept_only_while_needed(fw, adapter, device):
         y, (pack, unpack), log = hooked()
         liveness.assert_alive(unpack, "after the block, while the node that saved under it lives")
         adapter.backward(fw.sum(y))
-        assert_allclose(adapter.to_numpy(x.grad), np.full(3, 2.0))
+        assert_allclose(adapter.to_numpy(adapter.grad(x)), np.full(3, 2.0))
         released(log, "saved_tensors.packed-released-after-backward", "a non-retaining backward")
         freed((pack, unpack), "after a non-retaining backward through the node (its output still held)")
 
@@ -574,7 +574,7 @@ def test_unpack_hook_runs_a_backward_of_its_own(fw, adapter, device):
         with fw.enable_grad():
             adapter.backward(fw.sum(w * w))
             (g,) = fw.autograd.grad(fw.sum(u * 7), u)
-        inner.append((adapter.to_numpy(w.grad).tolist(), adapter.to_numpy(g).tolist()))
+        inner.append((adapter.to_numpy(adapter.grad(w)).tolist(), adapter.to_numpy(g).tolist()))
         return t
 
     x = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
@@ -586,7 +586,7 @@ def test_unpack_hook_runs_a_backward_of_its_own(fw, adapter, device):
         pre.check(inner, "the backward called unpack")
     assert all(got == ([6.0, 6.0], [7.0, 7.0]) for got in inner), (
         f"inside unpack: w.grad of (w * w).sum() at w = 3 and d(7 u).sum()/du were {inner}, expected [6, 6] and [7, 7]")
-    assert_allclose(adapter.to_numpy(x.grad), [2.0, 4.0],
+    assert_allclose(adapter.to_numpy(adapter.grad(x)), [2.0, 4.0],
                     err_msg="the outer backward's gradient after backwards ran inside its unpack hook")
 
 
