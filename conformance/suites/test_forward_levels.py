@@ -17,7 +17,8 @@ from numpy.testing import assert_allclose
 from conformance import liveness
 from conformance.spelling import subject
 from conformance.api import Unsupported, diverges_if_raises, raises, rule, time_limit
-from conformance.suites._helpers import expect_refusal, refusal_of, require_forward_ad, set_attr, tensor_weakref
+from conformance.suites._helpers import expect_refusal, require_forward_ad, set_attr, tensor_weakref
+from conformance.suites._refusals import refusal_of
 
 
 def _forward_ad(adapter, fw):
