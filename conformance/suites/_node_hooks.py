@@ -38,7 +38,7 @@ def _refuses_every_hook(register, node) -> bool:
     return False
 
 
-def register(adapter, node, hook, kind: str):
+def register_on_node(adapter, node, hook, kind: str):
     """``adapter.register_node_prehook`` (``kind`` "pre") or ``register_node_hook`` ("post"):
     its handle, or ``Unsupported`` (feature ``node_hooks``) when the node has no such method or
     its binding refuses every hook; a refusal of this particular hook propagates as raised."""
@@ -61,7 +61,7 @@ def register(adapter, node, hook, kind: str):
 def node_prehook(adapter, node, fn, what: str = "grad_fn.register_prehook"):
     """A node pre-hook's handle (with ``remove()``, else BLOCKED by the node-hooks rule)."""
     with prerequisite(NODE_HOOKS, what=what) as pre:
-        handle = register(adapter, node, fn, "pre")
+        handle = register_on_node(adapter, node, fn, "pre")
         pre.check(callable(getattr(handle, "remove", None)),
                   f"register_prehook returned a handle with remove() (it returned {handle!r})")
     return handle
@@ -70,7 +70,7 @@ def node_prehook(adapter, node, fn, what: str = "grad_fn.register_prehook"):
 def node_hook(adapter, node, fn, what: str = "grad_fn.register_hook"):
     """A node post-hook's handle (with ``remove()``, else BLOCKED by the node-hooks rule)."""
     with prerequisite(NODE_HOOKS, what=what) as pre:
-        handle = register(adapter, node, fn, "post")
+        handle = register_on_node(adapter, node, fn, "post")
         pre.check(callable(getattr(handle, "remove", None)),
                   f"register_hook returned a handle with remove() (it returned {handle!r})")
     return handle

@@ -16,7 +16,6 @@ import pytest
 from conformance import liveness
 from conformance.spelling import subject
 from conformance.api import Blocked, Diverges, Unsupported, aside, diverges_if_raises, missing_method, prerequisite, raises, rule
-from conformance.features import judged_without
 from conformance.meanings import GRAPH_FREED_SAYS_WHAT_TO_DO, MISSING_BACKWARD, MISSING_FORWARD, NOT_AN_INPUT
 from conformance.suites._helpers import (TENSOR_WEAKREF, ctx_attributes_kept, expect_refusal, inplace_on_saved_refused,
                                          key_words)
@@ -135,7 +134,7 @@ def test_instantiation_warns_deprecation(fw, adapter, device):
 
 
 @rule("legacy_function.bare-instance-node-attributes")
-def test_bare_instance_node_attributes(fw, observe):
+def test_bare_instance_node_attributes(fw, adapter, observe):
     class Id(fw.autograd.Function):
         @staticmethod
         def forward(ctx, x):
@@ -150,12 +149,17 @@ def test_bare_instance_node_attributes(fw, observe):
     def probe(fn):
         try:
             return f"-> {fn()!r}"
+        except (Unsupported, Blocked):
+            raise
         except Exception as exc:
             return f"{type(exc).__name__}: {str(exc)[:60]}"
 
-    observe({"name()": probe(lambda: f.name()),
-             "next_functions": probe(lambda: f.next_functions),
-             "metadata": probe(lambda: f.metadata)})
+    seen = {"name()": probe(lambda: f.name())}
+    if aside(adapter, "graph_nodes", what="next_functions of a bare Function instance"):
+        seen["next_functions"] = probe(lambda: f.next_functions)
+    if aside(adapter, "node_metadata", what="metadata of a bare Function instance"):
+        seen["metadata"] = probe(lambda: f.metadata)
+    observe(seen)
 
 
 @rule("legacy_function.apply-with-plain-methods")
@@ -304,12 +308,17 @@ def test_mark_dirty_returns_same_object(fw, adapter, device):
 
     x = fw.randn(2, 2, device=device)
     y = fw.randn(2, 2, requires_grad=True, device=device)
-    v0 = version(adapter, x)
+    bumped = "the dirty input's version counter is bumped"
+    v0 = None
+    if aside(adapter, "version_counter", what=bumped):
+        v0 = adapter.version(x)
     q, p = Inplace.apply(x, y)
     assert q is x, "the dirty input was returned as a different object"
     assert adapter.requires_grad(q), "the dirty input does not require grad after the Function"
-    assert adapter.grad_fn(q) is not None, "the dirty input has no grad_fn after the Function"
-    assert version(adapter, x) > v0, f"version counter not bumped ({v0} -> {version(adapter, x)})"
+    if aside(adapter, "graph_nodes", what="the dirty input's grad_fn is the Function's node"):
+        assert adapter.grad_fn(q) is not None, "the dirty input has no grad_fn after the Function"
+    if aside(adapter, "version_counter", what=bumped):
+        assert adapter.version(x) > v0, f"version counter not bumped ({v0} -> {adapter.version(x)})"
     adapter.backward(fw.sum(q))
     np.testing.assert_allclose(adapter.to_numpy(adapter.grad(y)), np.ones((2, 2)))
 
@@ -355,6 +364,9 @@ def test_mark_dirty_not_returned_raises(fw, adapter, device):
     b = fw.ones(2, requires_grad=True, device=device)
     with raises(Exception,
                 what="mark_dirty on an input that is not returned"):
+        NotReturned.apply(fw.clone(a), b)
+    with raises(Exception,
+                what="mark_dirty on an input (a view) that is not returned"):
         NotReturned.apply(fw.clone(a).view(2), b)
 
 
@@ -773,14 +785,18 @@ def test_fresh_ctx_per_apply(fw, adapter, device, style):
 
 
 @rule("legacy_function.kwargs-are-inputs")
-@judged_without("needs_input_grad")   # the gradient half is judged first; the needs_input_grad half after
 def test_kwargs_are_inputs(fw, adapter, device):
     log = {}
 
     class F(fw.autograd.Function):
         @staticmethod
         def forward(ctx, x, w=None):
-            log["needs"] = _needs_input_grad(adapter, ctx)
+            log["ran"] = True
+            if aside(adapter, "needs_input_grad", what="a keyword input counts in needs_input_grad"):
+                try:   # raised after apply, not inside the framework's forward
+                    log["needs"] = tuple(adapter.needs_input_grad(ctx))
+                except Unsupported as exc:
+                    log["needs"] = exc
             ctx.save_for_backward(x, w)
             return x * w
 
@@ -796,7 +812,7 @@ def test_kwargs_are_inputs(fw, adapter, device):
     except (Unsupported, Blocked, Diverges):
         raise
     except TypeError as exc:
-        if "needs" not in log:   # forward never ran: apply takes no keyword form at all
+        if "ran" not in log:   # forward never ran: apply takes no keyword form at all
             raise Unsupported(f"Function.apply takes no keyword arguments ({exc})",
                               feature="apply(keyword=)") from exc
         raise Diverges(f"apply with a keyword argument: forward ran, then TypeError: {exc}") from exc
@@ -804,8 +820,9 @@ def test_kwargs_are_inputs(fw, adapter, device):
     np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [3.0, 3.0])
     assert adapter.grad(w) is not None, "tensor passed by keyword received no gradient"
     np.testing.assert_allclose(adapter.to_numpy(adapter.grad(w)), [1.0, 1.0])
-    needs = _needed(log, "needs")
-    assert needs == (True, True), f"needs_input_grad = {needs} with w passed by keyword"
+    if "needs" in log:
+        needs = _needed(log, "needs")
+        assert needs == (True, True), f"needs_input_grad = {needs} with w passed by keyword"
 
 
 @rule("legacy_function.output-container-preserved")
