@@ -1025,3 +1025,46 @@ def test_backward_result_the_user_holds_is_not_the_grad(adapter, fw, device):
                                err_msg="a second backward did not accumulate into x.grad")
     np.testing.assert_allclose(adapter.to_numpy(kept[0]), [first] * 2,
                                err_msg="accumulating into x.grad changed the tensor the first backward returned")
+
+
+@rule("legacy_function.backward-result-for-input-without-gradient")
+def test_backward_result_for_a_number_input_is_refused(adapter, fw, device):
+    _backward_runs(adapter, fw, device)
+
+    class ByNumber(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3, g
+
+    x = fw.ones(2, requires_grad=True, device=device)
+    y = ByNumber.apply(x, 3)
+    expect_refusal(lambda: adapter.backward(fw.sum(y)),
+                   "backward with a custom backward returning a gradient for the number input k")
+    grad = adapter.grad(x)
+    assert grad is None, f"backward was refused, yet x.grad = {adapter.to_numpy(grad).tolist()}"
+
+
+@rule("legacy_function.backward-result-for-input-without-gradient")
+def test_backward_result_for_a_constant_tensor_is_dropped(adapter, fw, device):
+    class ByConstant(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, c):
+            return x * c
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, g * 5
+
+    x = fw.ones(2, requires_grad=True, device=device)
+    c = fw.ones(2, device=device)
+    with diverges_if_raises(Exception, what="backward with a gradient returned for a constant tensor input"):
+        adapter.backward(fw.sum(ByConstant.apply(x, c)))
+    grad = adapter.grad(x)
+    assert grad is not None, "the input that requires grad got no gradient"
+    np.testing.assert_allclose(adapter.to_numpy(grad), [2.0, 2.0], err_msg="x.grad is not backward's first result")
+    assert adapter.grad(c) is None, (f"a tensor that does not require grad got the gradient returned in its "
+                                     f"slot: c.grad = {adapter.to_numpy(adapter.grad(c)).tolist()}")

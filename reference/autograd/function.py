@@ -185,6 +185,7 @@ class BackwardCFunction(FunctionCtx):
                 checked.append(None)
                 continue
             if info is None:
+                # rule: legacy_function.backward-result-for-input-without-gradient
                 raise RuntimeError(
                     f"function {name} returned a gradient different than None at position {index + 1}, "
                     "but the corresponding forward input was not a Variable"
@@ -206,6 +207,7 @@ class BackwardCFunction(FunctionCtx):
                 # rule: legacy_function.backward-result-cast-to-input-dtype
                 result = result.to(dtype)
             if self._next_functions[index][0] is None:
+                # rule: legacy_function.backward-result-for-input-without-gradient -- dropped
                 result = None
             checked.append(result)
         return checked
