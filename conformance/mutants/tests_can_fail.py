@@ -155,3 +155,57 @@ def _probe_grad_mode_shared():
 def _():
     """The grad-mode state is one object shared by every thread."""
     replace("reference.grad_mode:_state", _SharedGradMode())
+
+
+def _probe_backward_result_unchecked():
+    fw = _fw()
+
+    class F(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return fw.ones(3)
+
+    x = fw.ones(2, requires_grad=True)
+    try:
+        F.apply(x).sum().backward()
+    except RuntimeError:
+        return "refused"
+    return list(x.grad.shape)
+
+
+@mutant("legacy_function.backward-result-unchecked", scored=False,
+        models="a framework that stores whatever a custom backward returns (OneFlow 0.9.0: a leaf of "
+               "shape (2,) ends with x.grad of shape (3,)), neither checking its shape nor casting its dtype",
+        rules=("legacy_function.backward-result-shape-checked",
+               "legacy_function.backward-result-cast-to-input-dtype"),
+        probe=_probe_backward_result_unchecked)
+def _():
+    """The custom backward's results skip the shape check and the cast to the input's dtype."""
+    edit("reference.autograd.function:BackwardCFunction._validate",
+         "if tuple(result.shape) != shape:", "if False:",
+         "if result.dtype != dtype:", "if False:")
+
+
+def _probe_user_gradient_taken_over():
+    fw = _fw()
+    held = fw.ones(2)
+    x = fw.ones(2, requires_grad=True)
+    x.register_hook(lambda g: held)
+    (x * 2).sum().backward()
+    held.add_(1)
+    return x.grad.tolist()
+
+
+@mutant("hooks.user-gradient-taken-over", scored=False,
+        models="an engine that makes a leaf's .grad the very buffer a hook or a custom backward "
+               "returned, although the user still holds that tensor",
+        rules=("hooks.hook-result-not-aliased", "legacy_function.backward-result-not-aliased"),
+        probe=_probe_user_gradient_taken_over)
+def _():
+    """A leaf's first gradient is taken over whoever else holds it (no use-count check)."""
+    replace("reference.autograd.graph:can_take_over",
+            lambda grad, held: getattr(grad, "base", None) is None)

@@ -30,6 +30,8 @@ def can_take_over(grad, references) -> bool:
     The count is taken in the caller, never here: passing ``grad`` into a Python function adds
     a reference for the call's duration when a frame-evaluation hook (PEP 523, installed by
     torch.compile's dynamo) is active, and the take-over then silently never happened."""
+    # rules: legacy_function.backward-result-not-aliased, hooks.hook-result-not-aliased -- a
+    # gradient the user still holds (what a custom backward or a hook returned) is copied
     if references > 1 or getattr(grad, "base", True) is not None:
         return False
     flags = grad.flags

@@ -185,13 +185,16 @@ class BackwardCFunction(FunctionCtx):
                 checked.append(None)
                 continue
             if info is None:
+                # rule: legacy_function.backward-result-for-input-without-gradient
                 raise RuntimeError(
                     f"function {name} returned a gradient different than None at position {index + 1}, "
                     "but the corresponding forward input was not a Variable"
                 )
             if not isinstance(result, Tensor):
+                # rule: legacy_function.backward-result-must-be-tensor
                 raise RuntimeError(f"expected Variable or None (got {type(result).__name__})")
-            shape = info[0]
+            shape, dtype = info[0], info[1]
+            # rule: legacy_function.backward-result-shape-checked -- summed down where it broadcasts
             if tuple(result.shape) != shape:
                 try:
                     result = sum_to_size(result, shape)
@@ -200,7 +203,11 @@ class BackwardCFunction(FunctionCtx):
                         f"Function {name} returned an invalid gradient at index {index} - got {list(result.shape)} "
                         f"but expected shape compatible with {list(shape)}"
                     ) from None
+            if result.dtype != dtype:
+                # rule: legacy_function.backward-result-cast-to-input-dtype
+                result = result.to(dtype)
             if self._next_functions[index][0] is None:
+                # rule: legacy_function.backward-result-for-input-without-gradient -- dropped
                 result = None
             checked.append(result)
         return checked
