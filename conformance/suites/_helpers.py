@@ -155,10 +155,19 @@ def expect_refusal(fn, what):
 
 def refusal_of(fn):
     """The exception ``fn`` raises, or None if it raises nothing (for a class or wording rule,
-    whose behaviour rule judges whether it is refused at all)."""
+    whose behaviour rule judges whether it is refused at all). The harness's own outcomes are
+    no refusal of the framework: ``Unsupported`` (the adapter lacks a translation, the feature
+    is missing) and ``Blocked``/``Diverges`` pass through."""
+    from conformance.api import Blocked, Diverges, Unsupported, missing_method
+
     try:
         fn()
+    except (Unsupported, Blocked, Diverges):
+        raise
     except Exception as exc:  # noqa: BLE001 - any refusal is what the class rule reads
+        name = missing_method(exc)
+        if name:   # the framework has no such method: a missing feature, not a refusal
+            raise Unsupported(f"no {name}: {exc}", feature=name) from exc
         return exc
     return None
 
