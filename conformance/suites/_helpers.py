@@ -171,6 +171,17 @@ def refusal_of(fn):
         return exc
     return None
 
+def fresh_script_calling(fn) -> str:
+    """The script for :func:`conformance.api.in_fresh_interpreter` that calls
+    ``fn(fw, adapter, *argv)``: ``fn`` is a function of a suites helper module, so what it
+    touches is read (spelling, features, ``aside``) like any suite code, never hidden in a
+    string."""
+    module, name = fn.__module__, fn.__name__
+    if not module.startswith("conformance.suites."):
+        raise ValueError(f"{module}.{name}: a fresh-interpreter script calls a suites helper")
+    return f"from {module} import {name}\n{name}(fw, adapter, *argv)\n"
+
+
 def custom_function_refusals(adapter, fw, device):
     """description -> what each refusal of a custom Function raised (None: it raised nothing; a
     case whose feature is missing is left out): mark_dirty on a leaf, on an input forward does not

@@ -11,7 +11,6 @@ import pytest
 
 from conformance import liveness
 from conformance.spelling import subject
-from conformance.features import judged_without
 from conformance.api import Blocked, Unsupported, aside, diverges_if_raises, prerequisite, raises, rule
 from conformance.suites._helpers import (TENSOR_WEAKREF, inplace_on_saved_refused, producer, set_attr,
                                          tensor_weakref)
