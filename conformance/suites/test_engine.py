@@ -5,12 +5,14 @@ Functions (whose backward the test writes) and hooks; numbers are compared throu
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
 import warnings
 
 import numpy as np
+import pytest
 
 from conformance import liveness, meanings
 from conformance.spelling import subject
@@ -1031,7 +1033,90 @@ def test_grad_mode_restored_on_exception(adapter, fw, device):
     assert adapter.is_recorded(x * 2), "no_grad left recording off after an exception"
 
 
+#: each grad-mode switch, made fresh for one use; (switch, records inside)
+def _switch(fw, name):
+    return {"no_grad": (lambda: fw.no_grad(), False), "enable_grad": (lambda: fw.enable_grad(), True),
+            "set_grad_enabled": (lambda: fw.set_grad_enabled(False), False),
+            "inference_mode": (lambda: fw.inference_mode(), False)}[name]
+
+
+@rule("engine.grad-mode-switch-spellings")
+@pytest.mark.parametrize("switch", ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode"])
+@pytest.mark.parametrize("spelling", ["context", "decorator"])
+def test_grad_mode_switch_as_context_and_decorator(adapter, fw, device, switch, spelling):
+    """A switch that works as a context manager but not as a decorator (or the other way round),
+    or that leaves the mode switched after decorating or after an exception, is caught here;
+    enable_grad is judged inside no_grad, where it has something to switch."""
+    make, records_inside = _switch(fw, switch)
+    x = fw.ones(2, requires_grad=True, device=device)
+    outer_records = not records_inside
+    with (fw.no_grad() if records_inside else contextlib.nullcontext()):
+        assert adapter.is_recorded(x * 2) is outer_records, "the mode before the switch is not what the test set"
+        if spelling == "context":
+            with make():
+                inside = x * 2
+        else:
+            compute = make()(lambda: x * 2)
+            assert adapter.is_recorded(x * 2) is outer_records, f"decorating a function with {switch}() changed the mode"
+            inside = compute()
+        assert adapter.is_recorded(inside) is records_inside, (
+            f"{switch} as a {spelling}: a result computed inside was recorded={adapter.is_recorded(inside)}")
+        assert adapter.is_recorded(x * 2) is outer_records, f"{switch} as a {spelling} left the mode switched"
+
+        def boom():
+            raise KeyError("boom")
+
+        try:
+            if spelling == "context":
+                with make():
+                    boom()
+            else:
+                make()(boom)()
+        except KeyError:
+            pass
+        assert adapter.is_recorded(x * 2) is outer_records, \
+            f"{switch} as a {spelling} left the mode switched after an exception inside it"
+
+
+@rule("engine.grad-mode-switch-spellings")
+def test_set_grad_enabled_as_a_plain_call(adapter, fw, device):
+    x = fw.ones(2, requires_grad=True, device=device)
+    try:
+        fw.set_grad_enabled(False)
+        off, still_off = x * 2, x * 3
+        assert fw.is_grad_enabled() is False, "set_grad_enabled(False) called plainly did not switch the mode"
+    finally:
+        fw.set_grad_enabled(True)
+    assert not adapter.is_recorded(off) and not adapter.is_recorded(still_off), \
+        "ops after a plain set_grad_enabled(False) were recorded"
+    assert adapter.is_recorded(x * 2), "a plain set_grad_enabled(True) did not switch recording back on"
+
+
 # -- argument validation ------------------------------------------------------------------
+
+@rule("engine.backward-gradient-argument-not-stored")
+@pytest.mark.parametrize("path", ["leaf-is-root", "through-add"])
+def test_gradient_argument_is_not_stored_as_grad(adapter, fw, device, path):
+    """Catches an engine that keeps the caller's gradient tensor as ``.grad`` (or its memory):
+    the caller's later writes change the gradient, and accumulation writes into the caller's
+    tensor."""
+    x = fw.ones(3, requires_grad=True, device=device)
+    g = fw.ones(3, device=device) * 2
+    if path == "leaf-is-root":
+        adapter.backward(x, g)
+    else:                                   # add passes the incoming gradient on unchanged
+        fw.autograd.backward([x + 0], [g])
+    held = adapter.grad(x)
+    assert held is not g, "x.grad is the gradient tensor passed to backward"
+    close(adapter, held, [2.0, 2.0, 2.0], "x.grad after backward with the gradient [2, 2, 2]")
+    adapter.inplace(g, "mul_", 10)
+    close(adapter, adapter.grad(x), [2.0, 2.0, 2.0],
+          "x.grad after the caller changed its gradient argument in place (x.grad shares its memory)")
+    adapter.backward(fw.sum(x))             # accumulates into x.grad
+    close(adapter, adapter.grad(x), [3.0, 3.0, 3.0], "x.grad after a second backward")
+    close(adapter, g, [20.0, 20.0, 20.0],
+          "the caller's gradient argument after a later backward accumulated into x.grad")
+
 
 @rule("engine.gradient-argument-validation")
 def test_nonscalar_backward_needs_gradient(adapter, fw, device):

@@ -26,6 +26,8 @@ def can_take_over(grad, held) -> bool:
     writable, C-contiguous memory and that nothing holds but the ``held`` references the
     engine knows of (as PyTorch steals the incoming buffer when its use count says so)."""
     # + this function's parameter and getrefcount's argument
+    # rule: engine.backward-gradient-argument-not-stored -- a gradient the caller passed to
+    # backward is held by the caller's tensor too: it is copied, never taken over
     if sys.getrefcount(grad) > held + 2 or getattr(grad, "base", True) is not None:
         return False
     flags = grad.flags
