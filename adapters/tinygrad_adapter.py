@@ -201,6 +201,15 @@ class TinygradAdapter(Adapter):
     def retain_grad(self, tensor):
         self.require("retain_grad")
 
+    def requires_grad(self, tensor):
+        """tinygrad 0.14 keeps no requires_grad flag (gradients go to the tensors
+        ``Tensor.gradient`` or ``backward`` reach): the attribute the namespace's creation
+        functions set is this adapter's own, which tinygrad never updates, so reading it back
+        would fabricate the flag. The framework cannot tell."""
+        raise Unsupported("tinygrad tensors carry no requires_grad flag (the one on tensors the "
+                          "adapter made is its own, never updated by tinygrad)",
+                          feature="Tensor.requires_grad")
+
     def version(self, tensor):
         self.require("version_counter")
 

@@ -27,8 +27,10 @@ def is_grad_enabled() -> bool:
     return _state.enabled
 
 
+# rule: engine.grad-mode-switch-spellings
 class _GradModeContext:
-    """Base of the grad-mode context managers; also usable as decorators."""
+    """Base of the grad-mode context managers; also usable as decorators (a decorated function
+    runs inside a fresh context; decorating changes no mode)."""
 
     _target: bool
 
@@ -58,6 +60,7 @@ class enable_grad(_GradModeContext):
     _target = True
 
 
+# rule: engine.grad-mode-switch-spellings -- a plain call, a context and a decorator
 class set_grad_enabled(_GradModeContext):
     """``set_grad_enabled(mode)``: sets the mode at once, and restores it as a context."""
 

@@ -213,8 +213,10 @@ def features_of(test, index=None) -> tuple[str, ...]:
     index = index if index is not None else suite_index.index_of()
     surface, attributes = _touched(index, test)
     # a subject such as "grad=" (assigning .grad) is a name a feature can list: reading .grad
-    # and assigning it look alike statically
-    return tuple(sorted(implied(surface, attributes | set(test.subjects)) | set(test.needs)))
+    # and assigning it look alike statically. A method or field subject ("view") is seen where
+    # the test uses it, so one used only in a parametrize case is that case's need alone.
+    assigned = {s for s in test.subjects if s.endswith("=")}
+    return tuple(sorted(implied(surface, attributes | assigned) | set(test.needs)))
 
 
 def needed_by(test, index=None) -> tuple[str, ...]:

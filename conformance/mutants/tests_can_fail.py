@@ -209,3 +209,33 @@ def _():
     """A leaf's first gradient is taken over whoever else holds it (no use-count check)."""
     replace("reference.autograd.graph:can_take_over",
             lambda grad, held: getattr(grad, "base", None) is None)
+
+
+def _probe_gradient_argument_kept():
+    fw = _fw()
+    x = fw.ones(3, requires_grad=True)
+    g = fw.ones(3) * 2
+    x.backward(g)
+    return x.grad is g
+
+
+@mutant("engine.gradient-argument-stored-as-grad", scored=False,
+        models="an engine that keeps the caller's gradient tensor as a leaf's .grad (no copy)",
+        rules=("engine.backward-gradient-argument-not-stored",), probe=_probe_gradient_argument_kept)
+def _():
+    """AccumulateGrad takes over every first gradient, the caller's own included."""
+    replace("reference.autograd.graph:can_take_over", lambda grad, held: True)
+
+
+def _probe_no_grad_decorator():
+    fw = _fw()
+    x = fw.ones(2, requires_grad=True)
+    return fw.no_grad()(lambda: x * 2)().grad_fn is None
+
+
+@mutant("engine.grad-mode-decorator-no-op", scored=False,
+        models="grad-mode switches that work as context managers but do nothing as decorators",
+        rules=("engine.grad-mode-switch-spellings",), probe=_probe_no_grad_decorator)
+def _():
+    """no_grad()/enable_grad()/inference_mode() used as a decorator return the function as it is."""
+    replace("reference.grad_mode:_GradModeContext.__call__", lambda self, fn: fn)

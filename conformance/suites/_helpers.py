@@ -155,12 +155,32 @@ def expect_refusal(fn, what):
 
 def refusal_of(fn):
     """The exception ``fn`` raises, or None if it raises nothing (for a class or wording rule,
-    whose behaviour rule judges whether it is refused at all)."""
+    whose behaviour rule judges whether it is refused at all). The harness's own outcomes are
+    no refusal of the framework: ``Unsupported`` (the adapter lacks a translation, the feature
+    is missing) and ``Blocked``/``Diverges`` pass through."""
+    from conformance.api import Blocked, Diverges, Unsupported, missing_method
+
     try:
         fn()
+    except (Unsupported, Blocked, Diverges):
+        raise
     except Exception as exc:  # noqa: BLE001 - any refusal is what the class rule reads
+        name = missing_method(exc)
+        if name:   # the framework has no such method: a missing feature, not a refusal
+            raise Unsupported(f"no {name}: {exc}", feature=name) from exc
         return exc
     return None
+
+def fresh_script_calling(fn) -> str:
+    """The script for :func:`conformance.api.in_fresh_interpreter` that calls
+    ``fn(fw, adapter, *argv)``: ``fn`` is a function of a suites helper module, so what it
+    touches is read (spelling, features, ``aside``) like any suite code, never hidden in a
+    string."""
+    module, name = fn.__module__, fn.__name__
+    if not module.startswith("conformance.suites."):
+        raise ValueError(f"{module}.{name}: a fresh-interpreter script calls a suites helper")
+    return f"from {module} import {name}\n{name}(fw, adapter, *argv)\n"
+
 
 def custom_function_refusals(adapter, fw, device):
     """description -> what each refusal of a custom Function raised (None: it raised nothing; a

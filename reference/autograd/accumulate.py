@@ -32,6 +32,8 @@ def can_take_over(grad, references) -> bool:
     torch.compile's dynamo) is active, and the take-over then silently never happened."""
     # rules: legacy_function.backward-result-not-aliased, hooks.hook-result-not-aliased -- a
     # gradient the user still holds (what a custom backward or a hook returned) is copied
+    # rule: engine.backward-gradient-argument-not-stored -- a gradient the caller passed to
+    # backward is held by the caller's tensor too: it is copied, never taken over
     if references > 1 or getattr(grad, "base", True) is not None:
         return False
     flags = grad.flags

@@ -90,6 +90,30 @@ def test_the_adapter_channel_is_tried_first():
     assert not probe.alive()
 
 
+def test_a_stand_in_still_alive_is_reported_without_searching_the_heap(monkeypatch):
+    """The adapter channel's probe holds a stand-in (True), alive by design: a keep-alive
+    search from it would walk every module (it ran 300 s into a TIMEOUT); the failure names
+    the channel instead, at once."""
+    keep = []
+
+    def check(tensor):
+        keep.append(tensor.impl)        # the framework keeps it: never freed
+        return lambda: True
+    adapter = _adapter(Wrapper, check)
+    probe = liveness.watch(Wrapper(), "t", adapter, allow_hook=False)
+    assert probe.stand_in and probe.get() is True
+
+    def no_search(obj, max_depth=12):
+        raise AssertionError("searched a keep-alive chain from a stand-in")
+    monkeypatch.setattr(liveness, "keep_alive_chain", no_search)
+    with pytest.raises(liveness.StillAlive) as info:
+        liveness.assert_freed(probe, by="gc")
+    assert "the adapter's liveness check" in str(info.value)
+    for by_design in (True, 1, "s", int, liveness):
+        assert liveness._alive_by_design(by_design)
+    assert not liveness._alive_by_design(Wrapper())
+
+
 def test_assert_freed_warns_on_a_framework_tensor_watched_without_a_control():
     probe = liveness.weak(Keeper(), "t")
     with pytest.warns(liveness.UncontrolledObservation, match="without a positive control"):

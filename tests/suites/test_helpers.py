@@ -38,3 +38,21 @@ def test_refusal_of_gives_the_exception_or_none():
     exc = KeyError("k")
     assert refusal_of(lambda: fw.refuse(exc)) is exc
     assert refusal_of(fw.accept) is None
+
+
+def test_refusal_of_never_takes_the_harness_outcomes_for_a_refusal():
+    """An adapter's ``Unsupported`` (a translation it lacks) or a missing method is no refusal
+    of the framework: a class or wording rule would judge the harness's own exception."""
+    fw = _Framework()
+    missing = Unsupported("no translation", feature="graph_nodes")
+    with pytest.raises(Unsupported) as info:
+        refusal_of(lambda: fw.refuse(missing))
+    assert info.value is missing
+
+    class Tensor:
+        __module__ = "someframework"
+
+    with pytest.raises(Unsupported, match="register_hook"):
+        refusal_of(lambda: Tensor().register_hook)
+    with pytest.raises(Diverges):
+        refusal_of(lambda: fw.refuse(Diverges("judged already")))

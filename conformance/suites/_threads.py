@@ -1,0 +1,76 @@
+"""What engine.threads-independent-graphs runs in a fresh interpreter: threads that each build
+and differentiate their own graph, with their own grad mode, all at once.
+
+Why a module of the suites package and not a script in a string: the spelling check, the
+feature gate (what a test needs, what ``aside`` skips) and the reproduction scripts read the
+suites' source; a string is invisible to all three (it spelt ``.sum()``, ``.grad_fn`` and
+``.backward()``, and gave a false DIVERGES on frameworks that spell them otherwise). The test
+runs :func:`independent_graphs_in_threads` through
+:func:`conformance.suites._helpers.fresh_script_calling`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import numpy as np
+
+from conformance import side_checks
+from conformance.api import aside, time_limit
+
+
+def independent_graphs_in_threads(fw, adapter, device, threads, rounds):
+    """Run ``threads`` threads of ``rounds`` rounds each and print one ``RESULT {json}`` line:
+    ``stuck`` (threads still running after the wait), ``errors`` (what each thread saw go
+    wrong), ``main_grad_enabled`` (None where grad modes are missing) and ``not_checked`` (the
+    side observations skipped)."""
+    threads, rounds = int(threads), int(rounds)
+    side_checks.begin()
+    barrier = threading.Barrier(threads)
+    errors = []
+
+    def work(i):
+        scale = float(i + 1)
+        try:
+            barrier.wait(time_limit(30))
+            for r in range(rounds):
+                x = fw.full((4,), scale, requires_grad=True, device=device)
+                w = fw.full((4,), float(r + 1), requires_grad=True, device=device)
+                if aside(adapter, "grad_modes", what="each thread's no_grad and set_grad_enabled apply to it alone"):
+                    with fw.no_grad():
+                        frozen = x * w
+                    if adapter.is_recorded(frozen) or fw.is_grad_enabled() is not True:
+                        errors.append(f"thread {i} round {r}: no_grad leaked (the product was recorded: "
+                                      f"{adapter.is_recorded(frozen)}, grad enabled after the block: "
+                                      f"{fw.is_grad_enabled()})")
+                    with fw.set_grad_enabled(r % 2 == 0):
+                        maybe = x * 3
+                    if adapter.is_recorded(maybe) is not (r % 2 == 0):
+                        errors.append(f"thread {i} round {r}: set_grad_enabled({r % 2 == 0}) gave a "
+                                      f"result recorded={adapter.is_recorded(maybe)} (grad mode crossed threads?)")
+                y = fw.sum(x * x * w)  # dy/dx = 2 x w, dy/dw = x * x
+                adapter.backward(y)
+                gx = adapter.to_numpy(adapter.grad(x))
+                gw = adapter.to_numpy(adapter.grad(w))
+                if not (np.allclose(gx, 2 * scale * (r + 1)) and np.allclose(gw, scale * scale)):
+                    errors.append(f"thread {i} round {r}: x.grad {gx.tolist()} w.grad {gw.tolist()}, "
+                                  f"expected {2 * scale * (r + 1)} and {scale * scale} (lost or crossed gradient)")
+        except Exception as exc:  # noqa: BLE001 - reported to the test, which judges it
+            errors.append(f"thread {i}: {type(exc).__name__}: {exc}")
+
+    workers = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(threads)]
+    for th in workers:
+        th.start()
+    deadline = time.monotonic() + time_limit(120)  # one wait for all: stuck threads cost 120 s, not 8 x 120 s
+    for th in workers:
+        th.join(max(0.0, deadline - time.monotonic()))
+    main_enabled = None
+    if aside(adapter, "grad_modes", what="the main thread's grad mode is unchanged"):
+        main_enabled = fw.is_grad_enabled()
+    stuck = sum(th.is_alive() for th in workers)
+    print("RESULT", json.dumps({"stuck": stuck, "errors": errors, "main_grad_enabled": main_enabled,
+                                "not_checked": list(side_checks.taken())}), flush=True)
+    if stuck:
+        os._exit(0)   # daemon threads stuck in the framework would block the interpreter's exit
