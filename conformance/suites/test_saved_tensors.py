@@ -500,9 +500,10 @@ def test_pack_runs_without_grad_and_unpack_under_the_callers_mode(adapter, fw, d
     log.clear()
     adapter.backward(fw.sum(y), retain_graph=True)
     assert log == [("unpack", False)], f"unpack during backward: {log}"
-    log.clear()
-    (g,) = fw.autograd.grad(fw.sum(y), x, create_graph=True)
-    assert log == [("unpack", True)], f"unpack during a create_graph backward: {log}"
+    if aside(adapter, "create_graph_backward", what="unpack runs under grad mode in a create_graph backward"):
+        log.clear()
+        (g,) = fw.autograd.grad(fw.sum(y), x, create_graph=True)
+        assert log == [("unpack", True)], f"unpack during a create_graph backward: {log}"
     if aside(adapter, "graph_nodes", "saved_tensor_attributes", what="unpack runs under grad mode when user code reads _saved_result"):
         log.clear()
         adapter.feature("saved_tensor_attributes", lambda: adapter.grad_fn(y)._saved_result)
