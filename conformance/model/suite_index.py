@@ -190,6 +190,8 @@ class SuiteTest:
     parametrize: tuple[tuple[str, tuple], ...]  # (argnames, values) per @pytest.mark.parametrize
     ids: tuple[str, ...]          # pytest's parameter ids ("" alone: not parametrized)
     uses: frozenset[tuple[str, str]]  # (module, name) it reads: its suite's and imported helpers
+    #: what of ``uses`` it reads outside its side observations and parametrize cases (needs)
+    judged_uses: frozenset[tuple[str, str]]
     surface: frozenset[str]       # dotted fw.* / adapter.* names its body touches
     #: attribute names its body uses on framework objects (tensors, graph nodes, contexts):
     #: ``y.grad_fn``, ``t.register_hook(...)``; see :func:`attributes_of`
@@ -245,8 +247,9 @@ class SuiteIndex:
     def helpers_of(self, test: SuiteTest) -> list[tuple[ModuleSource, Definition]]:
         """The suite definitions ``test`` reads, followed transitively: its own module's and the
         suites package's helper modules' (``conformance.suites._helpers``), not the harness's.
-        What it touches through them is what it touches (conformance.features)."""
-        out, seen, todo = [], set(), sorted(test.uses)
+        What it touches through them is what it touches (conformance.features): what it calls
+        only inside a side observation (``if aside(...):``) or a parametrize case is left out."""
+        out, seen, todo = [], set(), sorted(test.judged_uses)
         while todo:
             module, name = todo.pop()
             if (module, name) in seen or not module.startswith(_SUITES_PACKAGE):
@@ -256,7 +259,7 @@ class SuiteIndex:
             if mod is None or name not in mod.definitions:
                 continue
             out.append((mod, mod.definitions[name]))
-            todo.extend(sorted(uses_of(mod.definitions[name].node, mod)))
+            todo.extend(sorted(uses_of(mod.definitions[name].node, mod, judged=True)))
         return out
 
     def attributes_by_suite(self) -> dict[str, set[str]]:
@@ -300,7 +303,8 @@ def _tests_of(mod: ModuleSource, relpath: str) -> list[SuiteTest]:
             suite=suite, file=relpath, line=node.lineno,
             module=mod.name, params=tuple(a.arg for a in node.args.args if a.arg != "self"),
             parametrize=parametrize_of(node), ids=_ids(node),
-            uses=frozenset(uses_of(node, mod)), surface=frozenset(surface_of(node, judged=True)),
+            uses=frozenset(uses_of(node, mod)), judged_uses=frozenset(uses_of(node, mod, judged=True)),
+            surface=frozenset(surface_of(node, judged=True)),
             attributes=frozenset(attributes_of(node, mod, judged=True)),
             cases=cases_of(node, mod),
             needs=tuple(f for n in marked for f in needs_of(n)),
@@ -459,31 +463,58 @@ def parametrize_of(node: ast.AST) -> tuple[tuple[str, tuple], ...]:
 
 
 def _parametrize(node: ast.AST) -> list[tuple[str, tuple, list[str]]]:
-    out = []
-    for dec in getattr(node, "decorator_list", []):
-        if not (isinstance(dec, ast.Call) and ast.unparse(dec.func) == "pytest.mark.parametrize"):
-            continue
-        try:
-            argnames = ast.literal_eval(dec.args[0])
-            values = tuple(ast.literal_eval(dec.args[1]))
-            given = next((k.value for k in dec.keywords if k.arg == "ids"), None)
-            ids = [str(i) for i in ast.literal_eval(given)] if given is not None else None
-        except (ValueError, IndexError, TypeError, SyntaxError):
-            continue  # computed parameters: not known from the source
-        if not isinstance(argnames, str):
-            argnames = ",".join(argnames)
-        multi = "," in argnames
-        if ids is None:
-            ids = ["-".join(_id(v) for v in value) if multi else _id(value) for value in values]
-        out.append((argnames, values, ids))
-    return out
+    return [entry for dec in getattr(node, "decorator_list", []) for entry in _parametrize_decorator(dec)]
+
+
+def _parametrize_decorator(dec: ast.AST) -> list[tuple[str, tuple, list[str]]]:
+    """[(argnames, values, ids)] of a ``@pytest.mark.parametrize`` with literal arguments, else []."""
+    if not _is_parametrize(dec):
+        return []
+    try:
+        argnames = ast.literal_eval(dec.args[0])
+        values = tuple(ast.literal_eval(dec.args[1]))
+        given = next((k.value for k in dec.keywords if k.arg == "ids"), None)
+        ids = [str(i) for i in ast.literal_eval(given)] if given is not None else None
+    except (ValueError, IndexError, TypeError, SyntaxError):
+        return []  # computed parameters: not known from the source
+    if not isinstance(argnames, str):
+        argnames = ",".join(argnames)
+    multi = "," in argnames
+    if ids is None:
+        ids = ["-".join(_id(v) for v in value) if multi else _id(value) for value in values]
+    return [(argnames, values, ids)]
+
+
+def _case_ids(dec: ast.Call) -> list[str] | None:
+    """pytest's ids of one parametrize decorator's cases, also where its values are computed
+    (lambdas: a literal ``ids=`` list, else pytest's ``<argname><index>``); None if unknown."""
+    found = next((entry for entry in _parametrize_decorator(dec)), None)
+    if found is not None:
+        return found[2]
+    values = _case_values(dec)
+    if values is None:
+        return None
+    given = next((k.value for k in dec.keywords if k.arg == "ids"), None)
+    try:
+        if given is not None:
+            return [str(i) for i in ast.literal_eval(given)]
+        argnames = ast.literal_eval(dec.args[0])
+    except (ValueError, IndexError, TypeError, SyntaxError):
+        return None
+    first = (argnames.split(",")[0] if isinstance(argnames, str) else argnames[0]).strip()
+    return [f"{first}{i}" for i in range(len(values))]
 
 
 def _ids(node: ast.AST) -> tuple[str, ...]:
     """pytest's ids of the parameter sets, in its order: the decorator nearest the function
     gives the first part of an id and varies slowest."""
     combos = [""]
-    for _, _, ids in reversed(_parametrize(node)):
+    for dec in reversed(getattr(node, "decorator_list", [])):
+        if not _is_parametrize(dec):
+            continue
+        ids = _case_ids(dec)
+        if ids is None:
+            continue
         combos = [f"{c}-{i}" if c else i for c in combos for i in ids]
     return tuple(combos)
 
@@ -492,10 +523,12 @@ def _id(value: Any) -> str:
     return str(value) if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
 
 
-def uses_of(node: ast.AST, mod: ModuleSource) -> set[tuple[str, str]]:
+def uses_of(node: ast.AST, mod: ModuleSource, judged: bool = False) -> set[tuple[str, str]]:
     """(module, name) pairs a definition reads (a test, a helper function or class, an
     assignment): its own module's definitions, names it imports and attributes of imported
-    modules (``liveness.weak`` -> ("conformance.liveness", "weak"))."""
+    modules (``liveness.weak`` -> ("conformance.liveness", "weak")). ``judged``: only what
+    :func:`walk_judged` reaches (a helper called in a side observation is not a need)."""
+    walk = walk_judged if judged else ast.walk
     found = set()
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         roots = [d for d in node.decorator_list if not is_harness_decorator(d)] + [node.args, *node.body]
@@ -503,7 +536,7 @@ def uses_of(node: ast.AST, mod: ModuleSource) -> set[tuple[str, str]]:
         roots = [*node.decorator_list, *node.bases, *node.keywords, *node.body]
     else:
         roots = [node]
-    for sub in (s for root in roots for s in ast.walk(root)):
+    for sub in (s for root in roots for s in walk(root)):
         if isinstance(sub, ast.Name):
             if sub.id in mod.definitions and sub.id != getattr(node, "name", None):
                 found.add((mod.name, sub.id))
