@@ -298,33 +298,40 @@ def _cell(step: Step) -> str:
 
 
 def report_section(directory: Path = DIRECTORY, spec_href: str = "spec.html") -> str:
-    """Per mode, every rule that differs from eager in a recorded release: one column per
-    release, the cause, since when ("" without mode history)."""
+    """Per mode, the rules that differ from eager in a recorded release, grouped by cause and
+    by where they differ (one column per release) with since when: compact, as the page has a
+    size budget (three rules named per group, the count of the rest; "" without mode
+    history). The spec page has one line per rule."""
     found = timelines(directory)
     if not found:
         return ""
     out = [f'<section id="mode-history"><style>{CSS}</style><h3>Eager vs compile by release</h3>'
-           "<p>Per mode, each rule whose outcome differs from the framework's eager run of the "
-           "same release, in every release both were run (<code>python -m conformance.history "
-           "modes</code>, data in <code>conformance/history/modes/</code>): ≠ differs, = as "
-           "eager, · not run. The cause is the newest recorded one.</p>"]
+           "<p>Per mode, the rules whose outcome differs from the framework's eager run of the "
+           "same release in a recorded release (<code>python -m conformance.history modes</code>, "
+           "data in <code>conformance/history/modes/</code>), by cause: ≠ differs, = as eager, "
+           f'· not run; since: the oldest recorded release of an unbroken run up to the newest. '
+           f'The <a href="{spec_href}">spec page</a> has each rule\'s line.</p>']
     for mode, timeline in found.items():
         framework = timeline.framework
-        heads = "".join(f"<th>{html.escape(framework)} {html.escape(v)}</th>"
-                        for v in timeline.versions)
-        rows = []
+        groups: dict[tuple, list[str]] = {}
         for rule, steps in timeline.rules.items():
             last = next(s.difference for s in reversed(steps) if s.difference)
-            cause = html.escape(last["cause"]) if last["cause"] else "<em>no cause recorded</em>"
-            when = since_text(steps, framework) or (
-                "no longer differs in " + html.escape(steps[-1].version))
-            rows.append(f'<tr data-rule="{html.escape(rule)}"><td><a href="{spec_href}#'
-                        f'{html.escape(rule)}">{html.escape(rule)}</a></td>'
-                        + "".join(_cell(s) for s in steps)
-                        + f"<td><code>{cause}</code></td><td>{html.escape(when)}</td></tr>")
-        out.append(f"<h4>{html.escape(mode)}</h4><table class=\"history mode-history\" "
-                   f"data-mode=\"{html.escape(mode)}\"><tr><th>rule</th>{heads}<th>cause</th>"
-                   f"<th>since</th></tr>" + "".join(rows) + "</table>")
+            key = (last["cause"], tuple(s.status for s in steps))
+            groups.setdefault(key, []).append(rule)
+        heads = "".join(f"<th>{html.escape(v)}</th>" for v in timeline.versions)
+        rows = []
+        for (cause, statuses), rules in sorted(groups.items()):
+            first, before = since(timeline.rules[rules[0]])
+            when = (first.version if first is not None else "") or \
+                f"not in {timeline.versions[-1]}"
+            cells = "".join(f'<td class="m-{s.replace(" ", "")}">{SYMBOL[s]}</td>' for s in statuses)
+            rows.append(f"<tr><td><code>{html.escape(cause) or 'no cause recorded'}</code></td>"
+                        f"{cells}<td>{html.escape(when)}</td><td>"
+                        + ", ".join(html.escape(r) for r in rules[:3])
+                        + (f" and {len(rules) - 3} more" if len(rules) > 3 else "") + "</td></tr>")
+        out.append(f'<h4>{html.escape(mode)} ({html.escape(framework)})</h4><table class="history '
+                   f'mode-history" data-mode="{html.escape(mode)}"><tr><th>cause</th>{heads}'
+                   f"<th>since</th><th>rules</th></tr>" + "".join(rows) + "</table>")
     out.append("</section>")
     return "\n".join(out)
 
