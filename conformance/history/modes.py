@@ -297,12 +297,15 @@ def _cell(step: Step) -> str:
     return f'<td class="{css}" title="{html.escape(title)}">{SYMBOL[step.status]}</td>'
 
 
-def report_section(directory: Path = DIRECTORY, spec_href: str = "spec.html") -> str:
+def report_section(directory: Path = DIRECTORY, spec_href: str = "spec.html",
+                   frameworks=None) -> str:
     """Per mode, the rules that differ from eager in a recorded release, grouped by cause and
     by where they differ (one column per release) with since when: compact, as the page has a
     size budget (three rules named per group, the count of the rest; "" without mode
-    history). The spec page has one line per rule."""
-    found = timelines(directory)
+    history). The spec page has one line per rule. ``frameworks``: only the modes of these
+    frameworks (those with a run on the page; None: every mode)."""
+    found = {mode: t for mode, t in timelines(directory).items()
+             if frameworks is None or t.framework in frameworks}
     if not found:
         return ""
     out = [f'<section id="mode-history"><style>{CSS}</style><h3>Eager vs compile by release</h3>'

@@ -466,20 +466,60 @@ def _parametrize(node: ast.AST) -> list[tuple[str, tuple, list[str]]]:
     return [entry for dec in getattr(node, "decorator_list", []) for entry in _parametrize_decorator(dec)]
 
 
+class Code:
+    """A parametrize value that is code, not a literal (``lambda a: a.view(2, 2)``), kept as
+    its source: a reproduction script writes it as itself (``repr``); ``str`` is its part of
+    pytest's id (``<argname><index>``)."""
+
+    def __init__(self, source: str, id: str) -> None:
+        self.source, self.id = source, id
+
+    def __repr__(self) -> str:
+        return self.source
+
+    def __str__(self) -> str:
+        return self.id
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Code) and (self.source, self.id) == (other.source, other.id)
+
+    def __hash__(self) -> int:
+        return hash((self.source, self.id))
+
+
+def _value(node: ast.AST, argname: str, index: int) -> Any:
+    """A parametrize value: the literal, else its source as :class:`Code`."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError):
+        return Code(ast.unparse(node), f"{argname}{index}")
+
+
 def _parametrize_decorator(dec: ast.AST) -> list[tuple[str, tuple, list[str]]]:
-    """[(argnames, values, ids)] of a ``@pytest.mark.parametrize`` with literal arguments, else []."""
-    if not _is_parametrize(dec):
+    """[(argnames, values, ids)] of a ``@pytest.mark.parametrize`` whose names, list and ids
+    are written out in the source (a value that is code is kept as :class:`Code`), else []."""
+    if not _is_parametrize(dec) or len(dec.args) < 2 \
+            or not isinstance(dec.args[1], (ast.List, ast.Tuple)):
         return []
     try:
         argnames = ast.literal_eval(dec.args[0])
-        values = tuple(ast.literal_eval(dec.args[1]))
         given = next((k.value for k in dec.keywords if k.arg == "ids"), None)
         ids = [str(i) for i in ast.literal_eval(given)] if given is not None else None
     except (ValueError, IndexError, TypeError, SyntaxError):
         return []  # computed parameters: not known from the source
     if not isinstance(argnames, str):
         argnames = ",".join(argnames)
-    multi = "," in argnames
+    names = [n.strip() for n in argnames.split(",")]
+    multi = len(names) > 1
+    values = []
+    for index, case in enumerate(dec.args[1].elts):
+        if multi:
+            if not isinstance(case, (ast.Tuple, ast.List)) or len(case.elts) != len(names):
+                return []
+            values.append(tuple(_value(e, n, index) for e, n in zip(case.elts, names)))
+        else:
+            values.append(_value(case, names[0], index))
+    values = tuple(values)
     if ids is None:
         ids = ["-".join(_id(v) for v in value) if multi else _id(value) for value in values]
     return [(argnames, values, ids)]
@@ -520,6 +560,8 @@ def _ids(node: ast.AST) -> tuple[str, ...]:
 
 
 def _id(value: Any) -> str:
+    if isinstance(value, Code):
+        return str(value)
     return str(value) if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
 
 

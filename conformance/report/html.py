@@ -239,7 +239,7 @@ def render(data: Combined) -> str:
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
     return env.get_template("index.html.j2").render(**context(data), history_section=_history_section(),
-                                                   mode_history_section=_mode_history_section())
+                                                   mode_history_section=_mode_history_section(data))
 
 
 def _history_section() -> str:
@@ -250,12 +250,13 @@ def _history_section() -> str:
     return history.report_section(evidence.load())
 
 
-def _mode_history_section() -> str:
+def _mode_history_section(data: Combined) -> str:
     """What each mode changes against eager, release by release (conformance/history/modes.py),
-    under the eager-vs-compile view."""
+    under the eager-vs-compile view: for the frameworks with a run on the page (a third-party
+    report shows none of torch's modes)."""
     from conformance.history import modes
 
-    return modes.report_section()
+    return modes.report_section(frameworks={run.framework for run in data.runs})
 
 
 def _mode_history():

@@ -102,6 +102,9 @@ class TestCase:
     #: the features this test needs (conformance.features.needed_by): the script's runtime
     #: makes it UNSUPPORTED where the adapter lacks one, before it runs, as the plugin does
     needs: tuple[str, ...] = ()
+    #: pytest's ids of its parameter sets, in :func:`_call_lines`' order (empty: built from
+    #: the values, as for literal parameters)
+    ids: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass
@@ -298,7 +301,8 @@ def _assemble(rule_id: str, tree: Tree, key: tuple, names: tuple | None) -> Asse
             collector.add_definition(mod, test.name)
             tests.append(TestCase(test.name, list(test.params),
                                   [(a, list(v)) for a, v in test.parametrize],
-                                  features.needed_by(test, index)))
+                                  features.needed_by(test, index),
+                                  test.ids if len(test.parametrize) == 1 else ()))
         for name in autouse:
             collector.add_definition(mod, name)
     except SuiteSourceError as exc:
@@ -604,8 +608,10 @@ def _call_lines(test: TestCase, module: str, fixtures: str) -> list[str]:
                 new.append({**combo, **dict(zip(names, vals))})
         combos = new
     lines = []
-    for combo in combos:
-        label = test.name + ("[" + "-".join(str(v) for v in combo.values()) + "]" if combo else "")
+    ids = test.ids if len(test.ids) == len(combos) and any(test.ids) else None
+    for number, combo in enumerate(combos):
+        label = test.name + ("[" + (ids[number] if ids else "-".join(str(v) for v in combo.values()))
+                             + "]" if combo else "")
         extra = (f", fixtures={fixtures}" if fixtures else "") + \
             (f", needs={test.needs!r}" if test.needs else "")
         lines.append(f"repro.check({label!r}, lambda: {test.name}({args(combo)}){extra})\n")

@@ -5,9 +5,9 @@ that meets a layout it does not know must refuse it with a message saying what t
 misread it. The JSON-lines files of single runs (:mod:`conformance.results.run_file`) are
 the input; :func:`column_of` turns one into a column of this file.
 
-Layout (version 3)::
+Layout (version 4)::
 
-    {"schema": "autograd-conformance/results", "version": 3, "generated": ISO time,
+    {"schema": "autograd-conformance/results", "version": 4, "generated": ISO time,
      "catalogue": [{"id", "suite", "level", "statement", "rationale", "source"}, ...],
      "runs": [{"label", "framework", "status", "detail",
                "suite_revision", "suite_dirty", "suite_digest", "adapter", "adapter_spec",
@@ -15,7 +15,7 @@ Layout (version 3)::
                "started", "conformance_timeout", "leak_check", "unsupported", "finished",
                "exitstatus", "counts", "not_run",
                "tests": [{"nodeid", "rule", "suite", "level", "outcome", "actual", "message",
-                          "observed", "expectation", "blocked_by", "missing_feature", "duration",
+                          "observed", "expectation", "blocked_by", "missing_feature", "not_checked", "duration",
                           "chain"?}],
                "root_causes": [{"id", "summary", "rules", "tests", "blocks", "rank",
                                 "kind", "source", "outcomes", "level", "message", "witness"}],
@@ -35,7 +35,8 @@ None where the run recorded none). ``witnesses``: the run's witness lines
 older harness, ``--no-witnesses``); an optional key, so version 2 still reads both.
 
 Version 2 added ``blocked_by`` and ``root_causes``, version 3 ``missing_feature`` (the
-feature an UNSUPPORTED test lacks); older files are migrated through
+feature an UNSUPPORTED test lacks), version 4 ``not_checked`` (the side observations a test
+skipped); older files are migrated through
 :mod:`conformance.results.migrations`. ``unsupported``: the adapter's declared-missing features
 and their reasons (None where an older harness did not record them).
 

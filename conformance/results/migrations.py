@@ -19,7 +19,7 @@ from conformance.outputs import regenerate_advice
 LINES = "lines"
 COMBINED = "results.json"
 #: The combined file's current version (its layout: :mod:`conformance.results.combined`).
-COMBINED_VERSION = 3
+COMBINED_VERSION = 4
 
 
 def _combined_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
@@ -44,6 +44,17 @@ def _combined_2_to_3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "version": 3}
 
 
+def _combined_3_to_4(data: dict[str, Any]) -> dict[str, Any]:
+    """results.json 4: tests carry ``not_checked`` (the side observations they skipped; an
+    older harness skipped none: it judged a test whole or not at all)."""
+    for run in data.get("runs", []):
+        if isinstance(run, dict) and isinstance(run.get("tests"), list):
+            for test in run["tests"]:
+                if isinstance(test, dict):
+                    test.setdefault("not_checked", None)
+    return {**data, "version": 4}
+
+
 def _lines_1_to_2(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Results schema 2: test lines carry ``missing_feature`` (from an older harness's
     message)."""
@@ -58,7 +69,7 @@ def _lines_1_to_2(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 #: results.json (the function sets the new ``version``).
 #: (Lines schema 1 is the first versioned one.)
 MIGRATIONS: dict[str, dict[int, Callable[[Any], Any]]] = {
-    LINES: {1: _lines_1_to_2}, COMBINED: {1: _combined_1_to_2, 2: _combined_2_to_3}}
+    LINES: {1: _lines_1_to_2}, COMBINED: {1: _combined_1_to_2, 2: _combined_2_to_3, 3: _combined_3_to_4}}
 
 
 def migrate_lines(lines: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:

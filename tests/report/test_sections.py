@@ -135,7 +135,7 @@ def test_every_results_file_is_a_column_and_column_adds_or_relabels(tmp_path):
                           "torch-compile-2.15.0", "torch-compile-inductor",
                           "torch-compile-inductor-2.15.0", "torch-compiled-autograd",
                           "torch-compiled-autograd-2.15.0", "paddle", "oneflow-0.9.0",
-                          "oneflow-0.8.0", "tinygrad", "broken-run"]
+                          "oneflow-0.8.0", "tinygrad", "mygrad", "broken-run"]
     assert cols["paddle"] == ("paddle", "3.3.1")
     data, _ = build(d, tmp_path / "out")
     assert {r.label: r.status for r in data.runs}["broken-run"] == "interrupted"
@@ -214,8 +214,10 @@ def test_the_page_stays_under_a_megabyte_with_five_full_columns(tmp_path):
     # 1 MB held for 230 rules; 240 rules and the fixed history section (about 41 kB: PyTorch's
     # lifetime changes by release) take it to about 1.03 MB, hence 1.1 MB; issue 36 (the
     # section bar, and scripts through an adapter spelled `fw`, whose paragraphs that name
-    # `fw` in a comment are no longer shared with torch's) about 1.10 MB, hence 1.15 MB
-    assert size < 1_150_000, size
+    # `fw` in a comment are no longer shared with torch's) about 1.10 MB, hence 1.15 MB; issue
+    # 33's new rules (each with its scripts in five columns) and issue 34's eager-vs-compile by
+    # release section take it to about 1.16 MB, hence 1.2 MB
+    assert size < 1_200_000, size
     # with a reproduction script in every cell of every column, each made from its run
     scripts = html.embedded_data(page.read_text())["scripts"]
     assert {label: len(by_rule) for label, by_rule in scripts.items() if label in labels} == \

@@ -37,7 +37,7 @@ def test_statuses_come_from_results_json(tmp_path):
            "detail": None, "tests": [{"nodeid": "t.py::test_a", "rule": "engine.retain-grad", "suite": "engine",
                                       "level": "MUST", "outcome": "DIVERGES", "actual": "DIVERGES",
                                       "message": "", "observed": None, "expectation": None,
-                                      "blocked_by": None, "missing_feature": None,
+                                      "blocked_by": None, "missing_feature": None, "not_checked": None,
                                       "duration": 0}]}
     from conformance.results import combined
     data = {"schema": combined.SCHEMA, "version": combined.VERSION, "generated": "2026-01-01T00:00:00",

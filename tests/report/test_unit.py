@@ -84,12 +84,13 @@ def test_results_json_holds_every_column_with_its_status(results_dir, tmp_path):
     compile_modes = _compile_columns()
     assert [r.label for r in data.runs] == ["reference", "torch", "torch-2.15.0", "torch-1.13.1",
                                             *compile_modes, "paddle", "oneflow-0.9.0",
-                                            "oneflow-0.8.0", "tinygrad"]
+                                            "oneflow-0.8.0", "tinygrad", "mygrad"]
     status = {r.label: r.status for r in data.runs}
     assert status == {"reference": "complete", "torch": "complete", "torch-2.15.0": "missing",
                       "torch-1.13.1": "missing", "paddle": "missing",
                       "oneflow-0.9.0": "not-installed", "oneflow-0.8.0": "interrupted",
-                      "tinygrad": "missing", **{label: "missing" for label in compile_modes}}
+                      "tinygrad": "missing", "mygrad": "missing",
+                      **{label: "missing" for label in compile_modes}}
     loaded = json.loads((tmp_path / "out" / "results.json").read_text())
     assert loaded["version"] == schema.VERSION and loaded["schema"] == schema.SCHEMA
     assert schema.load(tmp_path / "out" / "results.json").to_json() == loaded  # reads back
@@ -204,8 +205,8 @@ def test_junit_file_per_run(results_dir, tmp_path):
     files = sorted(p.name for p in (tmp_path / "out" / "junit").iterdir())
     compile_modes = [f"{label}.xml" for label in _compile_columns()]
     assert files == sorted(["oneflow-0.8.0.xml", "oneflow-0.9.0.xml", "paddle.xml", "reference.xml",
-                            "tinygrad.xml", "torch-1.13.1.xml", "torch-2.15.0.xml", "torch.xml",
-                            *compile_modes])
+                            "tinygrad.xml", "mygrad.xml", "torch-1.13.1.xml", "torch-2.15.0.xml",
+                            "torch.xml", *compile_modes])
     root = ET.parse(tmp_path / "out" / "junit" / "oneflow-0.8.0.xml").getroot()
     failures = root.findall(".//failure")
     assert failures and "<script>" in failures[0].text
