@@ -455,7 +455,7 @@ def rule_of(node: ast.AST) -> str | None:
 
 def parametrize_of(node: ast.AST) -> tuple[tuple[str, tuple], ...]:
     """(argnames, values) of each ``@pytest.mark.parametrize`` with literal arguments."""
-    return tuple((argnames, values) for argnames, values, _ in _parametrize(node))
+    return tuple((argnames, values) for argnames, values, _ in _parametrize(node) if values is not None)
 
 
 def _parametrize(node: ast.AST) -> list[tuple[str, tuple, list[str]]]:
@@ -465,9 +465,16 @@ def _parametrize(node: ast.AST) -> list[tuple[str, tuple, list[str]]]:
             continue
         try:
             argnames = ast.literal_eval(dec.args[0])
-            values = tuple(ast.literal_eval(dec.args[1]))
             given = next((k.value for k in dec.keywords if k.arg == "ids"), None)
             ids = [str(i) for i in ast.literal_eval(given)] if given is not None else None
+            try:
+                values = tuple(ast.literal_eval(dec.args[1]))
+            except (ValueError, TypeError, SyntaxError):
+                # values that are code (a lambda per case, for per-case needs) with literal ids
+                cases = _case_values(dec)
+                if ids is None or cases is None or len(cases) != len(ids):
+                    raise
+                values = None   # known ids, values only at run time (not in parametrize_of)
         except (ValueError, IndexError, TypeError, SyntaxError):
             continue  # computed parameters: not known from the source
         if not isinstance(argnames, str):
