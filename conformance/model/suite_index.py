@@ -459,7 +459,7 @@ def rule_of(node: ast.AST) -> str | None:
 
 def parametrize_of(node: ast.AST) -> tuple[tuple[str, tuple], ...]:
     """(argnames, values) of each ``@pytest.mark.parametrize`` with literal arguments."""
-    return tuple((argnames, values) for argnames, values, _ in _parametrize(node))
+    return tuple((argnames, values) for argnames, values, _ in _parametrize(node) if values is not None)
 
 
 def _parametrize(node: ast.AST) -> list[tuple[str, tuple, list[str]]]:

@@ -1034,11 +1034,20 @@ def test_grad_mode_restored_on_exception(adapter, fw, device):
     assert adapter.is_recorded(x * 2), "no_grad left recording off after an exception"
 
 
+def _inference_mode(fw):
+    try:
+        return fw.inference_mode
+    except AttributeError as exc:
+        raise Unsupported(f"no inference_mode: {exc}", feature="fw.inference_mode") from exc
+
+
 #: each grad-mode switch, made fresh for one use; (switch, records inside)
 def _switch(fw, name):
+    if name == "inference_mode":
+        inference_mode = _inference_mode(fw)
+        return (lambda: inference_mode(), False)
     return {"no_grad": (lambda: fw.no_grad(), False), "enable_grad": (lambda: fw.enable_grad(), True),
-            "set_grad_enabled": (lambda: fw.set_grad_enabled(False), False),
-            "inference_mode": (lambda: fw.inference_mode(), False)}[name]
+            "set_grad_enabled": (lambda: fw.set_grad_enabled(False), False)}[name]
 
 
 @rule("engine.grad-mode-switch-spellings")
