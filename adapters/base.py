@@ -349,7 +349,10 @@ class Adapter:
         class's name): naming rules judge that it names the op or Function, in any spelling."""
         name = getattr(node, "name", None)
         if callable(name):
-            return str(name())
+            try:
+                return str(name())
+            except RuntimeError:  # torch 1.x: a custom Function's node refuses name() (a
+                pass              # "legacy access pattern"); its class names the Function
         return type(node).__name__
 
     def saved_tensors(self, ctx):
