@@ -167,7 +167,9 @@ def test_the_spec_page_fits_its_cards_and_links_sources_inside_the_repository(pa
             strips = tab.locator("table.strip").count()
             assert strips > 50  # the committed history: a strip per rule with evidence
             screens = tab.evaluate("document.documentElement.scrollHeight") / VIEWPORT["height"]
-            assert screens < 160, f"the spec page is {screens:.0f} screens long"  # 249 before issue 36
+            # 249 screens before issue 36 (245 rules), 133 after it; issue 33's new rules and issue 34's
+            # "Under <mode>" lines take it to about 172 (253 rules): about 0.7 screens a rule
+            assert screens < 190, f"the spec page is {screens:.0f} screens long"
         finally:
             browser.close()
 
