@@ -387,6 +387,12 @@ def _function_base(adapter: MyGradAdapter, mygrad, Tensor, Operation):
                                   f"Operation gives each input its gradient by index "
                                   f"(backward_var), so another count has no MyGrad spelling",
                                   feature="custom_backward_gradient_count")
+            if any(g is not None and not isinstance(a, Tensor) for g, a in zip(grads, self._args)):
+                raise Unsupported(f"mygrad: {self.function.__name__}.backward returned a gradient "
+                                  f"for an input that is no tensor; an Operation's inputs are "
+                                  f"tensors only (a number is part of the operation), so such a "
+                                  f"gradient has no MyGrad spelling",
+                                  feature="custom_backward_gradient_count")
             self._grads = grads
             try:
                 super().backward(grad, **kwargs)
@@ -397,7 +403,9 @@ def _function_base(adapter: MyGradAdapter, mygrad, Tensor, Operation):
             g = self._grads[self._positions[index]]
             if g is None:
                 raise SkipGradient()
-            return g.data if isinstance(g, Tensor) else np.asarray(g)
+            # what backward returned goes to MyGrad as it is (never made an array here): MyGrad
+            # validates it (a list is its InvalidGradient), as torch validates a Function's
+            return g.data if isinstance(g, Tensor) else g
 
     def _rebuild(layout, tensors):
         it = iter(tensors)
