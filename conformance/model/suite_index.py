@@ -459,7 +459,7 @@ def rule_of(node: ast.AST) -> str | None:
 
 def parametrize_of(node: ast.AST) -> tuple[tuple[str, tuple], ...]:
     """(argnames, values) of each ``@pytest.mark.parametrize`` with literal arguments."""
-    return tuple((argnames, values) for argnames, values, _ in _parametrize(node) if values is not None)
+    return tuple((argnames, values) for argnames, values, _ in _parametrize(node))
 
 
 def _parametrize(node: ast.AST) -> list[tuple[str, tuple, list[str]]]:
@@ -525,36 +525,11 @@ def _parametrize_decorator(dec: ast.AST) -> list[tuple[str, tuple, list[str]]]:
     return [(argnames, values, ids)]
 
 
-def _case_ids(dec: ast.Call) -> list[str] | None:
-    """pytest's ids of one parametrize decorator's cases, also where its values are computed
-    (lambdas: a literal ``ids=`` list, else pytest's ``<argname><index>``); None if unknown."""
-    found = next((entry for entry in _parametrize_decorator(dec)), None)
-    if found is not None:
-        return found[2]
-    values = _case_values(dec)
-    if values is None:
-        return None
-    given = next((k.value for k in dec.keywords if k.arg == "ids"), None)
-    try:
-        if given is not None:
-            return [str(i) for i in ast.literal_eval(given)]
-        argnames = ast.literal_eval(dec.args[0])
-    except (ValueError, IndexError, TypeError, SyntaxError):
-        return None
-    first = (argnames.split(",")[0] if isinstance(argnames, str) else argnames[0]).strip()
-    return [f"{first}{i}" for i in range(len(values))]
-
-
 def _ids(node: ast.AST) -> tuple[str, ...]:
     """pytest's ids of the parameter sets, in its order: the decorator nearest the function
     gives the first part of an id and varies slowest."""
     combos = [""]
-    for dec in reversed(getattr(node, "decorator_list", [])):
-        if not _is_parametrize(dec):
-            continue
-        ids = _case_ids(dec)
-        if ids is None:
-            continue
+    for _, _, ids in reversed(_parametrize(node)):
         combos = [f"{c}-{i}" if c else i for c in combos for i in ids]
     return tuple(combos)
 
