@@ -66,6 +66,22 @@ STATED_LIMITS = (
      "fullgraph=True\")"),
 )
 
+#: autograd's refusal of an in-place change of a leaf that requires grad: the computation's own
+#: error, except where AOTAutograd's runtime makes it on its own tensor (:func:`_raised_by_aot_runtime`)
+LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation"
+
+
+def _raised_by_aot_runtime(exc: BaseException) -> bool:
+    """Whether the innermost Python frame of ``exc`` is AOTAutograd's runtime wrapper code, not
+    the test's and not a compiled graph's (torch 2.13 and 2.15, create_graph through a
+    compiled region: ``coerce_to_expected_memory_format`` restrides a tangent that requires
+    grad with ``empty_strided(requires_grad=True).copy_(x)``, which autograd refuses)."""
+    tb, last = exc.__traceback__, None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    return last is not None and "_aot_autograd" in last.tb_frame.f_code.co_filename.replace("\\", "/")
+
+
 _inside = threading.local()   # set while a compiled custom Function's apply is being traced
 
 
@@ -140,11 +156,19 @@ class TorchCompileAdapter(TorchAdapter):
         frame (torch 2.15 does for any call with a forward-AD dual input, PR #189644: "the
         frame falls back to eager"), and every op's region shares one code object: after one
         forward-AD test every later test would judge eager torch under this column's name.
-        Within a test that is what a user gets; between tests each region is compiled again."""
+        Within a test that is what a user gets; between tests each region is compiled again.
+
+        Dynamo's other memory is reset too (``torch._dynamo.reset()``: compiled code, guards,
+        the values it saw change): it decides how a region is compiled from the calls before,
+        so a verdict depended on the tests that ran first. A custom backward returning the
+        number 1.5 was accepted silently in a fresh process (a constant in the traced graph)
+        and refused after a test that returned 1 (Dynamo, having seen the number change, made
+        it a symbolic value, broke the graph there and ran the Function eagerly)."""
         super().after_test()
         regions = getattr(self, "_regions", ())
         if not regions:
             return
+        self.torch._dynamo.reset()
         from torch._dynamo.eval_frame import set_code_exec_strategy
         from torch._dynamo.types import FrameAction, FrameExecStrategy
 
@@ -243,6 +267,10 @@ class TorchCompileAdapter(TorchAdapter):
         Dynamo's or the backend's own failure, or one of the limits torch states for compiled
         regions (:data:`STATED_LIMITS`; the missing jvp only where ``jvp_limit``)."""
         text = str(exc)
+        if _raised_by_aot_runtime(exc) and LEAF_INPLACE in text:
+            return ("double backward through a compiled region: AOTAutograd's runtime copies the "
+                    "incoming gradient into a fresh tensor that requires grad, and autograd refuses "
+                    f"that copy (\"{LEAF_INPLACE}\" raised inside torch._functorch._aot_autograd)")
         for kind, phrase, reason in STATED_LIMITS:
             if phrase == MISSING_JVP and not jvp_limit:
                 continue

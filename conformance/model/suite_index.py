@@ -362,7 +362,14 @@ ASIDE = ("aside", "api.aside")
 
 def aside_features(test: ast.AST) -> tuple[str, ...] | None:
     """The features named by ``test`` when it is a call ``aside(adapter, "f", ..., what=...)``
-    (string literals after the adapter), else None."""
+    (string literals after the adapter), or an ``and`` of conditions one of which is (the
+    body then runs only where ``aside`` said yes), else None."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        for value in test.values:
+            found = aside_features(value)
+            if found is not None:
+                return found
+        return None
     if isinstance(test, ast.Call) and ast.unparse(test.func) in ASIDE:
         return tuple(a.value for a in test.args[1:]
                      if isinstance(a, ast.Constant) and isinstance(a.value, str))

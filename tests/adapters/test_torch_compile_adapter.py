@@ -126,6 +126,61 @@ def test_a_limit_torch_states_for_compiled_regions_is_unsupported_naming_it():
     assert fw.sum(x) is not None
 
 
+def test_the_leaf_in_place_refusal_is_compiles_only_where_aot_autograd_raises_it():
+    """The same sentence is the computation's own error when the test's code (or a compiled
+    graph) raises it, and compile's failure when AOTAutograd's runtime raises it on the tensor
+    it made itself (create_graph through a compiled region, torch 2.13 and 2.15)."""
+    pytest.importorskip("torch")
+    adapter = load_adapter("torch-compile")
+    assert adapter.fw is not None   # imports torch
+    message = "a leaf Variable that requires grad is being used in an in-place operation."
+
+    def raised_in(filename):
+        code = compile(f"raise RuntimeError({message!r})", filename, "exec")
+        try:
+            exec(code, {})
+        except RuntimeError as exc:
+            return exc
+
+    runtime = raised_in("/site-packages/torch/_functorch/_aot_autograd/runtime_wrappers.py")
+    assert "double backward through a compiled region" in adapter._cannot_compile(runtime)
+    assert adapter._cannot_compile(raised_in("/work/conformance/suites/test_engine.py")) is None
+    assert adapter._cannot_compile(raised_in("<eval_with_key>.3")) is None
+
+
+def test_dynamo_forgets_between_tests_what_it_saw_in_earlier_ones():
+    """Dynamo compiles a region according to the calls it saw before (a number that changed
+    between calls becomes symbolic): a custom backward returning 1.5 was accepted silently in
+    a fresh process and refused after a test whose backward returned 1. after_test resets
+    Dynamo, so the second test gets the fresh process's verdict."""
+    pytest.importorskip("torch")
+    adapter = load_adapter("torch-compile")
+    fw = adapter.fw
+
+    def backward_returning(value):
+        class F(fw.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return value
+
+        x = fw.ones(2, requires_grad=True)
+        try:
+            adapter.backward(fw.sum(F.apply(x)))
+        except RuntimeError:
+            return "refused"
+        return "accepted"
+
+    fresh = backward_returning(1.5)
+    adapter.after_test()
+    backward_returning(1)
+    adapter.after_test()
+    assert backward_returning(1.5) == fresh
+
+
 def test_a_callback_queued_under_compiled_autograd_is_unsupported_naming_the_limit():
     """Compiled autograd without fullgraph refuses queue_callback with an AssertionError: the
     adapter names that limit (STATED_LIMITS), so the rule reads UNSUPPORTED, not DIVERGES."""

@@ -48,6 +48,13 @@ def test_helper_in_a_side(adapter, fw):
         _reads_the_node(y)
 
 
+@rule("demo.e")
+def test_side_after_another_condition(adapter, fw):
+    y = types.SimpleNamespace(grad_fn=None)
+    if y is not None and aside(adapter, "graph_nodes", what="an and of conditions"):
+        _reads_the_node(y)
+
+
 @rule("demo.c")
 def test_subject_needs_it(adapter, fw):
     y = types.SimpleNamespace(grad_fn=None)
@@ -72,6 +79,7 @@ def test_a_side_observation_is_not_a_need_and_a_case_needs_its_own_values(tmp_pa
     assert features.features_of(tests["test_side"], index) == ()
     assert features.features_of(tests["test_subject_needs_it"], index) == ("graph_nodes",)
     assert features.features_of(tests["test_helper_in_a_side"], index) == ()
+    assert features.features_of(tests["test_side_after_another_condition"], index) == ()
     cases = tests["test_cases"]
     assert features.features_of(cases, index) == ()
     assert features.case_features(cases, {"make": 0}) == set()
@@ -81,7 +89,7 @@ def test_a_side_observation_is_not_a_need_and_a_case_needs_its_own_values(tmp_pa
 @pytest.mark.parametrize("declared", [True, False])
 def test_the_subject_is_judged_and_the_skipped_side_is_recorded(conformance_project, declared):
     project = conformance_project
-    project.rules("demo", "a", "b", "c", "d")
+    project.rules("demo", "a", "b", "c", "d", "e")
     project.suite("demo", "import pytest\n" + SIDE)
     project.pytester.makepyfile(nodeless=NODELESS)
     project.run("suites", "--results=results.jsonl",
