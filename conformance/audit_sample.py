@@ -31,9 +31,14 @@ def sample(tests, outcome: str, count: int, seed: int) -> list:
 
 
 def _cell(test) -> dict:
+    """A sampled cell as one JSON object (``--json``)."""
     return {"nodeid": test.nodeid, "rule": test.rule, "outcome": test.actual or test.outcome,
             "missing_feature": test.missing_feature, "blocked_by": test.blocked_by,
-            "message": (test.message or "").splitlines()[0][:300] if test.message else ""}
+            "message": _first_line(test.message)}
+
+
+def _first_line(message: str | None) -> str:
+    return message.splitlines()[0][:300] if message else ""
 
 
 def main(argv=None) -> int:
@@ -64,12 +69,11 @@ def main(argv=None) -> int:
         pool = sum(1 for t in run.tests if (t.actual or t.outcome) == outcome)
         print(f"## {outcome}: {len(cells)} of {pool}")
         for test in cells:
-            cell = _cell(test)
             if args.json:
-                print(json.dumps(cell))
+                print(json.dumps(_cell(test)))
                 continue
-            why = cell["missing_feature"] or cell["blocked_by"] or ""
-            print(f"- {cell['nodeid']}  [{cell['rule']}]  {why}: {cell['message']}")
+            why = test.missing_feature or test.blocked_by or ""
+            print(f"- {test.nodeid}  [{test.rule}]  {why}: {_first_line(test.message)}")
     return 0
 
 

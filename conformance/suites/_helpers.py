@@ -26,8 +26,6 @@ TENSOR_WEAKREF = "identity.weakref-survives-framework-ownership"
 TENSOR_ATTRIBUTES = "identity.attributes-survive-framework-ownership"
 #: ``node.next_functions`` holds ``(node, input_nr)`` pairs.
 NEXT_FUNCTIONS_PAIRS = "identity.next-functions-pairs"
-#: ``node.register_prehook`` / ``node.register_hook`` on a built-in node.
-NODE_HOOKS = "hooks.node-hooks-builtin"
 #: ``backward(inputs=...)`` restricts accumulation to those inputs.
 BACKWARD_INPUTS = "engine.backward-inputs-restricts"
 #: A leaf's tensor hooks run once per backward.
@@ -88,22 +86,6 @@ def producer(adapter, node, i: int = 0):
     return nodes[i]
 
 
-def node_prehook(adapter, node, fn, what: str = "grad_fn.register_prehook"):
-    with prerequisite(NODE_HOOKS, what=what) as pre:
-        handle = adapter.register_node_prehook(node, fn)
-        pre.check(callable(getattr(handle, "remove", None)),
-                  f"register_prehook returned a handle with remove() (it returned {handle!r})")
-    return handle
-
-
-def node_hook(adapter, node, fn, what: str = "grad_fn.register_hook"):
-    with prerequisite(NODE_HOOKS, what=what) as pre:
-        handle = adapter.register_node_hook(node, fn)
-        pre.check(callable(getattr(handle, "remove", None)),
-                  f"register_hook returned a handle with remove() (it returned {handle!r})")
-    return handle
-
-
 def leaf_hooks_fire_once(adapter, fw, device):
     """Check, before a test counts what a leaf hook saw, that a leaf hook runs once per backward."""
     with prerequisite(LEAF_HOOK_ONCE, what="a leaf hook in a plain backward") as pre:
@@ -152,24 +134,6 @@ def expect_refusal(fn, what):
             raise
     return refusal
 
-
-def refusal_of(fn):
-    """The exception ``fn`` raises, or None if it raises nothing (for a class or wording rule,
-    whose behaviour rule judges whether it is refused at all). The harness's own outcomes are
-    no refusal of the framework: ``Unsupported`` (the adapter lacks a translation, the feature
-    is missing) and ``Blocked``/``Diverges`` pass through."""
-    from conformance.api import Blocked, Diverges, Unsupported, missing_method
-
-    try:
-        fn()
-    except (Unsupported, Blocked, Diverges):
-        raise
-    except Exception as exc:  # noqa: BLE001 - any refusal is what the class rule reads
-        name = missing_method(exc)
-        if name:   # the framework has no such method: a missing feature, not a refusal
-            raise Unsupported(f"no {name}: {exc}", feature=name) from exc
-        return exc
-    return None
 
 def fresh_script_calling(fn) -> str:
     """The script for :func:`conformance.api.in_fresh_interpreter` that calls
@@ -259,20 +223,6 @@ def custom_function_refusals(adapter, fw, device):
     return errors
 
 
-def node_hooks_run(adapter, fw, device):
-    """Check, before a test judges node hooks on another kind of node, that a pre-hook and a
-    post-hook on a built-in node each run once in a plain backward."""
-    with prerequisite(NODE_HOOKS, what="node hooks on a built-in node") as pre:
-        a = fw.ones(1, requires_grad=True, device=device)
-        b = a * 2
-        calls = []
-        node_prehook(adapter, adapter.grad_fn(b), lambda grad_outputs: calls.append("pre"))
-        node_hook(adapter, adapter.grad_fn(b), lambda grad_inputs, grad_outputs: calls.append("post"))
-        adapter.backward(fw.sum(b))
-        pre.check(calls == ["pre", "post"],
-                  f"a node pre-hook then post-hook ran once each in one backward (calls: {calls})")
-
-
 def ctx_attributes_kept(adapter, fw, device):
     """Check, before a test stores something on a custom Function's ctx to observe something
     else, that an attribute set on ctx in forward is there in backward."""
@@ -290,8 +240,8 @@ def ctx_attributes_kept(adapter, fw, device):
 
         x = fw.ones(1, requires_grad=True, device=device)
         adapter.backward(fw.sum(Scale.apply(x)))
-        pre.check(float(adapter.to_numpy(x.grad)[0]) == 2.0,
-                  f"backward read the ctx attribute set in forward (x.grad = {adapter.to_numpy(x.grad)})")
+        pre.check(float(adapter.to_numpy(adapter.grad(x))[0]) == 2.0,
+                  f"backward read the ctx attribute set in forward (x.grad = {adapter.to_numpy(adapter.grad(x))})")
 
 
 def inplace_on_saved_refused(adapter, fw, device):

@@ -17,7 +17,8 @@ import numpy as np
 from conformance import liveness
 from conformance.spelling import subject
 from conformance.api import Blocked, aside, diverges_if_raises, prerequisite, raises, rule
-from conformance.suites._helpers import TENSOR_ATTRIBUTES, node_hook, producer, set_attr, tensor_weakref
+from conformance.suites._helpers import TENSOR_ATTRIBUTES, producer, set_attr, tensor_weakref
+from conformance.suites._node_hooks import node_hook
 
 MISSING = object()
 
@@ -106,8 +107,8 @@ def as_subclass(adapter, fw, t):
 def test_grad_is_grad(adapter, fw, device):
     a = fw.ones(3, requires_grad=True, device=device)
     adapter.backward(fw.sum(a * 2))
-    assert a.grad is not None, "a.grad is None after backward"
-    assert a.grad is a.grad, "two reads of a.grad gave two different objects"
+    assert adapter.grad(a) is not None, "a.grad is None after backward"
+    assert adapter.grad(a) is adapter.grad(a), "two reads of a.grad gave two different objects"
 
 
 @rule("identity.grad-same-object")
@@ -115,33 +116,33 @@ def test_grad_is_grad_for_each_of_several_leaves(adapter, fw, device):
     a = fw.ones(3, requires_grad=True, device=device)
     b = fw.ones(3, requires_grad=True, device=device)
     adapter.backward(fw.sum(a * b))
-    firsts = [a.grad, b.grad]
-    assert firsts[0] is a.grad and firsts[1] is b.grad, "a held .grad reference is not what .grad returns"
-    assert a.grad is not b.grad
+    firsts = [adapter.grad(a), adapter.grad(b)]
+    assert firsts[0] is adapter.grad(a) and firsts[1] is adapter.grad(b), "a held .grad reference is not what .grad returns"
+    assert adapter.grad(a) is not adapter.grad(b)
 
 
 @rule("identity.grad-stable-id")
 def test_grad_id_stable_over_many_reads(adapter, fw, device):
     a = fw.ones(3, requires_grad=True, device=device)
     adapter.backward(fw.sum(a * 2))
-    ids = {id(a.grad) for _ in range(100)}
+    ids = {id(adapter.grad(a)) for _ in range(100)}
     assert len(ids) == 1, f"id(a.grad) took {len(ids)} distinct values over 100 reads"
 
 
-def _grad_wrapper_kept(fw, device, a):
+def _grad_wrapper_kept(adapter, fw, device, a):
     """Prerequisite: the object a.grad returns lives while a.grad is set (a weak reference to it
     stays alive). An engine that drops it (Paddle: a fresh wrapper per read) cannot keep id(a.grad)
     either, one cause that identity.weakref-survives-framework-ownership judges. Skipped where
     tensors refuse weak references (OneFlow 0.8): there the id is this rule's own window."""
     try:
-        ref = weakref.ref(a.grad)
+        ref = weakref.ref(adapter.grad(a))
     except TypeError:
         return
     with prerequisite("identity.weakref-survives-framework-ownership",
                       what="a weak reference to a.grad while a.grad is set") as pre:
         filler = fw.ones(3, device=device)
         gc.collect()
-        pre.check(ref() is a.grad, "the weak reference to a.grad is alive and is a.grad")
+        pre.check(ref() is adapter.grad(a), "the weak reference to a.grad is alive and is a.grad")
         del filler
 
 
@@ -151,17 +152,17 @@ def test_grad_id_stable_with_allocations_between_reads(adapter, fw, device):
     # next read gets a new wrapper at another address -> id(a.grad) alternates.
     a = fw.ones(3, requires_grad=True, device=device)
     adapter.backward(fw.sum(a * 2))
-    _grad_wrapper_kept(fw, device, a)
-    first = id(a.grad)
+    _grad_wrapper_kept(adapter, fw, device, a)
+    first = id(adapter.grad(a))
     seen = []
     for _ in range(50):
-        seen.append(id(a.grad))
+        seen.append(id(adapter.grad(a)))
         filler = fw.ones(3, device=device)  # takes the address a dropped wrapper would free
-        seen.append(id(a.grad))
+        seen.append(id(adapter.grad(a)))
         del filler
     churn(adapter, fw, device)
     gc.collect()
-    seen.append(id(a.grad))
+    seen.append(id(adapter.grad(a)))
     distinct = sorted(set(seen))
     assert distinct == [first], f"id(a.grad) took {len(distinct)} distinct values over {len(seen)} reads"
 
@@ -174,33 +175,33 @@ def test_attribute_survives_as_another_tensors_grad(adapter, fw, device):
     x = fw.ones(2, device=device)
     set_attr(x, "foo", 2)
     y = fw.ones(2, device=device)
-    y.grad = x
+    adapter.set_grad(y, x)
     with prerequisite("identity.grad-assignment-keeps-object", what="y.grad = x") as pre:
-        pre.check(y.grad is x, "y.grad is the tensor just assigned to it")  # else nothing to survive
+        pre.check(adapter.grad(y) is x, "y.grad is the tensor just assigned to it")  # else nothing to survive
     old_id = id(x)
     del x                                   # dead in Python, alive as y.grad
     churn(adapter, fw, device)
-    g = y.grad
+    g = adapter.grad(y)
     assert id(g) == old_id, "y.grad is a different object from the tensor assigned to it"
     assert getattr(g, "foo", MISSING) == 2, "attribute lost while y.grad held the tensor"
     del g                                   # alive again, then dead again in Python
     churn(adapter, fw, device)
-    assert getattr(y.grad, "foo", MISSING) == 2, "attribute lost after a second drop"
+    assert getattr(adapter.grad(y), "foo", MISSING) == 2, "attribute lost after a second drop"
 
 
 @rule("identity.attributes-survive-framework-ownership")
 def test_attribute_on_backward_grad_survives(adapter, fw, device):
     a = fw.ones(2, 3, requires_grad=True, device=device)
     adapter.backward(fw.sum(a * 3))
-    g = a.grad
+    g = adapter.grad(a)
     with prerequisite("identity.grad-same-object", what="a.grad read twice while held") as pre:
-        pre.check(a.grad is g, "a.grad is the object read before")  # else each read is a new object
+        pre.check(adapter.grad(a) is g, "a.grad is the object read before")  # else each read is a new object
     set_attr(g, "tag", "mine")
     gid = id(g)
     del g
     churn(adapter, fw, device)
-    assert id(a.grad) == gid, "a.grad changed identity after the user dropped its reference"
-    assert getattr(a.grad, "tag", MISSING) == "mine", "attribute set on a.grad was lost"
+    assert id(adapter.grad(a)) == gid, "a.grad changed identity after the user dropped its reference"
+    assert getattr(adapter.grad(a), "tag", MISSING) == "mine", "attribute set on a.grad was lost"
 
 
 @rule("identity.subclass-survives-framework-ownership")
@@ -208,16 +209,16 @@ def test_attribute_on_backward_grad_survives(adapter, fw, device):
 def test_subclass_survives_as_grad(adapter, fw, device):
     with prerequisite("identity.grad-assignment-keeps-object", what="y.grad = t (a plain tensor)") as pre:
         t, y = fw.ones(2, device=device), fw.ones(2, device=device)
-        y.grad = t
-        pre.check(y.grad is t, "y.grad is the plain tensor just assigned to it")  # else no class can survive
+        adapter.set_grad(y, t)
+        pre.check(adapter.grad(y) is t, "y.grad is the plain tensor just assigned to it")  # else no class can survive
     cls, s = as_subclass(adapter, fw, fw.ones(2, device=device))
     tag = Tag(s)
     sid = id(s)
     y = fw.ones(2, device=device)
-    y.grad = s
+    adapter.set_grad(y, s)
     del s
     churn(adapter, fw, device)
-    g = y.grad
+    g = adapter.grad(y)
     assert type(g) is cls, f"y.grad came back as {type(g).__name__}, not {cls.__name__}"
     assert id(g) == sid, "subclass instance re-created"
     tag.check(g, "the subclass instance held as y.grad")
@@ -280,12 +281,12 @@ def test_grad_is_the_buffer_the_accumulator_received(adapter, fw, device):
         seen["incoming"] = grad_outputs[0]
 
     def scale(t):
-        adapter.inplace(t.grad, "mul_", 10)
+        adapter.inplace(adapter.grad(t), "mul_", 10)
 
     node_hook(adapter, accumulator, post, what="a post-hook on x's AccumulateGrad")
     adapter.feature("post_accumulate_grad_hooks", lambda: x.register_post_accumulate_grad_hook)(scale)
     adapter.backward(fw.sum(x * 2))
-    np.testing.assert_allclose(adapter.to_numpy(x.grad), [20.0, 20.0, 20.0])
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [20.0, 20.0, 20.0])
     incoming = adapter.to_numpy(seen["incoming"])
     assert incoming.tolist() == [20.0, 20.0, 20.0], (
         f"the gradient the accumulator received reads {incoming.tolist()} after the post-accumulate hook "
@@ -299,7 +300,7 @@ def test_grad_a_hook_kept_is_not_taken_over(adapter, fw, device):
     y.register_hook(lambda g: kept.append(g))
     adapter.backward(fw.sum(y * 2))
     adapter.backward(fw.sum(y * 3))               # accumulates into y.grad in place
-    np.testing.assert_allclose(adapter.to_numpy(y.grad), [5.0, 5.0, 5.0])
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(y)), [5.0, 5.0, 5.0])
     first = adapter.to_numpy(kept[0]).tolist()
     assert first == [2.0, 2.0, 2.0], (
         f"the gradient a hook kept reads {first}: .grad took over a buffer the user still held")
@@ -312,11 +313,11 @@ def test_weakref_valid_while_held_as_grad(adapter, fw, device):
     x = fw.ones(2, device=device)
     wx = weak(x, lambda r: fired.append(True))
     y = fw.ones(2, device=device)
-    y.grad = x
+    adapter.set_grad(y, x)
     del x
     gc.collect()
     assert wx() is not None, "weakref died although y.grad still holds the tensor"
-    assert wx() is y.grad, "weakref dereferences to a different object than y.grad"
+    assert wx() is adapter.grad(y), "weakref dereferences to a different object than y.grad"
     assert not fired, "weakref callback fired while the tensor was alive"
     x = wx()
     del y                                   # the resurrected Python reference is the only owner
@@ -349,21 +350,21 @@ def test_weakref_valid_while_saved_by_graph(adapter, fw, device):
 def test_weakref_to_grad_valid(adapter, fw, device):
     a = fw.ones(3, requires_grad=True, device=device)
     adapter.backward(fw.sum(a * 2))
-    g = a.grad
+    g = adapter.grad(a)
     wg = weak(g)
     del g
     gc.collect()
-    assert wg() is a.grad, "weakref to a.grad died or points elsewhere while a.grad is set"
+    assert wg() is adapter.grad(a), "weakref to a.grad died or points elsewhere while a.grad is set"
 
 
 @rule("identity.weakref-released-with-last-owner")
 @subject("grad=")
-def test_weakref_dies_after_framework_lets_go(fw, device):
+def test_weakref_dies_after_framework_lets_go(adapter, fw, device):
     fired = []
     x = fw.ones(2, device=device)
     wx = weak(x, lambda r: fired.append(True))
     y = fw.ones(2, device=device)
-    y.grad = x
+    adapter.set_grad(y, x)
     del x
     alive_as_grad(wx, "a weakref to a tensor held as y.grad")
     x = wx()
@@ -376,14 +377,14 @@ def test_weakref_dies_after_framework_lets_go(fw, device):
 
 @rule("identity.weakref-released-with-last-owner")
 @subject("grad=")
-def test_weakref_dies_when_grad_cleared(fw, device):
+def test_weakref_dies_when_grad_cleared(adapter, fw, device):
     y = fw.ones(2, device=device)
     x = fw.ones(2, device=device)
     wx = weak(x)
-    y.grad = x
+    adapter.set_grad(y, x)
     del x
     alive_as_grad(wx, "a weakref to a tensor held as y.grad")
-    y.grad = None
+    adapter.set_grad(y, None)
     gc.collect()
     assert wx() is None, "tensor kept alive after y.grad was cleared"
 
@@ -466,11 +467,11 @@ def test_weak_id_key_dictionary_entry_of_a_tensor_held_as_grad(adapter, fw, devi
     g = fw.zeros(2, device=device)
     with diverges_if_raises(TypeError, what="a tensor as a WeakIdKeyDictionary key"):
         d[g] = "grad"
-    y.grad = g
+    adapter.set_grad(y, g)
     del g
     gc.collect()
-    assert d.get(y.grad) == "grad", "y.grad no longer finds the entry made for the tensor assigned to it"
-    y.grad = None
+    assert d.get(adapter.grad(y)) == "grad", "y.grad no longer finds the entry made for the tensor assigned to it"
+    adapter.set_grad(y, None)
     gc.collect()
     assert len(d) == 0, "the entry outlived the tensor after y.grad let go of it"
 
@@ -742,7 +743,7 @@ def test_ctx_attributes_reach_backward(adapter, fw, device):
     with diverges_if_raises(AttributeError, what="a ctx attribute set through grad_fn, read in backward"):
         adapter.grad_fn(out).k = 5.0                 # through grad_fn, seen by backward
         adapter.backward(fw.sum(out))
-    np.testing.assert_allclose(adapter.to_numpy(x.grad), [5.0, 5.0],
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [5.0, 5.0],
                                err_msg="backward did not see the attribute set through out.grad_fn")
 
 
@@ -853,14 +854,14 @@ def test_inplace_and_requires_grad_return_self(adapter, fw, device):
 def test_del_grad(adapter, fw, device):
     x = fw.ones(2, 2, requires_grad=True, device=device)
     adapter.backward(fw.sum(x))
-    old = x.grad
+    old = adapter.grad(x)
     del x.grad
     with diverges_if_raises(AttributeError, what="reading x.grad after del x.grad"):
-        after = x.grad
+        after = adapter.grad(x)
     assert after is None, f"x.grad after del: {after!r}"
     adapter.backward(fw.sum(x * 3))
-    assert x.grad is not old, "del x.grad then backward reused the deleted grad object"
-    np.testing.assert_allclose(adapter.to_numpy(x.grad), np.full((2, 2), 3.0),
+    assert adapter.grad(x) is not old, "del x.grad then backward reused the deleted grad object"
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), np.full((2, 2), 3.0),
                                err_msg="stale gradient survived del x.grad")
 
 
@@ -880,10 +881,10 @@ def test_second_backward_accumulates_into_same_object(adapter, fw, device):
     x = fw.ones(5, requires_grad=True, device=device)
     y = x + 2
     adapter.backward(y, fw.ones(5, device=device), retain_graph=True)
-    g = x.grad
+    g = adapter.grad(x)
     adapter.backward(y, fw.ones(5, device=device))
-    if x.grad is x.grad:  # else every read is a new object: identity.grad-same-object's finding
-        assert g is x.grad, "accumulation replaced the .grad object"
+    if adapter.grad(x) is adapter.grad(x):  # else every read is a new object: identity.grad-same-object's finding
+        assert g is adapter.grad(x), "accumulation replaced the .grad object"
     np.testing.assert_allclose(adapter.to_numpy(g), np.full(5, 2.0),
                                err_msg="the held reference does not see the accumulated sum")
 
@@ -893,10 +894,10 @@ def test_second_backward_accumulates_into_same_object(adapter, fw, device):
 def test_assigned_grad_is_kept_and_accumulated_into(adapter, fw, device):
     x = fw.ones(3, requires_grad=True, device=device)
     buf = fw.ones(3, device=device) * 10
-    x.grad = buf
-    assert x.grad is buf, "x.grad is not the tensor assigned to it"
+    adapter.set_grad(x, buf)
+    assert adapter.grad(x) is buf, "x.grad is not the tensor assigned to it"
     adapter.backward(fw.sum(x * 2))
-    assert x.grad is buf, "backward replaced the assigned grad buffer"
+    assert adapter.grad(x) is buf, "backward replaced the assigned grad buffer"
     np.testing.assert_allclose(adapter.to_numpy(buf), np.full(3, 12.0))
 
 
@@ -905,15 +906,15 @@ def test_create_graph_accumulation_is_out_of_place(adapter, fw, device):
     x = fw.ones(5, requires_grad=True, device=device)
     y = x * 1
     adapter.backward(y, fw.ones(5, device=device), retain_graph=True)
-    g = x.grad
+    g = adapter.grad(x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")     # torch warns about the param <-> grad cycle
         adapter.backward(y, fw.ones(5, device=device), create_graph=True)
     try:
-        assert g is not x.grad, "create_graph accumulation kept the same .grad object"
+        assert g is not adapter.grad(x), "create_graph accumulation kept the same .grad object"
         np.testing.assert_allclose(adapter.to_numpy(g), np.ones(5),
                                    err_msg="the old .grad object was modified in place")
-        np.testing.assert_allclose(adapter.to_numpy(x.grad), np.full(5, 2.0))
+        np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), np.full(5, 2.0))
     finally:
         adapter.clear_grad(x)               # break the param <-> grad cycle
 
@@ -932,8 +933,8 @@ def test_accumulator_variable_is_the_leaf(adapter, fw, device):
     assert id(v) == xid, "the accumulator re-wrapped its leaf after the user dropped it"
     tag.check(v, "the accumulator's leaf")
     adapter.backward(fw.sum(y))
-    assert v.grad is not None, "backward did not accumulate into the leaf held by the accumulator"
-    np.testing.assert_allclose(adapter.to_numpy(v.grad), [2.0, 2.0])
+    assert adapter.grad(v) is not None, "backward did not accumulate into the leaf held by the accumulator"
+    np.testing.assert_allclose(adapter.to_numpy(adapter.grad(v)), [2.0, 2.0])
 
 
 @rule("identity.saved-output-unpack-not-kept")
@@ -966,7 +967,7 @@ def test_ops_on_a_subclass_instance_return_the_subclass(adapter, fw, device):
     wrong = {what: type(r).__name__ for what, r in results.items() if type(r) is not cls}
     assert not wrong, f"not {cls.__name__}: {wrong}"
     adapter.backward(fw.sum(s * x))                # the result is on the graph: s is x, so d/dx (x * x) = 2x
-    assert adapter.to_numpy(x.grad).tolist() == [2.0, 2.0, 2.0], f"x.grad = {adapter.to_numpy(x.grad).tolist()}"
+    assert adapter.to_numpy(adapter.grad(x)).tolist() == [2.0, 2.0, 2.0], f"x.grad = {adapter.to_numpy(adapter.grad(x)).tolist()}"
 
 
 @rule("identity.subclass-op-results-are-subclass")

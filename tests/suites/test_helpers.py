@@ -3,7 +3,8 @@ class, and tell a refusal from a missing method and from no refusal at all."""
 import pytest
 
 from conformance.api import Diverges, Unsupported
-from conformance.suites._helpers import expect_refusal, refusal_of
+from conformance.suites._helpers import expect_refusal
+from conformance.suites._refusals import refusal_of
 
 
 class _Framework:
