@@ -56,7 +56,10 @@ class TinygradAdapter(Adapter):
         "retain_grad": "Tensor has no retain_grad (backward fills .grad of every float tensor in the graph)",
         "requires_grad_method": "Tensor has no requires_grad_ (requires_grad is a plain attribute)",
         "is_leaf": "Tensor has no is_leaf",
-        "custom_function": "no autograd.Function (custom backward is written as UOp rewrite rules)",
+        "custom_function": "no torch-shaped autograd.Function, and not translated yet: tinygrad's "
+                           "own is tinygrad.function(fxn, grad_fxn=g), g(gradient UOp, CALL UOp) "
+                           "returning one gradient UOp per input, with no ctx (issue 33 audit, "
+                           "docs/hand-judged/tinygrad.md)",
         "mark_dirty": "no autograd.Function, so no ctx.mark_dirty",
         "needs_input_grad": "no autograd.Function, so no ctx.needs_input_grad",
         "once_differentiable": "no autograd.Function, so no once_differentiable",
