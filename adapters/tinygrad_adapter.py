@@ -25,6 +25,17 @@ from adapters.base import Adapter, Run, Unsupported
 _INPLACE = {"add_": "add", "sub_": "sub", "mul_": "mul", "div_": "div", "pow_": "pow"}
 
 
+def _implicit_gradient(tensor):
+    """torch's implicit gradient of a backward without one: ones for an output of one element
+    whatever its shape (``torch.ones_like``), where tinygrad's ``Tensor.backward`` takes the
+    implicit 1.0 only for a 0-dim output (an assertion otherwise). Torch's spelling of a
+    one-element output, translated; any other output goes to tinygrad as it is (None), so
+    tinygrad's own refusal of a non-scalar output is what a test sees."""
+    if tensor.shape != () and tensor.numel() == 1:
+        return tensor.ones_like()
+    return None
+
+
 class TinygradAdapter(Adapter):
     name = "tinygrad"
     install_hint = "pip install tinygrad==0.14.0"
@@ -45,7 +56,10 @@ class TinygradAdapter(Adapter):
         "retain_grad": "Tensor has no retain_grad (backward fills .grad of every float tensor in the graph)",
         "requires_grad_method": "Tensor has no requires_grad_ (requires_grad is a plain attribute)",
         "is_leaf": "Tensor has no is_leaf",
-        "custom_function": "no autograd.Function (custom backward is written as UOp rewrite rules)",
+        "custom_function": "no torch-shaped autograd.Function, and not translated yet: tinygrad's "
+                           "own is tinygrad.function(fxn, grad_fxn=g), g(gradient UOp, CALL UOp) "
+                           "returning one gradient UOp per input, with no ctx (issue 33 audit, "
+                           "docs/hand-judged/tinygrad.md)",
         "mark_dirty": "no autograd.Function, so no ctx.mark_dirty",
         "needs_input_grad": "no autograd.Function, so no ctx.needs_input_grad",
         "once_differentiable": "no autograd.Function, so no once_differentiable",
@@ -154,7 +168,7 @@ class TinygradAdapter(Adapter):
             gs = ([grad_tensors] if isinstance(grad_tensors, Tensor) else
                   list(grad_tensors) if grad_tensors is not None else [None] * len(ts))
             for t, g in zip(ts, gs):
-                t.backward(g)
+                t.backward(_implicit_gradient(t) if g is None else g)
 
         autograd = self.namespace(None, {"grad": grad, "backward": backward},
                                   path="fw.autograd")
@@ -189,7 +203,7 @@ class TinygradAdapter(Adapter):
             self.require("create_graph_backward")
         if inputs is not None:
             self.require("backward_inputs")
-        tensor.backward(gradient)
+        tensor.backward(_implicit_gradient(tensor) if gradient is None else gradient)
 
     def inplace(self, tensor, op: str, *args):
         """torch's ``t.add_(x)`` is tinygrad's ``t.assign(t.add(x))``: the same tensor object
@@ -197,6 +211,19 @@ class TinygradAdapter(Adapter):
         if op not in _INPLACE:
             raise Unsupported.missing("tinygrad", "inplace_methods", f"no spelling of {op}")
         return tensor.assign(getattr(tensor, _INPLACE[op])(*args))
+
+    def liveness(self, tensor):
+        """What tinygrad's graph holds of a tensor is its UOp (``tensor.uop``), never the Tensor
+        object: ``w = t * t`` keeps ``t.uop`` as a source of ``w.uop``, and the Tensor wrapper
+        dies when user code drops it (the weakref channel's positive control fails). A weak
+        reference to the UOp says whether the framework still holds the tensor's value and its
+        history. UOps are deduplicated (one object per distinct expression), so the watch says
+        whether tinygrad holds that expression for anyone; the positive control of
+        :func:`conformance.liveness.watch` still decides whether the channel is used."""
+        import weakref
+
+        ref = weakref.ref(tensor.uop)
+        return lambda: ref() is not None
 
     def retain_grad(self, tensor):
         self.require("retain_grad")
