@@ -361,11 +361,17 @@ def _function_base(adapter: MyGradAdapter, mygrad, Tensor, Operation):
 
         # ctx, as the suites use it
         def save_for_backward(self, *tensors):
-            self._saved = tensors
+            # an input is kept as MyGrad keeps an Operation's inputs for its backward: as its
+            # place in .variables, the entry an in-place change of that input reroutes to the
+            # placeholder holding the values the op saw (what MyGrad's own operations read in
+            # backward_var); anything else is kept as it is
+            self._saved = tuple(_Input(i) if i is not None else t
+                                for t, i in ((t, _position(self.variables, t)) for t in tensors))
 
         @property
         def saved_tensors(self):
-            return self._saved
+            return tuple(self.variables[s.index] if isinstance(s, _Input) else s
+                         for s in self._saved)
 
         @property
         def needs_input_grad(self):
@@ -446,6 +452,20 @@ def _function_base(adapter: MyGradAdapter, mygrad, Tensor, Operation):
 
 
 _TENSOR = object()   # a tensor's place in a custom Function's arguments
+
+
+class _Input:
+    """A saved tensor that is one of the Operation's inputs: its index in ``.variables``."""
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+def _position(variables, tensor):
+    """The index of ``tensor`` (by identity: tensors compare elementwise) among an
+    Operation's inputs, None when it is not one."""
+    return next((i for i, v in enumerate(variables) if v is tensor), None)
 
 
 def _absent(self, *args, **kwargs):  # pragma: no cover - abstract: never called

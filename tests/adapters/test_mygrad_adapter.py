@@ -182,6 +182,37 @@ def test_custom_function_runs_as_an_operation_whose_instance_is_ctx(adapter, fw)
     assert adapter.to_numpy(x.grad).tolist() == [3.0, 3.0] and seen["saved"] is x
 
 
+def test_a_saved_input_is_the_operations_own_input_entry(adapter, fw):
+    """save_for_backward of an input keeps what MyGrad keeps for an Operation's backward (its
+    entry in .variables): an in-place change of the input reroutes that entry to the values the
+    op saw, as for MyGrad's own operations, so backward is not handed the changed tensor."""
+    class Square(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = adapter.saved_tensors(ctx)
+            return 2 * x * g
+
+    a = fw.ones(3, requires_grad=True)
+    b = fw.clone(a)
+    y = Square.apply(b)
+    assert adapter.saved_tensors(adapter.grad_fn(y))[0] is b   # before any change: the input itself
+    adapter.inplace(b, "add_", 1)
+    assert adapter.to_numpy(b).tolist() == [2.0, 2.0, 2.0]     # control: the change happened
+    adapter.backward(fw.sum(y))
+    assert adapter.to_numpy(a.grad).tolist() == [2.0, 2.0, 2.0]   # 2 * the values Square saw
+    c = fw.ones(3, requires_grad=True)                         # MyGrad's own op does the same
+    d = fw.clone(c)
+    z = d * d
+    adapter.inplace(d, "add_", 1)
+    adapter.backward(fw.sum(z))
+    assert adapter.to_numpy(c.grad).tolist() == [2.0, 2.0, 2.0]
+
+
 def test_a_none_gradient_is_mygrads_skip_not_a_zero(adapter, fw):
     """None is SkipGradient; MyGrad then fails its own assertion where the input gets no other
     gradient (root cause skipped-gradient-asserts). A translation that made up zeros would
