@@ -35,7 +35,8 @@ class PaddleAdapter(Adapter):
     runs = (Run(label="paddle", version="3.3.1", install=("paddlepaddle==3.3.1",), python="3.11"),)
     unsupported = {
         "forward_ad": "paddle.autograd has no forward_ad (dual_level, make_dual)",
-        "mark_dirty": "PyLayerContext has no mark_dirty (in-place custom Functions)",
+        "mark_dirty": "PyLayerContext has no mark_dirty: a PyLayer is in place by returning its changed "
+                      "input (ctx.mark_not_inplace opts out), with no explicit dirty declaration",
         "needs_input_grad": "PyLayerContext has no needs_input_grad",
         "node_hooks": "grad nodes take no Python pre-hooks (no register_prehook); post-hooks exist only "
                       "as the private GradNodeBase._register_post_hook, whose hook must return a list",
@@ -74,6 +75,16 @@ class PaddleAdapter(Adapter):
         return tensor.detach().cpu().numpy()
 
     # -- what Paddle spells differently on its own objects ---------------------------
+    def grad_fn(self, tensor):
+        """Paddle shows a leaf's gradient accumulator (``GradNodeAccumulation``, the node torch
+        reaches only through a consumer's ``next_functions``) as the leaf's ``grad_fn``, from
+        its creation on; torch spells a leaf's ``grad_fn`` None. The accumulator is read as
+        None, every node an op made passes through."""
+        node = super().grad_fn(tensor)
+        if node is not None and node.name() == "GradNodeAccumulation":
+            return None
+        return node
+
     def saved_tensors(self, ctx):
         return tuple(ctx.saved_tensor())
 
