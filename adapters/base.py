@@ -264,6 +264,14 @@ class Adapter:
                 raise
             raise Unsupported.missing(self.name, feature, str(exc)) from exc
 
+    def register_post_accumulate_grad_hook(self, tensor, hook):
+        """``tensor.register_post_accumulate_grad_hook(hook)``: ``hook(tensor)`` runs after the
+        leaf's ``.grad`` was accumulated. Returns the framework's handle (None where it gives
+        none: a test that removes it says so). A framework with the hook under another name
+        translates it (Paddle's private ``Tensor._register_backward_hook``)."""
+        return self.feature("post_accumulate_grad_hooks", tensor,
+                            "register_post_accumulate_grad_hook")(hook)
+
     def liveness(self, tensor: Any) -> Callable[[], bool]:
         """A check that says whether the framework still holds ``tensor`` (its storage and
         autograd state), without keeping it alive: the channel :func:`conformance.liveness.watch`

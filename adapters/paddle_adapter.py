@@ -85,6 +85,26 @@ class PaddleAdapter(Adapter):
             return None
         return node
 
+    def register_post_accumulate_grad_hook(self, tensor, hook):
+        """Paddle's spelling is the private ``Tensor._register_backward_hook(hook)``: a hook
+        called with no arguments after the leaf's ``.grad`` was accumulated, refused on a
+        non-leaf, returning no handle. The tensor reaches the hook through a weak reference (a
+        strong one would be a cycle through a tensor, which Paddle's collector cannot see); a
+        hook whose tensor is gone is not called with a stand-in."""
+        import weakref
+
+        register = self.feature("post_accumulate_grad_hooks", tensor, "_register_backward_hook")
+        ref = weakref.ref(tensor)
+
+        def call():
+            leaf = ref()
+            if leaf is None:
+                raise Unsupported("the tensor's Python wrapper is gone: Paddle's hook gets no "
+                                  "tensor", feature="post_accumulate_grad_hooks")
+            return hook(leaf)
+
+        return register(call)
+
     def saved_tensors(self, ctx):
         return tuple(ctx.saved_tensor())
 

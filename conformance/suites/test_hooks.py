@@ -49,10 +49,9 @@ def test_register_hook_on_tensor_without_grad_raises(fw, device):
 def test_post_accumulate_hook_refused_on_non_leaf(fw, adapter, device):
     leaf = fw.randn(3, requires_grad=True, device=device)
     nonleaf = leaf * 2.0
-    adapter.feature("post_accumulate_grad_hooks", lambda: leaf.register_post_accumulate_grad_hook)
-    expect_refusal(lambda: nonleaf.register_post_accumulate_grad_hook(lambda p: None),
+    adapter.register_post_accumulate_grad_hook(leaf, lambda p: None)  # accepted on a leaf
+    expect_refusal(lambda: adapter.register_post_accumulate_grad_hook(nonleaf, lambda p: None),
                    "register_post_accumulate_grad_hook on a non-leaf")
-    leaf.register_post_accumulate_grad_hook(lambda p: None)  # accepted on a leaf
 
 
 @rule("hooks.register-hook-returns-handle")
@@ -604,14 +603,10 @@ def test_hook_misuse_refusals_are_runtime_errors(adapter, fw, device):
                                            lambda g: fw.ones(3, dtype=fw.float64, device=device))),
     }
     leaf = fw.randn(3, requires_grad=True, device=device)
-    try:
-        adapter.feature("post_accumulate_grad_hooks", lambda: leaf.register_post_accumulate_grad_hook)
-    except Unsupported:
-        pass  # judged without them: the other refusals still have a class
-    else:
+    if aside(adapter, "post_accumulate_grad_hooks", what="the class of the post-accumulate hooks' refusals"):
         refusals["register_post_accumulate_grad_hook on a non-leaf"] = refusal_of(
-            lambda: (leaf * 2.0).register_post_accumulate_grad_hook(lambda p: None))
-        leaf.register_post_accumulate_grad_hook(lambda p: adapter.grad(p))
+            lambda: adapter.register_post_accumulate_grad_hook(leaf * 2.0, lambda p: None))
+        adapter.register_post_accumulate_grad_hook(leaf, lambda p: adapter.grad(p))
         refusals["a post-accumulate hook returning a value"] = refusal_of(lambda: adapter.backward(fw.sum(leaf)))
     raised = {k: e for k, e in refusals.items() if e is not None}
     assert raised, "none of the hook misuses was refused (their behaviour rules say they must be)"
@@ -680,9 +675,8 @@ def test_post_accumulate_hooks_see_grad_and_run_in_order(fw, adapter, device):
         with fw.no_grad():
             adapter.inplace(p, "mul_", 4.0)
 
-    register = adapter.feature("post_accumulate_grad_hooks", lambda: t.register_post_accumulate_grad_hook)
-    register(first)
-    register(second)
+    adapter.register_post_accumulate_grad_hook(t, first)
+    adapter.register_post_accumulate_grad_hook(t, second)
     adapter.backward(fw.sum(t * 2))
     expected = [("first", True, [2.0, 2.0, 2.0]), ("second", True, [-1.0, 0.0, 1.0])]
     assert log == expected, (
@@ -693,7 +687,7 @@ def test_post_accumulate_hooks_see_grad_and_run_in_order(fw, adapter, device):
 @rule("hooks.post-accumulate-must-return-none")
 def test_post_accumulate_hook_returning_value_raises(fw, adapter, device):
     u = fw.randn(2, 3, requires_grad=True, device=device)
-    adapter.feature("post_accumulate_grad_hooks", lambda: u.register_post_accumulate_grad_hook)(lambda p: adapter.grad(p))
+    adapter.register_post_accumulate_grad_hook(u, lambda p: adapter.grad(p))
     expect_refusal(lambda: adapter.backward(fw.sum(u)), "backward with a post-accumulate hook returning p.grad")
 
 

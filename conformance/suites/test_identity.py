@@ -284,7 +284,7 @@ def test_grad_is_the_buffer_the_accumulator_received(adapter, fw, device):
         adapter.inplace(adapter.grad(t), "mul_", 10)
 
     node_hook(adapter, accumulator, post, what="a post-hook on x's AccumulateGrad")
-    adapter.feature("post_accumulate_grad_hooks", lambda: x.register_post_accumulate_grad_hook)(scale)
+    adapter.register_post_accumulate_grad_hook(x, scale)
     adapter.backward(fw.sum(x * 2))
     np.testing.assert_allclose(adapter.to_numpy(adapter.grad(x)), [20.0, 20.0, 20.0])
     incoming = adapter.to_numpy(seen["incoming"])
