@@ -107,6 +107,25 @@ class OneFlowAdapter(Adapter):
     def register_node_prehook(self, node, hook):
         self.require("node_hooks")
 
+    def liveness(self, tensor):
+        """OneFlow's own channel, for tensors that refuse weak references: a storage-delete hook
+        (``Tensor._register_storage_delete_hook``, private on 0.8.0 and 0.9.0; what
+        ``oneflow.multiprocessing`` frees shared memory with) runs once the tensor's storage is
+        freed. Frees go through OneFlow's asynchronous VM, so each check drains it first
+        (``_oneflow_internal.eager.Sync()``); the hook's closure holds no reference to the tensor.
+        It watches the storage: a view or a detached alias that shares it keeps it alive."""
+        register = getattr(tensor, "_register_storage_delete_hook", None)
+        sync = getattr(getattr(self.fw._oneflow_internal, "eager", None), "Sync", None)
+        if register is None or sync is None:
+            return super().liveness(tensor)
+        freed = []
+        register(lambda: freed.append(True))
+
+        def alive():
+            sync()
+            return not freed
+        return alive
+
     def subclass_instance(self, cls, tensor):
         """No ``as_subclass``, but ``class T(oneflow.Tensor)`` constructs from a tensor."""
         return cls(tensor)
