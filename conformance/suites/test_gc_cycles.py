@@ -325,8 +325,8 @@ def _leaf_closing_over_itself(adapter, fw, device):
 def _collector_tracks_tensors(fw, device):
     """Prerequisite of a cycle through some holder other than a hook: the collector must track
     the tensor object at all, or no cycle through it can be collected (Paddle: the home rule's
-    one cause). An engine that tracks tensors but hides one holder (OneFlow's ctx attributes)
-    is still judged by the test."""
+    one cause; OneFlow 0.8.0 and 0.9.0 too: their Tensor type is not gc-tracked). An engine that
+    tracks tensors but hides one holder is still judged by the test."""
     with prerequisite("gc_cycles.hook-self-closure-leaf-collectable",
                       what="the cycle collector tracks tensor objects") as pre:
         t = fw.ones(2, requires_grad=True, device=device)

@@ -609,12 +609,12 @@ def test_ctx_saved_tensors_are_the_inputs(adapter, fw, device):
 
     a = fw.tensor([1.0], requires_grad=True, device=device)
     b = fw.tensor([1.0], device=device)
-    tag = Tag(b)
     with diverges_if_raises(Exception, what='backward through a Function with an input that does not require grad'):
         adapter.backward(fw.sum(Test.apply(a, b)))
+    # a and b are kept alive: `is` proves the very objects, attributes included (Tag is for
+    # tests that compare id() after dropping the original, where a re-created object may reuse it)
     assert got["x"] is a, "saved input that requires grad came back as another object"
     assert got["y"] is b, "saved input that does not require grad came back as another object"
-    tag.check(got["y"], "the saved input")
 
 
 @rule("identity.ctx-saved-tensors-same-objects")
