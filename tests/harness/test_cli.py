@@ -36,6 +36,7 @@ TOOLS = {
     "conformance.feature_claims": "conformance.feature_claims:main",
     "conformance.witness": "conformance.witness:main",
     "conformance.history": "conformance.history.__main__:main",
+    "conformance.audit_sample": "conformance.audit_sample:main",
 }
 
 
