@@ -382,6 +382,9 @@ def test_weakref_dies_when_grad_cleared(adapter, fw, device):
     x = fw.ones(2, device=device)
     wx = weak(x)
     adapter.set_grad(y, x)
+    with prerequisite("identity.grad-assignment-keeps-object", what="y.grad = x") as pre:
+        # else y.grad is a copy and x has no owner to outlive (Paddle copies the assigned tensor)
+        pre.check(adapter.grad(y) is x, "y.grad is the tensor just assigned to it")
     del x
     alive_as_grad(wx, "a weakref to a tensor held as y.grad")
     adapter.set_grad(y, None)

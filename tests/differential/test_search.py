@@ -371,7 +371,9 @@ def test_views_follow_an_in_place_change_of_their_base_on_the_reference_and_torc
             rec[0] == "value" and rec[2] == "view" for _, rec in oracle.run(prog)["trace"])
 
     prog = find(programs(frozenset({"autograd_grad", "inplace", "weakref"})), reads_a_changed_view,
-                settings=settings(max_examples=3000, database=None, deadline=None,
+                # derandomized: a search that finds its program on one seed finds it on every run
+                # (a random seed missed it once in 3000 examples, and the test failed on chance)
+                settings=settings(max_examples=3000, database=None, deadline=None, derandomize=True,
                                   phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
     pytest.importorskip("torch")
     assert check(prog, oracle, InProcessTarget("torch")).status == "same", str(prog)
