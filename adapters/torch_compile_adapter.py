@@ -146,35 +146,27 @@ class TorchCompileAdapter(TorchAdapter):
         return renames
 
     def _compile(self, fn):
-        # the code object of every compiled region, to undo a skip after each test (after_test)
+        # the code object of every compiled region: whether after_test has a Dynamo to reset
         self._regions = getattr(self, "_regions", set())
         self._regions.add(fn.__code__)
         return self.torch.compile(fn, backend=self.backend)
 
     def after_test(self) -> None:
-        """Dynamo marks a region's code object to be skipped for good when it gives up on a
-        frame (torch 2.15 does for any call with a forward-AD dual input, PR #189644: "the
-        frame falls back to eager"), and every op's region shares one code object: after one
-        forward-AD test every later test would judge eager torch under this column's name.
-        Within a test that is what a user gets; between tests each region is compiled again.
-
-        Dynamo's other memory is reset too (``torch._dynamo.reset()``: compiled code, guards,
-        the values it saw change): it decides how a region is compiled from the calls before,
-        so a verdict depended on the tests that ran first. A custom backward returning the
-        number 1.5 was accepted silently in a fresh process (a constant in the traced graph)
-        and refused after a test that returned 1 (Dynamo, having seen the number change, made
-        it a symbolic value, broke the graph there and ran the Function eagerly)."""
+        """Each test starts with a Dynamo that remembers nothing (``torch._dynamo.reset()``).
+        Dynamo decides how to compile a region from the calls it saw before, so a verdict
+        depended on the tests that ran first: a custom backward returning the number 1.5 was
+        accepted silently in a fresh process (a constant in the traced graph) and refused after
+        a test that returned 1 (Dynamo, having seen the number change, made it symbolic, broke
+        the graph there and ran the Function eagerly). The reset also undoes the skip Dynamo
+        marks on a region's code object when it gives up on a frame (torch 2.15 does for any
+        call with a forward-AD dual input, PR #189644: "the frame falls back to eager"): every
+        op's region shares one code object, so after one forward-AD test every later test would
+        have judged eager torch under this column's name. Within a test the skip stands (that
+        is what a user gets). Checked on 2.13 and 2.15, a skip made at a region's first call
+        included; the set of regions says whether this mode compiled anything at all."""
         super().after_test()
-        regions = getattr(self, "_regions", ())
-        if not regions:
-            return
-        self.torch._dynamo.reset()
-        from torch._dynamo.eval_frame import set_code_exec_strategy
-        from torch._dynamo.types import FrameAction, FrameExecStrategy
-
-        for code in regions:
-            set_code_exec_strategy(code, FrameExecStrategy(FrameAction.DEFAULT,
-                                                           FrameAction.DEFAULT))
+        if getattr(self, "_regions", None):
+            self.torch._dynamo.reset()
 
     def _compiled_op(self, op):
         """``fw.<op>``: one compiled region per call (compiled once per op, guarded per input)."""
