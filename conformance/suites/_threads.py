@@ -72,7 +72,8 @@ def independent_graphs_in_threads(fw, adapter, device, threads, rounds, grad_mod
     sys.setswitchinterval(SWITCH_INTERVAL)  # a fresh interpreter: nothing else runs in it
     side_checks.begin()
     barrier = threading.Barrier(threads)
-    grad_modes_missing = threading.Event()  # the grad-mode half raised Unsupported: skip it
+    # set: the grad-mode half is skipped (the test said so, or a part of it raised Unsupported)
+    grad_modes_missing = threading.Event()
     if str(grad_modes) == "0":
         grad_modes_missing.set()
     errors = []

@@ -115,11 +115,9 @@ def test_hook_node_hook_order_for_one_node(adapter, fw, device):
 def test_post_accumulate_hook_runs_after_grad_is_written(adapter, fw, device):
     log = []
     x = fw.ones(2, requires_grad=True, device=device)
-    def register(hook):
-        return adapter.register_post_accumulate_grad_hook(x, hook)
-
     x.register_hook(lambda g: log.append(("leaf-hook", adapter.grad(x) is None)))
-    register(lambda t: log.append(("accumulated", adapter.to_numpy(adapter.grad(t)).tolist())))
+    adapter.register_post_accumulate_grad_hook(
+        x, lambda t: log.append(("accumulated", adapter.to_numpy(adapter.grad(t)).tolist())))
     adapter.backward(fw.sum(x * 3))
     assert log == [("leaf-hook", True), ("accumulated", [3.0, 3.0])], f"order: {log}"
 

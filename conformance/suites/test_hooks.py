@@ -183,7 +183,6 @@ def test_node_prehook_removed_by_another_prehook_is_gone_afterwards(fw, adapter,
 
 
 @rule("hooks.handle-remove-mid-backward-current-pass")
-@judged_without("node_hooks")   # node_prehook is called only in the node half's aside
 def test_hook_removed_mid_backward_in_the_same_pass(adapter, fw, device, observe):
     a = fw.ones(3, requires_grad=True, device=device)
     b = a * 2
@@ -588,7 +587,6 @@ def test_hook_returning_a_broadcastable_shape_is_refused(adapter, fw, device, sh
 
 
 @rule("hooks.return-metadata-validated")
-@judged_without("post_accumulate_grad_hooks")  # that half is guarded below
 def test_hook_misuse_refusals_are_runtime_errors(adapter, fw, device):
     """The class of each hooks refusal, judged here once: the behaviour rules (register-hook-needs-requires-grad,
     post-accumulate-hook-leaf-only, post-accumulate-must-return-none, module-full-backward-hook-order and
