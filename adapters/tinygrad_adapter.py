@@ -9,7 +9,8 @@ clang installed runs the same suites compiled).
 
 What tinygrad lacks as a whole is declared in ``unsupported`` under the feature registry's
 names (``conformance/features.toml``): the tests that need a graph node, a hook, a
-custom Function or a grad mode end UNSUPPORTED before they run. ``fw`` is a namespace of ours
+grad mode end UNSUPPORTED before they run. A custom Function is translated onto tinygrad's
+own, ``tinygrad.function(fxn, grad_fxn=...)`` (:func:`_function_base`). ``fw`` is a namespace of ours
 (:meth:`Adapter.namespace` over ``tinygrad``) whose creation functions translate torch's
 keywords (``requires_grad=``, ``device="cpu"``) and whose missing names are UNSUPPORTED;
 tensors are tinygrad's own.
@@ -54,15 +55,20 @@ class TinygradAdapter(Adapter):
         "tensor_hooks": "Tensor has no register_hook",
         "post_accumulate_grad_hooks": "Tensor has no register_post_accumulate_grad_hook",
         "retain_grad": "Tensor has no retain_grad (backward fills .grad of every float tensor in the graph)",
-        "requires_grad_method": "Tensor has no requires_grad_ (requires_grad is a plain attribute)",
+        "requires_grad_flag": "tensors carry no requires_grad flag: gradients go to the tensors "
+                              "Tensor.gradient or backward reach (the attribute the adapter's "
+                              "creation functions set is its own, never updated by tinygrad)",
+        "requires_grad_method": "Tensor has no requires_grad_ (and no requires_grad flag to switch)",
         "is_leaf": "Tensor has no is_leaf",
-        "custom_function": "no torch-shaped autograd.Function, and not translated yet: tinygrad's "
-                           "own is tinygrad.function(fxn, grad_fxn=g), g(gradient UOp, CALL UOp) "
-                           "returning one gradient UOp per input, with no ctx (issue 33 audit, "
-                           "docs/hand-judged/tinygrad.md)",
-        "mark_dirty": "no autograd.Function, so no ctx.mark_dirty",
-        "needs_input_grad": "no autograd.Function, so no ctx.needs_input_grad",
-        "once_differentiable": "no autograd.Function, so no once_differentiable",
+        "mark_dirty": "tinygrad.function's forward is traced into a new CALL whose results are new "
+                      "tensors: no way to declare an input changed in place (no ctx.mark_dirty)",
+        "needs_input_grad": "tensors carry no requires_grad flag, so a custom function has no "
+                            "ctx.needs_input_grad (grad_fxn gets the gradient and the CALL only)",
+        "once_differentiable": "no once_differentiable: tinygrad differentiates a grad_fxn's UOps "
+                               "like any other (no marker refusing a double backward)",
+        "set_materialize_grads": "grad_fxn gets the gradients of the outputs that got one, with no "
+                                 "switch (no ctx.set_materialize_grads)",
+        "setup_context": "tinygrad.function's fxn is the forward itself: no separate setup_context step",
         "grad_modes": "no no_grad / enable_grad / set_grad_enabled",
         "forward_ad": "no forward-mode AD (dual_level, make_dual)",
         "saved_tensors_hooks": "no saved-tensor hooks: backward recomputes from the UOp graph",
@@ -82,6 +88,13 @@ class TinygradAdapter(Adapter):
         "queue_callback": "no execution engine object (queue_callback)",
     }
     unsupported_although_present = {
+        "requires_grad_flag": {"requires_grad": "tinygrad 0.14.0 has no requires_grad flag (the word "
+                                                "appears only as an ignored parameter of its torch "
+                                                "checkpoint loader): the attribute on a tensor "
+                                                "made by fw.ones(..., requires_grad=True) is the one "
+                                                "this adapter's creation functions store, which "
+                                                "tinygrad never reads or updates (a result of an op "
+                                                "has none)"},
         "tensor_data": {"data": "Tensor.data is a method: t.data() copies the values to the host "
                                 "as a memoryview; no attribute is a detached tensor sharing the "
                                 "values, and assigning t.data stores a plain attribute that "
@@ -170,7 +183,8 @@ class TinygradAdapter(Adapter):
             for t, g in zip(ts, gs):
                 t.backward(_implicit_gradient(t) if g is None else g)
 
-        autograd = self.namespace(None, {"grad": grad, "backward": backward},
+        autograd = self.namespace(None, {"grad": grad, "backward": backward,
+                                         "Function": _function_base(tinygrad, Tensor)},
                                   path="fw.autograd")
         names = {
             "__name__": "tinygrad",
@@ -233,15 +247,10 @@ class TinygradAdapter(Adapter):
         ``Tensor.gradient`` or ``backward`` reach): the attribute the namespace's creation
         functions set is this adapter's own, which tinygrad never updates, so reading it back
         would fabricate the flag. The framework cannot tell."""
-        raise Unsupported("tinygrad tensors carry no requires_grad flag (the one on tensors the "
-                          "adapter made is its own, never updated by tinygrad)",
-                          feature="Tensor.requires_grad")
+        self.require("requires_grad_flag")
 
     def version(self, tensor):
         self.require("version_counter")
-
-    def saved_tensors(self, ctx):
-        self.require("custom_function")
 
     def needs_input_grad(self, ctx):
         self.require("needs_input_grad")
@@ -257,3 +266,118 @@ class TinygradAdapter(Adapter):
 
     def subclass_instance(self, cls, tensor):
         self.require("tensor_subclass")
+
+
+def _function_base(tinygrad, Tensor):
+    """``fw.autograd.Function``: a torch-shaped custom Function run as tinygrad's own custom
+    function, ``tinygrad.function(fxn, grad_fxn=g)``.
+
+    ``apply(*args, **kwargs)`` makes a ``tinygrad.function`` whose ``fxn`` is
+    ``forward(ctx, *args, **kwargs)`` (named as the Function: tinygrad names the CALL after
+    ``fxn``), with a fresh ``ctx`` per call, and calls it: tinygrad traces forward into a CALL
+    UOp and returns new tensors over its results. ``grad_fxn(gradient, call)`` (tinygrad hands
+    it the outputs' gradient UOps and the CALL) runs ``backward(ctx, *gradients)`` on tensors
+    over those UOps and hands tinygrad one entry per CALL input: the result for each tensor
+    argument in its input's slot (tinygrad's inputs are the tensor arguments, deduplicated, then
+    any tensor forward used without being passed, which get None). An entry of None for an
+    argument that is no tensor is dropped (tinygrad gives such an argument no slot); any other
+    result list that does not map onto the slots (another count, a gradient for a number) goes
+    to tinygrad as backward returned it, so tinygrad's own check of the count is what a test
+    sees. A Function without ``backward`` is a ``tinygrad.function`` without ``grad_fxn``
+    (tinygrad then differentiates the forward's UOps). ``ctx`` keeps user attributes and
+    ``save_for_backward``'s tensors (as a ``grad_fxn`` closure keeps what it uses). What
+    tinygrad's protocol cannot say raises ``Unsupported``: outputs that are not tensors, the
+    gradients of some outputs only (tinygrad passes those that got one without their
+    positions), ``mark_non_differentiable``, a user-made instance, a Function without
+    ``forward``; mark_dirty, needs_input_grad, set_materialize_grads, setup_context and
+    once_differentiable are declared missing. Nothing is checked or computed here: tinygrad
+    sums, casts or refuses what backward returned.
+    """
+
+    class _Context:
+        """What ``forward`` and ``backward`` share for one call (torch's ctx)."""
+
+        def __init__(self, function):
+            self._function = function
+            self._saved = ()
+
+        def save_for_backward(self, *tensors):
+            self._saved = tensors
+
+        @property
+        def saved_tensors(self):
+            return self._saved
+
+        def mark_non_differentiable(self, *tensors):
+            raise Unsupported("tinygrad.function's outputs are all differentiable through its "
+                              "grad_fxn; none can be marked non-differentiable",
+                              feature="mark_non_differentiable")
+
+    class Function:
+        """A torch-shaped custom Function; subclasses define static forward/backward."""
+
+        def __init__(self, *args, **kwargs):
+            raise Unsupported("tinygrad: a custom function is tinygrad.function(fxn, grad_fxn=...) "
+                              "called on its inputs; an instance of a Function class has no "
+                              "tinygrad meaning", feature="function_instances")
+
+        @classmethod
+        def apply(cls, *args, **kwargs):
+            forward = getattr(cls, "forward", None)
+            if not callable(forward):
+                raise Unsupported("tinygrad.function takes the forward as its argument: a custom "
+                                  "function without one has no tinygrad spelling",
+                                  feature="custom_function_without_forward")
+            backward = getattr(cls, "backward", None)
+            ctx = _Context(cls)
+            inputs = list(args) + list(kwargs.values())
+            # the UOp each tensor argument is called with: its CALL input
+            uops = [a.uop if isinstance(a, Tensor) else None for a in inputs]
+            outputs = []
+
+            def fxn(*a, **k):
+                out = forward(ctx, *a, **k)
+                if not (isinstance(out, Tensor) or (isinstance(out, tuple) and out
+                                                   and all(isinstance(o, Tensor) for o in out))):
+                    raise Unsupported(f"tinygrad: {cls.__name__}.forward returned "
+                                      f"{type(out).__name__} "
+                                      f"{tuple(type(o).__name__ for o in out) if isinstance(out, (tuple, list)) else ''}; "
+                                      f"tinygrad.function returns a tensor or a tuple of tensors "
+                                      f"only", feature="custom_function_outputs")
+                outputs.append(len(out) if isinstance(out, tuple) else 0)
+                return out
+            fxn.__qualname__ = fxn.__name__ = cls.__qualname__
+
+            def grad_fxn(*grads, call=None):
+                if call is None:   # one gradient: tinygrad passes the CALL positionally
+                    *grads, call = grads
+                count = outputs[0] if outputs else 0
+                if count and len(grads) != count:
+                    raise Unsupported(f"tinygrad hands {cls.__name__}'s grad_fxn the gradients of "
+                                      f"{len(grads)} of its {count} outputs, without saying "
+                                      f"which: torch's backward gets one per output",
+                                      feature="custom_function_outputs")
+                result = backward(ctx, *(Tensor(g) for g in grads))
+                results = list(result) if isinstance(result, tuple) else [result]
+                no_slot = [i < len(inputs) and uops[i] is None and r is None
+                           for i, r in enumerate(results)]
+                literal = [r.uop if isinstance(r, Tensor) else r
+                           for r, skip in zip(results, no_slot) if not skip]
+                if len(results) != len(inputs) or any(
+                        uops[i] is None and r is not None for i, r in enumerate(results)):
+                    return tuple(literal)   # no slot for each: tinygrad's own count check
+                slots, mapped = list(call.src[1:]), {}
+                for u, r in zip(uops, results):
+                    if u is None or r is None:
+                        continue
+                    slot = next((j for j, s in enumerate(slots) if s is u), None)
+                    if slot is None or slot in mapped:   # a tensor passed twice: one slot
+                        return tuple(literal)
+                    mapped[slot] = r.uop if isinstance(r, Tensor) else r
+                return tuple(mapped.get(j) for j in range(len(slots)))
+
+            f = tinygrad.function(fxn, allow_implicit=True,
+                                  grad_fxn=grad_fxn if callable(backward) else None)
+            return f(*args, **kwargs)
+
+    return Function

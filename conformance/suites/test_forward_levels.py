@@ -736,7 +736,8 @@ def test_reverse_mode_flows_through_make_and_unpack_dual(fw, adapter, device):
     with fwad.dual_level():
         d = fwad.make_dual(x, fw.ones(2, device=device))
         primal, tangent = fwad.unpack_dual(d * 3)
-        assert adapter.requires_grad(primal), "the unpacked primal does not require grad"
+        if aside(adapter, "requires_grad_flag", what="the unpacked primal requires grad"):
+            assert adapter.requires_grad(primal), "the unpacked primal does not require grad"
         assert _tangent_list(adapter, fwad, d * 3) == [3.0, 3.0]
         adapter.backward(fw.sum(primal * primal))
     assert adapter.grad(x) is not None, "no gradient reached the tensor behind make_dual"

@@ -387,7 +387,7 @@ def test_hook_returning_its_own_leaf(fw, adapter, device):
     np.testing.assert_allclose(adapter.to_numpy(g), [1.0, 2.0],
                                err_msg="x.grad is not the value returned by the hook (x itself)")
     assert g is not x, "x.grad is x itself: a tensor became its own gradient"
-    if aside(adapter, "graph_nodes", what="x.grad (the hook's x) is detached, as a plain backward's"):
+    if aside(adapter, "graph_nodes", "requires_grad_flag", what="x.grad (the hook's x) is detached, as a plain backward's"):
         plain = fw.tensor([1.0], requires_grad=True, device=device)
         adapter.backward(fw.sum(plain * 2))
         # A detached .grad is engine.grads-detached-without-create-graph's to judge: checked here only

@@ -270,7 +270,8 @@ def test_slice_assignment_of_grad_values_records_history(adapter, fw, device):
     p[1:3] = w
     adapter.backward(fw.sum(p * fw.arange(4.0, device=device)))
     close(adapter, adapter.grad(w), [1, 2], "w.grad through p[1:3] = w")
-    assert adapter.requires_grad(p), "after p[1:3] = w (w requires grad) p does not require grad"
+    if aside(adapter, "requires_grad_flag", what="p requires grad after the write"):
+        assert adapter.requires_grad(p), "after p[1:3] = w (w requires grad) p does not require grad"
     if aside(adapter, "is_leaf", what="p is no longer a leaf"):
         assert not adapter.is_leaf(p), "after p[1:3] = w, p is still a leaf"
     # the same write on a base that requires grad must be recorded at all (else the home rule's finding)
@@ -281,7 +282,8 @@ def test_slice_assignment_of_grad_values_records_history(adapter, fw, device):
     q = fw.zeros(4, device=device)
     with diverges_if_raises(RuntimeError, what="in-place op with a grad-requiring value on a view of a plain tensor"):
         adapter.inplace(q[:2], "add_", w)
-    assert adapter.requires_grad(q), "after q[:2].add_(w) (w requires grad) q does not require grad"
+    if aside(adapter, "requires_grad_flag", what="q requires grad after the write"):
+        assert adapter.requires_grad(q), "after q[:2].add_(w) (w requires grad) q does not require grad"
     if aside(adapter, "is_leaf", what="q is no longer a leaf"):
         assert not adapter.is_leaf(q), "after q[:2].add_(w), q is still a leaf"
 
@@ -366,7 +368,8 @@ def test_detach_in_place_refused_on_views(adapter, fw, device):
         adapter.inplace(v, "detach_")
     if aside(adapter, "graph_nodes", what="the view's grad_fn is unchanged"):
         assert adapter.grad_fn(v) is fn, "the view's grad_fn changed although detach_() was refused"
-    assert adapter.requires_grad(v), "the view no longer requires grad although detach_() was refused"
+    if aside(adapter, "requires_grad_flag", what="the view still requires grad"):
+        assert adapter.requires_grad(v), "the view no longer requires grad although detach_() was refused"
     with raises(Exception, what="detach_() on a view of a plain tensor"):
         adapter.inplace(fw.zeros(4, device=device)[:2], "detach_")
 
@@ -475,7 +478,8 @@ def test_setitem_basic_index_of_grad_value_into_plain_tensor(adapter, fw, device
             f"the value's edge leads to {value_edge}, not its history (MulBackward0)"
     adapter.backward(fw.sum(x), retain_graph=True)
     close(adapter, adapter.grad(y), [2.0, 2.0], "y.grad after x[0] = y * 2; x.sum().backward()")
-    assert adapter.requires_grad(x), "x[0] = y (y requires grad) left x not requiring grad"
+    if aside(adapter, "requires_grad_flag", what="x requires grad after the write"):
+        assert adapter.requires_grad(x), "x[0] = y (y requires grad) left x not requiring grad"
 
 
 @rule("views.setitem-basic-index-records-copyslices")
@@ -493,7 +497,8 @@ def test_setitem_basic_index_broadcast_value_gets_summed_gradient(adapter, fw, d
     p[0] = 1.0
     p[1] = fw.ones(2, device=device)
     close(adapter, p, [[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]], "p after writing values without grad")
-    assert not adapter.requires_grad(p), "writing values without grad made the tensor require grad"
+    if aside(adapter, "requires_grad_flag", what="p does not require grad after writing values without grad"):
+        assert not adapter.requires_grad(p), "writing values without grad made the tensor require grad"
     if aside(adapter, "graph_nodes", what="writing values without grad records no node"):
         assert fresh_has_node or adapter.grad_fn(p) is None, "writing values without grad recorded a graph"
 
