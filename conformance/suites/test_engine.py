@@ -830,10 +830,21 @@ def test_autograd_grad_through_10000_op_chain(adapter, fw, device):
 NESTED = 1000
 
 
+def _recording_inside_backward(adapter, fw):
+    """What makes a backward started inside a running one record its graph: ``enable_grad``
+    (a backward runs custom backwards and hooks with grad mode off), where the framework has
+    grad modes; a framework without them always records, so there is nothing to switch on (the
+    nesting, the rule's subject, is judged either way)."""
+    if aside(adapter, "grad_modes", what="enable_grad around each nested backward (no grad mode to switch on)"):
+        return fw.enable_grad
+    return contextlib.nullcontext
+
+
 @time_limit_factor(10)  # thousands of nodes: minutes on a slow framework (tinygrad, OneFlow)
 @rule("engine.nested-backward-depth")
 def test_backward_nested_1000_deep_in_custom_backwards(adapter, fw, device):
     calls = []
+    recording = _recording_inside_backward(adapter, fw)
 
     class Nest(fw.autograd.Function):
         @staticmethod
@@ -844,7 +855,7 @@ def test_backward_nested_1000_deep_in_custom_backwards(adapter, fw, device):
         def backward(ctx, g):
             calls.append(len(calls))
             if len(calls) <= NESTED:       # a backward of its own, inside this one
-                with fw.enable_grad():
+                with recording():
                     inner = fw.ones(1, requires_grad=True, device=device)
                     adapter.backward(fw.sum(Nest.apply(inner)))
             return g * 2
@@ -862,9 +873,10 @@ def test_backward_nested_1000_deep_in_custom_backwards(adapter, fw, device):
 @rule("engine.nested-backward-depth")
 def test_backward_nested_1000_deep_in_tensor_hooks(adapter, fw, device):
     depths = []
+    recording = _recording_inside_backward(adapter, fw)
 
     def level(depth):
-        with fw.enable_grad():             # hooks run with grad mode off
+        with recording():                  # hooks run with grad mode off
             x = fw.ones(1, requires_grad=True, device=device)
             y = x * 3
             if depth > 0:

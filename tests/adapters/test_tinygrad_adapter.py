@@ -11,7 +11,8 @@ from conformance import features
 def test_declared_features_are_registry_names_and_the_run_is_required():
     cls = builtin_adapter_classes()["tinygrad"]
     assert not set(cls.unsupported) - set(features.registry())
-    assert {"graph_nodes", "tensor_hooks", "custom_function", "grad_modes"} <= set(cls.unsupported)
+    assert {"graph_nodes", "tensor_hooks", "grad_modes", "requires_grad_flag"} <= set(cls.unsupported)
+    assert "custom_function" not in cls.unsupported   # translated: tinygrad.function
     (run,) = cls.runs
     assert run.install == ("tinygrad==0.14.0",) and run.required is True
 
@@ -51,11 +52,12 @@ def test_inplace_keeps_the_object_and_refuses_what_has_no_spelling(adapter):
 
 
 def test_missing_names_are_unsupported_naming_their_feature(adapter):
-    with pytest.raises(MissingName, match="custom_function"):
-        adapter.fw.autograd.Function
+    with pytest.raises(MissingName, match="forward_ad"):
+        adapter.fw.autograd.forward_ad
     with pytest.raises(MissingName, match="grad_modes"):
         adapter.fw.no_grad
-    for method, args in (("version", (None,)), ("retain_grad", (None,)), ("next_functions", (None,))):
+    for method, args in (("version", (None,)), ("retain_grad", (None,)), ("next_functions", (None,)),
+                         ("requires_grad", (adapter.fw.ones(1, requires_grad=True),))):
         with pytest.raises(Unsupported):
             getattr(adapter, method)(*args)
 
@@ -68,4 +70,52 @@ def test_every_declared_missing_feature_is_missing_from_tinygrad(adapter):
     claims = {c.feature: c for c in feature_claims.check(adapter)}
     assert feature_claims.contradictions(list(claims.values())) == []
     assert claims["tensor_data"].status == feature_claims.EXPLAINED
+    assert claims["requires_grad_flag"].status == feature_claims.EXPLAINED
     assert claims["graph_nodes"].status == feature_claims.ABSENT
+
+
+def test_custom_function_is_tinygrads_own(adapter):
+    """fw.autograd.Function runs as tinygrad.function(fxn, grad_fxn=...): backward's results go to
+    the tensor inputs' slots (a None for a number dropped), keywords are inputs, anything that does
+    not map onto the slots goes to tinygrad as returned (its own count check refuses it)."""
+    fw = adapter.fw
+
+    class Scale(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k, w=None):
+            ctx.save_for_backward(x, w)
+            ctx.k = k
+            return x * k * w
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = adapter.saved_tensors(ctx)
+            return g * ctx.k * w, None, g * ctx.k * x
+
+    x, w = fw.tensor([1.0, 2.0]), fw.tensor([3.0, 3.0])
+    adapter.backward(fw.sum(Scale.apply(x, 2, w=w)))
+    assert adapter.to_numpy(x.grad).tolist() == [6.0, 6.0]
+    assert adapter.to_numpy(w.grad).tolist() == [2.0, 4.0]
+
+    class ForNumber(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g   # a gradient for the number k: no slot, tinygrad refuses the count
+
+    y = fw.tensor([1.0, 1.0])
+    with pytest.raises(AssertionError, match="gradient"):
+        adapter.backward(fw.sum(ForNumber.apply(y, 3)))
+
+    class Tagged(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1, "tag"
+
+    with pytest.raises(Unsupported, match="custom_function_outputs|tensor"):
+        Tagged.apply(fw.tensor([1.0]))
+    with pytest.raises(Unsupported):
+        Scale()
