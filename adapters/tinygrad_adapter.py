@@ -83,7 +83,9 @@ class TinygradAdapter(Adapter):
                            "(0.14.0, by hand: S(t) raises RuntimeError 'can't create Tensor from "
                            "Tensor'; S(t.uop) has no requires_grad attribute)",
         "tensor_data": "Tensor has no .data to read or assign (a detached alias)",
-        "inplace_methods": "no in-place methods (add_, mul_, copy_, detach_, ...): only Tensor.assign",
+        "inplace_methods": "no in-place methods (add_, mul_, copy_, detach_, ...): only Tensor.assign "
+                           "(and Tensor.replace), which adapter.inplace uses for add_, sub_, mul_, "
+                           "div_, pow_ and detach_",
         "unbind": "Tensor has no unbind",
         "queue_callback": "no execution engine object (queue_callback)",
     }
@@ -221,7 +223,11 @@ class TinygradAdapter(Adapter):
 
     def inplace(self, tensor, op: str, *args):
         """torch's ``t.add_(x)`` is tinygrad's ``t.assign(t.add(x))``: the same tensor object
-        takes the new values; other in-place methods have no tinygrad spelling."""
+        takes the new values; torch's ``t.detach_()`` is ``t.replace(t.detach())`` (tinygrad's
+        ``Tensor.replace`` gives the same object another UOp: its values, cut from their
+        history); other in-place methods have no tinygrad spelling."""
+        if op == "detach_" and not args:
+            return tensor.replace(tensor.detach())
         if op not in _INPLACE:
             raise Unsupported.missing("tinygrad", "inplace_methods", f"no spelling of {op}")
         return tensor.assign(getattr(tensor, _INPLACE[op])(*args))
