@@ -20,7 +20,7 @@ set_hypothesis_home_dir(_HYPOTHESIS_HOME)
 os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = _HYPOTHESIS_HOME  # and in the processes they start
 atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
 
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "tests.xdist_groups"]
 
 FAKE_ADAPTER = '''
 import ctypes, types

@@ -58,6 +58,11 @@ def test_the_quick_start_is_the_steps_this_module_runs():
     assert _step("python -m conformance.report") == ["python", "-m", "conformance.report"]
 
 
+# one pytest-xdist worker runs this module (nox -s tests: --dist loadgroup, tests/xdist_groups.py):
+# the wheel is built and installed once, in the module fixture
+pytestmark = pytest.mark.xdist_group("installed")
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("installed")

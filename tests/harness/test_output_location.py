@@ -30,6 +30,11 @@ def test_from_a_checkout_outputs_go_to_its_reports_directory(tmp_path, monkeypat
     assert outputs.needs_checkout("--write") == ""
 
 
+# one pytest-xdist worker runs this module (nox -s tests: --dist loadgroup, tests/xdist_groups.py):
+# the wheel is installed once, in the module fixture
+pytestmark = pytest.mark.xdist_group("output-location")
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The packages as an installed wheel lays them out: no pyproject.toml beside them."""

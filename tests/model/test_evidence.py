@@ -39,6 +39,11 @@ def test_public_url_and_evidence_parts_pass():
     assert ev.source_problems("engine.x", source, EVIDENCE) == []
 
 
+# one pytest-xdist worker runs this module (nox -s tests: --dist loadgroup, tests/xdist_groups.py):
+# every evidence snippet runs once, in the module fixture
+pytestmark = pytest.mark.xdist_group("evidence")
+
+
 @pytest.fixture(scope="module")
 def torch_213():
     torch = pytest.importorskip("torch")

@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # names (reports/screenshots/); the project's own tests write nothing into the source tree
 SCREENSHOTS = os.environ.get("AUTOGRAD_CONFORMANCE_SCREENSHOTS")
 CHROMIUM = os.environ.get("AUTOGRAD_CONFORMANCE_CHROMIUM", "/usr/bin/chromium")
-# one pytest-xdist worker runs this module (nox -s tests: --dist loadgroup), so the suites of
-# every framework run once for the module's fixture, not once per worker
+# one pytest-xdist worker runs this module (nox -s tests: --dist loadgroup, tests/xdist_groups.py),
+# so the suites of every framework run once for the module's fixture, not once per worker
 pytestmark = pytest.mark.xdist_group("report-page")
 COLUMNS = {"reference": ("reference", None), "torch": ("torch", "2.13.0"),
            "oneflow-0.9.0": ("oneflow", "0.9.0"), "oneflow-0.8.0": ("oneflow", "0.8.0")}

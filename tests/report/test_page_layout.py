@@ -50,6 +50,11 @@ def _runs(d: Path) -> dict:
             "torch-1.13.1": ("torch", "1.13.1"), "oneflow-0.9.0": ("oneflow", "0.9.0")}
 
 
+# one pytest-xdist worker runs this module (nox -s tests: --dist loadgroup, tests/xdist_groups.py):
+# the page is built once, in the module fixture
+pytestmark = pytest.mark.xdist_group("page-layout")
+
+
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     base = tmp_path_factory.mktemp("layout")

@@ -11,6 +11,11 @@ from tests.report.test_page import _launch
 from tests.report.test_sections import A, B, C, make_dir
 
 
+# one pytest-xdist worker runs this module (nox -s tests: --dist loadgroup, tests/xdist_groups.py):
+# the page is built once, in the module fixture
+pytestmark = pytest.mark.xdist_group("page-sections")
+
+
 @pytest.fixture(scope="module")
 def page_path(tmp_path_factory):
     base = tmp_path_factory.mktemp("sections")

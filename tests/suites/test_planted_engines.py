@@ -43,6 +43,11 @@ def _listed() -> dict:
     return out
 
 
+# one pytest-xdist worker runs this module (nox -s tests: --dist loadgroup, tests/xdist_groups.py):
+# the suites run once on each planted engine, in the module fixture
+pytestmark = pytest.mark.xdist_group("planted-engines")
+
+
 @pytest.fixture(scope="module")
 def passes(tmp_path_factory) -> dict:
     """engine -> the ids of the tests that PASS on it (both runs at once)."""
