@@ -143,16 +143,29 @@ def test_inplace_is_mygrads_augmented_and_item_assignment(adapter, fw):
         adapter.inplace(t, "detach_")
 
 
-def test_a_write_through_detach_is_refused_not_lost(adapter, fw):
-    """MyGrad has no alias outside the graph that in-place writes reach the original through:
-    the write is refused as missing, never left to miss x silently."""
+def test_a_write_through_detach_is_mygrads_untracked_write_into_x_data(adapter, fw):
+    """fw.detach(x) wraps x's own array (MyGrad's x.data); a write through it is MyGrad's
+    untracked in-place op on that array: it reaches x, the memory guard refuses it while a graph
+    holds x, and a write torch would record on the alias (an argument needs a gradient) is
+    refused as missing, never made untracked."""
+    import mygrad
+
     x = fw.tensor([2.0, 3.0], requires_grad=True)
     d = fw.detach(x)
     assert adapter.to_numpy(d).tolist() == [2.0, 3.0] and d.constant and adapter.grad_fn(d) is None
-    with unsupported("detach_alias_writes"):
-        adapter.inplace(d, "zero_")
-    assert adapter.to_numpy(x).tolist() == [2.0, 3.0]
-    assert adapter.inplace(fw.clone(x), "mul_", 2) is not None   # other tensors still write
+    assert adapter.inplace(d, "mul_", 2) is d and adapter.to_numpy(x).tolist() == [4.0, 6.0]
+    adapter.inplace(fw.detach(x), "zero_")
+    assert adapter.to_numpy(x).tolist() == [0.0, 0.0] and adapter.grad_fn(d) is None
+    y = x * x                                       # the graph holds x: its array is read-only
+    with pytest.raises(ValueError, match="read-only"):
+        adapter.inplace(fw.detach(x), "add_", 1)
+    w = fw.ones(2, requires_grad=True)
+    with unsupported("detach_alias_recorded_writes"):
+        adapter.inplace(fw.detach(w), "add_", x)   # x needs a gradient, grad mode on
+    with mygrad.no_autodiff:                        # under no_grad nothing is recorded in torch either
+        adapter.inplace(fw.detach(w), "add_", fw.ones(2, requires_grad=True))
+    assert adapter.to_numpy(w).tolist() == [2.0, 2.0]
+    assert adapter.inplace(fw.clone(x), "mul_", 2) is not None and y is not None
 
 
 def test_custom_function_runs_as_an_operation_whose_instance_is_ctx(adapter, fw):
