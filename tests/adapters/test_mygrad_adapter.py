@@ -303,3 +303,45 @@ def test_every_declared_missing_feature_is_missing_from_mygrad(adapter):
     assert feature_claims.contradictions(list(claims.values())) == []
     assert claims["tensor_data"].status == feature_claims.EXPLAINED
     assert claims["grad_assignment"].status == feature_claims.ABSENT
+
+
+def test_saved_input_and_apply_in_place_are_mygrads_variables_and_out(adapter, fw):
+    x = fw.ones(3, requires_grad=True)
+    a = x * 2
+    node = adapter.grad_fn(a * a)
+    assert adapter.saved_input(node, 0) is a and adapter.saved_input(node, 1) is a
+
+    class Triple(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return adapter.inplace(t, "mul_", 3)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    base = fw.ones(4, requires_grad=True)
+    b = base * 1
+    v = b[:2]
+    assert adapter.apply_in_place(Triple, v) is v   # execute_op(..., out=v)
+    assert adapter.to_numpy(b).tolist() == [3.0, 3.0, 1.0, 1.0]
+    adapter.backward(fw.sum(b))
+    assert adapter.to_numpy(base.grad).tolist() == [3.0, 3.0, 1.0, 1.0]
+
+    class NotReturned(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            adapter.inplace(t, "add_", 1)
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    with unsupported("mark_dirty"):   # out= always receives the result: no MyGrad spelling
+        adapter.apply_in_place(NotReturned, fw.ones(2) * 1)
+
+
+def test_sigmoid_is_mygrads_activation(adapter, fw):
+    t = fw.tensor([0.0, 2.0])
+    assert np.allclose(adapter.to_numpy(fw.sigmoid(t)), 1 / (1 + np.exp(-np.array([0.0, 2.0]))))
