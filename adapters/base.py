@@ -367,6 +367,28 @@ class Adapter:
         """The tensors a custom Function's ``ctx`` saved (``ctx.saved_tensors``)."""
         return ctx.saved_tensors
 
+    def saved_input(self, node, index):
+        """The ``index``-th input a built-in graph node saved for its backward (torch:
+        ``node._saved_self`` for 0, ``node._saved_other`` for 1)."""
+        return self.feature("saved_tensor_attributes", node, ("_saved_self", "_saved_other")[index])
+
+    def apply_in_place(self, function, target, *args):
+        """Apply the custom Function ``function`` whose forward changes ``target`` (its first
+        input) in place and returns it: torch's spelling marks it dirty in forward
+        (``ctx.mark_dirty(target)`` after the Function's own forward). A framework whose caller
+        names an op's in-place target (MyGrad: ``execute_op(..., out=target)``) translates it."""
+        self.require("mark_dirty")
+
+        class InPlace(function):
+            @staticmethod
+            def forward(ctx, x, *rest):
+                out = function.forward(ctx, x, *rest)
+                ctx.mark_dirty(x)
+                return out
+
+        InPlace.__name__ = InPlace.__qualname__ = function.__name__
+        return InPlace.apply(target, *args)
+
     def needs_input_grad(self, ctx):
         """Per forward input, whether its gradient is needed (``ctx.needs_input_grad``)."""
         return ctx.needs_input_grad

@@ -66,6 +66,8 @@ class MyGradAdapter(Adapter):
         "version_counter": "Tensor has no version counter: in-place changes rewrite the graph instead",
         "create_graph_backward": "Tensor.backward takes no create_graph (gradients are numpy arrays, never on a graph)",
         "backward_inputs": "Tensor.backward takes no inputs=",
+        "detach_alias_recorded_writes": "an in-place op writes an array in place only untracked: a tracked one writes new memory, so no write through x.data (what fw.detach wraps) is recorded",
+        "retain_graph": "Tensor.backward(grad) takes no retain_graph and always ends by clearing the graph it ran through (clear_graph)",
         "weak_tensor_utils": "no utils.weak (WeakIdKeyDictionary, WeakIdRef, TensorWeakRef)",
         "grad_assignment": "Tensor.grad is a read-only property (no setter, no deleter); null_grad() clears it",
         "view_method": "Tensor has no view(); reshape and basic indexing return views when numpy does",
@@ -89,6 +91,7 @@ class MyGradAdapter(Adapter):
         import numpy as np
         import mygrad
         from mygrad import Tensor
+        from mygrad.nnet.activations import sigmoid
         from mygrad.operation_base import Operation
 
         def constant_of(requires_grad: bool) -> bool:
@@ -144,10 +147,9 @@ class MyGradAdapter(Adapter):
             return mygrad.positive(t)
 
         def detach(t):
-            # the same values outside the graph: a constant tensor over the same array. MyGrad
-            # has no alias whose in-place changes reach the original (an in-place change of a
-            # tensor it does not track as a view writes new memory), so ``inplace`` refuses
-            # writes through one of these as missing, never lets them silently miss the original
+            # the same values outside the graph: a constant tensor over the tensor's own array
+            # (MyGrad's x.data, the alias it has); ``inplace`` writes through it untracked, as
+            # MyGrad writes an array in place (a tracked in-place op would write new memory)
             alias = mygrad.astensor(t.data if isinstance(t, Tensor) else t, constant=True)
             self._remember_detached(alias)
             return alias
@@ -193,6 +195,7 @@ class MyGradAdapter(Adapter):
             "sum": sum_, "mean": mean, "clone": clone, "detach": detach, "reshape": reshape,
             "pow": pow_, "mul": mygrad.multiply, "add": mygrad.add, "sub": mygrad.subtract,
             "div": mygrad.divide, "neg": mygrad.negative, "t": mygrad.transpose,
+            "sigmoid": sigmoid,
             "no_grad": no_grad, "is_grad_enabled": is_grad_enabled,
             "autograd": autograd,
             **self.functions_from_methods(mygrad, Tensor),
@@ -267,8 +270,7 @@ class MyGradAdapter(Adapter):
         if inputs is not None:
             self.require("backward_inputs")
         if retain_graph:
-            raise Unsupported("mygrad: Tensor.backward always clears the graph it ran through; "
-                              "it takes no retain_graph", feature="retain_graph")
+            self.require("retain_graph")
         tensor.backward(gradient)
 
     def inplace(self, tensor, op: str, *args):
@@ -279,10 +281,23 @@ class MyGradAdapter(Adapter):
 
         ref = self._detached.get(id(tensor))
         if ref is not None and ref() is tensor:
-            raise Unsupported("mygrad: no tensor outside the graph shares a tensor's memory for "
-                              "writing (an in-place change of a tensor MyGrad does not track as "
-                              "a view writes new memory), so there is no detach() alias to write "
-                              f"through ({op})", feature="detach_alias_writes")
+            # a write through what fw.detach made (a constant tensor over the source's own
+            # array, MyGrad's x.data): MyGrad writes an array in place only untracked (a tracked
+            # in-place op writes new memory and rewires the graph), so the write is that
+            # untracked op, as torch's write through a detached alias that needs no gradient is
+            # recorded nowhere; the memory guard refuses it where a graph holds the array. A
+            # write that torch records on the alias (an argument needs a gradient, grad mode on)
+            # has no MyGrad spelling
+            if bool(mygrad.no_autodiff) and any(isinstance(a, mygrad.Tensor) and not a.constant
+                                                for a in args):
+                self.require("detach_alias_recorded_writes")
+            with mygrad.no_autodiff:
+                return self._inplace(tensor, op, *args)
+        return self._inplace(tensor, op, *args)
+
+    def _inplace(self, tensor, op: str, *args):
+        import mygrad
+
         if op in _AUGMENTED:
             result = getattr(tensor, _AUGMENTED[op])(*args)
             return tensor if result is NotImplemented else result
@@ -307,6 +322,15 @@ class MyGradAdapter(Adapter):
 
     def saved_tensors(self, ctx):
         return ctx.saved_tensors
+
+    def saved_input(self, node, index):
+        # an Operation keeps the inputs its backward reads in .variables, by position (no
+        # _saved_<name> attributes: saved_tensor_attributes stays declared missing)
+        return node.variables[index]
+
+    def apply_in_place(self, function, target, *args):
+        # MyGrad's caller names the tensor an op changes in place: execute_op(..., out=target)
+        return function._execute((target,) + args, {}, target)
 
     def needs_input_grad(self, ctx):
         return ctx.needs_input_grad
@@ -346,11 +370,28 @@ def _function_base(adapter: MyGradAdapter, mygrad, Tensor, Operation):
     class _Context(Operation):
         function: Any = None   # the torch-shaped Function class
 
-        def __call__(self, *tensors, layout=()):
+        def __call__(self, *tensors, layout=(), out=None):
             self.variables = tensors
             self._args = _rebuild(layout, tensors)
             self._positions = tuple(i for i, slot in enumerate(layout) if slot is _TENSOR)
             self._grads = None
+            self._own = ()
+            if out is not None:
+                # applied in place (adapter.apply_in_place: execute_op(..., out=target)): an
+                # Operation never writes its inputs (the memory guard) but ``out``; the
+                # torch-shaped forward changes a constant tensor of its own holding the
+                # target's values and returns it, and that is what goes into ``out``. Each
+                # such tensor stands for its input: saving it saves the input (.variables)
+                self._own = tuple(mygrad.tensor(t.data, constant=True) for t in tensors)
+                with mygrad.no_autodiff:
+                    result = self.function.forward(self, *_rebuild(layout, self._own))
+                if result is not self._own[0]:
+                    raise Unsupported("mygrad: an Operation applied in place writes its one "
+                                      "result into its target (execute_op(..., out=target)); a "
+                                      "forward that does not return the target it changed has "
+                                      "no MyGrad spelling", feature="mark_dirty")
+                np.copyto(out, result.data)
+                return out
             with mygrad.no_autodiff:
                 out = self.function.forward(self, *self._args)
             if not isinstance(out, Tensor):
@@ -365,8 +406,12 @@ def _function_base(adapter: MyGradAdapter, mygrad, Tensor, Operation):
             # place in .variables, the entry an in-place change of that input reroutes to the
             # placeholder holding the values the op saw (what MyGrad's own operations read in
             # backward_var); anything else is kept as it is
+            # (applied in place, forward saw tensors of its own standing for the inputs)
+            def place(t):
+                own = _position(self._own, t)
+                return own if own is not None else _position(self.variables, t)
             self._saved = tuple(_Input(i) if i is not None else t
-                                for t, i in ((t, _position(self.variables, t)) for t in tensors))
+                                for t, i in ((t, place(t)) for t in tensors))
 
         @property
         def saved_tensors(self):
@@ -427,6 +472,10 @@ def _function_base(adapter: MyGradAdapter, mygrad, Tensor, Operation):
 
         @classmethod
         def apply(cls, *args, **kwargs):
+            return cls._execute(args, kwargs, None)
+
+        @classmethod
+        def _execute(cls, args, kwargs, target):
             if kwargs:
                 raise Unsupported("mygrad: execute_op takes an Operation's inputs positionally; "
                                   "keywords are op_kwargs, never inputs",
@@ -446,7 +495,7 @@ def _function_base(adapter: MyGradAdapter, mygrad, Tensor, Operation):
                 cls._mygrad_operation = op
             tensors = tuple(a for a in args if isinstance(a, Tensor))
             layout = tuple(_TENSOR if isinstance(a, Tensor) else a for a in args)
-            return mygrad.execute_op(op, *tensors, op_kwargs={"layout": layout})
+            return mygrad.execute_op(op, *tensors, op_kwargs={"layout": layout}, out=target)
 
     return Function
 

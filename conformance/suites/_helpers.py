@@ -161,11 +161,10 @@ def custom_function_refusals(adapter, fw, device):
             raise Unsupported(f"{adapter.name} has no ctx.mark_dirty", feature="mark_dirty")
         ctx.mark_dirty(t)
 
-    class Dirty(fw.autograd.Function):        # marks its input, changed in place, and returns it
-        @staticmethod
+    class Dirty(fw.autograd.Function):        # changes its input in place and returns it:
+        @staticmethod                         # applied in place (torch: marked dirty)
         def forward(ctx, inp):
             adapter.inplace(inp, "add_", 1)
-            mark_dirty(ctx, inp)
             return inp
 
         @staticmethod
@@ -204,7 +203,7 @@ def custom_function_refusals(adapter, fw, device):
         adapter.backward(fw.sum(y))
 
     cases = {
-        "mark_dirty on a leaf that requires grad": lambda: Dirty.apply(leaf()),
+        "mark_dirty on a leaf that requires grad": lambda: adapter.apply_in_place(Dirty, leaf()),
         "mark_dirty on an input forward does not return": lambda: NotReturned.apply(fw.clone(leaf())),
         "backward after a Function's saved input was modified in place": version_check,
     }

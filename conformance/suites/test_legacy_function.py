@@ -297,17 +297,15 @@ def test_saved_tensors_version_check(adapter, fw, device):
 
 
 @rule("legacy_function.mark-dirty-returns-same-object")
-@needs("mark_dirty")   # required inside forward (the mark_dirty helper), unseen by the suite index
 def test_mark_dirty_returns_same_object(fw, adapter, device):
-    class Inplace(fw.autograd.Function):
+    class Inplace(fw.autograd.Function):   # applied in place: torch marks a dirty (adapter.apply_in_place)
         @staticmethod
         def forward(ctx, a, b):
-            mark_dirty(adapter, ctx, a)
-            return adapter.inplace(a, "add_", b), b + 2
+            return adapter.inplace(a, "add_", b)
 
         @staticmethod
-        def backward(ctx, ga, gb):
-            return ga, ga + gb
+        def backward(ctx, g):
+            return g, g
 
     x = fw.randn(2, 2, device=device)
     y = fw.randn(2, 2, requires_grad=True, device=device)
@@ -315,7 +313,7 @@ def test_mark_dirty_returns_same_object(fw, adapter, device):
     v0 = None
     if aside(adapter, "version_counter", what=bumped):
         v0 = adapter.feature("version_counter", lambda: adapter.version(x))
-    q, p = Inplace.apply(x, y)
+    q = adapter.apply_in_place(Inplace, x, y)
     assert q is x, "the dirty input was returned as a different object"
     if aside(adapter, "requires_grad_flag", what="the dirty input requires grad after the Function"):
         assert adapter.requires_grad(q), "the dirty input does not require grad after the Function"
@@ -329,14 +327,19 @@ def test_mark_dirty_returns_same_object(fw, adapter, device):
 
 
 @rule("legacy_function.mark-dirty-leaf-raises")
-@needs("mark_dirty")   # required inside forward (the mark_dirty helper), unseen by the suite index
 @subject("view")
-def test_mark_dirty_leaf_raises(fw, adapter, device):
-    class Dirty(fw.autograd.Function):
+@pytest.mark.parametrize("target, make", [
+    ("leaf", lambda leaf: leaf),
+    ("slice", lambda leaf: leaf[:]),
+    ("view", lambda leaf: leaf.view(2)),
+], ids=["leaf", "slice", "view"])
+def test_mark_dirty_leaf_raises(fw, adapter, device, target, make):
+    """A custom Function applied in place (torch: it marks its input dirty) on a leaf that
+    requires grad, and on a view of one (a slice, ``view``)."""
+    class Dirty(fw.autograd.Function):   # applied in place: torch marks inp dirty (adapter.apply_in_place)
         @staticmethod
         def forward(ctx, inp):
             adapter.inplace(inp, "add_", 1)
-            mark_dirty(adapter, ctx, inp)
             return inp
 
         @staticmethod
@@ -344,12 +347,8 @@ def test_mark_dirty_leaf_raises(fw, adapter, device):
             return g
 
     leaf = fw.tensor([1.0, 2.0], requires_grad=True, device=device)
-    with raises(Exception,
-                what="Dirty.apply(leaf)"):
-        Dirty.apply(leaf)
-    with raises(Exception,
-                what="Dirty.apply(view of leaf)"):
-        Dirty.apply(leaf.view(2))
+    with raises(Exception, what=f"Dirty applied in place on the {target} of a leaf that requires grad"):
+        adapter.apply_in_place(Dirty, make(leaf))
 
 
 @rule("legacy_function.mark-dirty-not-returned-raises")

@@ -290,13 +290,10 @@ def test_slice_assignment_of_grad_values_records_history(adapter, fw, device):
 
 @rule("views.mark-dirty-on-view-rewrites-base")
 def test_custom_in_place_function_on_view(adapter, fw, device):
-    adapter.require("mark_dirty")
-
-    class Triple(fw.autograd.Function):
+    class Triple(fw.autograd.Function):   # applied in place: torch marks x dirty (adapter.apply_in_place)
         @staticmethod
         def forward(ctx, x):
             adapter.inplace(x, "mul_", 3)
-            ctx.mark_dirty(x)
             return x
 
         @staticmethod
@@ -307,7 +304,7 @@ def test_custom_in_place_function_on_view(adapter, fw, device):
     b = a * 1
     v = b[:2]
     with diverges_if_raises(RuntimeError, what="a custom Function marking a view input dirty"):
-        Triple.apply(v)
+        adapter.apply_in_place(Triple, v)
     adapter.backward(fw.sum(b))
     close(adapter, adapter.grad(a), [3, 3, 1, 1], "a.grad after Triple (mark_dirty) on b[:2]")
 

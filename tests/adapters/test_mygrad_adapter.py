@@ -143,16 +143,29 @@ def test_inplace_is_mygrads_augmented_and_item_assignment(adapter, fw):
         adapter.inplace(t, "detach_")
 
 
-def test_a_write_through_detach_is_refused_not_lost(adapter, fw):
-    """MyGrad has no alias outside the graph that in-place writes reach the original through:
-    the write is refused as missing, never left to miss x silently."""
+def test_a_write_through_detach_is_mygrads_untracked_write_into_x_data(adapter, fw):
+    """fw.detach(x) wraps x's own array (MyGrad's x.data); a write through it is MyGrad's
+    untracked in-place op on that array: it reaches x, the memory guard refuses it while a graph
+    holds x, and a write torch would record on the alias (an argument needs a gradient) is
+    refused as missing, never made untracked."""
+    import mygrad
+
     x = fw.tensor([2.0, 3.0], requires_grad=True)
     d = fw.detach(x)
     assert adapter.to_numpy(d).tolist() == [2.0, 3.0] and d.constant and adapter.grad_fn(d) is None
-    with unsupported("detach_alias_writes"):
-        adapter.inplace(d, "zero_")
-    assert adapter.to_numpy(x).tolist() == [2.0, 3.0]
-    assert adapter.inplace(fw.clone(x), "mul_", 2) is not None   # other tensors still write
+    assert adapter.inplace(d, "mul_", 2) is d and adapter.to_numpy(x).tolist() == [4.0, 6.0]
+    adapter.inplace(fw.detach(x), "zero_")
+    assert adapter.to_numpy(x).tolist() == [0.0, 0.0] and adapter.grad_fn(d) is None
+    y = x * x                                       # the graph holds x: its array is read-only
+    with pytest.raises(ValueError, match="read-only"):
+        adapter.inplace(fw.detach(x), "add_", 1)
+    w = fw.ones(2, requires_grad=True)
+    with unsupported("detach_alias_recorded_writes"):
+        adapter.inplace(fw.detach(w), "add_", x)   # x needs a gradient, grad mode on
+    with mygrad.no_autodiff:                        # under no_grad nothing is recorded in torch either
+        adapter.inplace(fw.detach(w), "add_", fw.ones(2, requires_grad=True))
+    assert adapter.to_numpy(w).tolist() == [2.0, 2.0]
+    assert adapter.inplace(fw.clone(x), "mul_", 2) is not None and y is not None
 
 
 def test_custom_function_runs_as_an_operation_whose_instance_is_ctx(adapter, fw):
@@ -290,3 +303,45 @@ def test_every_declared_missing_feature_is_missing_from_mygrad(adapter):
     assert feature_claims.contradictions(list(claims.values())) == []
     assert claims["tensor_data"].status == feature_claims.EXPLAINED
     assert claims["grad_assignment"].status == feature_claims.ABSENT
+
+
+def test_saved_input_and_apply_in_place_are_mygrads_variables_and_out(adapter, fw):
+    x = fw.ones(3, requires_grad=True)
+    a = x * 2
+    node = adapter.grad_fn(a * a)
+    assert adapter.saved_input(node, 0) is a and adapter.saved_input(node, 1) is a
+
+    class Triple(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return adapter.inplace(t, "mul_", 3)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    base = fw.ones(4, requires_grad=True)
+    b = base * 1
+    v = b[:2]
+    assert adapter.apply_in_place(Triple, v) is v   # execute_op(..., out=v)
+    assert adapter.to_numpy(b).tolist() == [3.0, 3.0, 1.0, 1.0]
+    adapter.backward(fw.sum(b))
+    assert adapter.to_numpy(base.grad).tolist() == [3.0, 3.0, 1.0, 1.0]
+
+    class NotReturned(fw.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            adapter.inplace(t, "add_", 1)
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    with unsupported("mark_dirty"):   # out= always receives the result: no MyGrad spelling
+        adapter.apply_in_place(NotReturned, fw.ones(2) * 1)
+
+
+def test_sigmoid_is_mygrads_activation(adapter, fw):
+    t = fw.tensor([0.0, 2.0])
+    assert np.allclose(adapter.to_numpy(fw.sigmoid(t)), 1 / (1 + np.exp(-np.array([0.0, 2.0]))))
