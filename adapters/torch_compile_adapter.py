@@ -315,6 +315,21 @@ class TorchCompileInductorAdapter(TorchCompileAdapter):
     name = "torch-compile-inductor"
     runs = _runs("torch-compile-inductor", 600, versions=TRIAGED)  # 600: inductor's cold start
     backend = "inductor"
+    #: inductor lifts the interpreter's recursion limit to at least this on each graph it
+    #: compiles (``compile_fx``: "to adapt large/deep models"; 2.13 and 2.15)
+    INDUCTOR_RECURSION_LIMIT = 2000
+
+    def _import(self):
+        """Why the limit is lifted here: inductor lifts it the first time it compiles a graph
+        and never lowers it, so the limit a test sees depended on whether an earlier test had
+        compiled (``engine.nested-backward-depth`` checks that a deep backward leaves the limit
+        as it found it: DIVERGES as the first compiling test of a run, PASS after another).
+        Lifting it once when the column loads gives every test the interpreter inductor leaves
+        behind, whatever ran before; a backward that changes it still shows."""
+        import sys
+
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), self.INDUCTOR_RECURSION_LIMIT))
+        return super()._import()
 
 
 #: the tests the compiled-autograd columns run (pytest -k): the engine and hooks suites, whose

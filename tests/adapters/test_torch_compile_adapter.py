@@ -225,3 +225,16 @@ def test_the_page_lists_per_mode_the_rules_whose_outcome_differs_from_eager_with
     assert row["rule"] == "engine.unsaved-graph-reusable"
     assert (row["old"], row["new"], row["cause"]) == ("PASS", "DIVERGES", cause["root_cause"])
     assert aggregate.version_changes(data, table) == []  # a mode is no release of torch
+
+
+def test_the_inductor_column_starts_with_the_recursion_limit_inductor_leaves():
+    """inductor lifts the limit on its first compile and never lowers it: lifted when the
+    column loads, every test sees the same limit, whatever compiled before it (a fresh
+    interpreter: this process may have compiled already)."""
+    pytest.importorskip("torch")
+    code = ("import sys\nfrom adapters.base import load_adapter\nbefore = sys.getrecursionlimit()\n"
+            "load_adapter('torch-compile-inductor').fw\nprint(before, sys.getrecursionlimit())\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=hang_limit(60))
+    before, after = map(int, done.stdout.split()[-2:])
+    assert before < 2000 <= after, done.stdout + done.stderr
