@@ -117,7 +117,13 @@ def run_suites(mutant_id: str | None, first_suite: str | None = None, stop_at_fi
                timeout: float = 300, nodeids=None) -> dict:
     """Run the suites (against ``mutant_id``, or clean); {nodeid: (outcome, rule)} plus status.
 
-    With ``stop_at_first`` (pytest -x) the run ends at the first test that fails."""
+    With ``stop_at_first`` (pytest -x) the run ends at the first test that fails. ``timeout``
+    is sized for a quiet machine and scaled like every limit (conformance/time_scale.py): the
+    whole clean run took 469 s beside other jobs on 2 cores, so an unscaled 300 s cut it off
+    and the tool said the suites do not run clean on the reference."""
+    from conformance import time_scale
+
+    timeout = time_scale.scaled(timeout)
     with tempfile.TemporaryDirectory(prefix="mutant-") as tmp:
         results = Path(tmp) / "results.jsonl"
         cmd = _pytest_cmd(results, first_suite, stop_at_first, nodeids)
@@ -232,7 +238,11 @@ def main(argv=None) -> int:
     warm_up()
     clean = run_suites(None, stop_at_first=False)
     if not clean["tests"] or any(o not in OK_OUTCOMES for o, _ in clean["tests"].values()):
-        print("error: the suites do not run clean on the reference; fix that first:\n" + clean["tail"],
+        why = (f"the clean run was still going after {clean['seconds']} s and was ended"
+               if clean["returncode"] == "timeout" else "the suites do not run clean on the reference")
+        bad = [f"{outcome} {nodeid}" for nodeid, (outcome, _) in clean["tests"].items()
+               if outcome not in OK_OUTCOMES]
+        print(f"error: {why}; fix that first:\n" + "\n".join(bad[:20]) + "\n" + clean["tail"],
               file=sys.stderr)
         return 1
     print(f"clean run: {len(clean['tests'])} tests in {clean['seconds']} s; "
