@@ -288,6 +288,7 @@ class MyGradAdapter(Adapter):
             # recorded nowhere; the memory guard refuses it where a graph holds the array. A
             # write that torch records on the alias (an argument needs a gradient, grad mode on)
             # has no MyGrad spelling
+            # (mygrad.no_autodiff is true while MyGrad tracks: its state flag)
             if bool(mygrad.no_autodiff) and any(isinstance(a, mygrad.Tensor) and not a.constant
                                                 for a in args):
                 self.require("detach_alias_recorded_writes")

@@ -303,8 +303,7 @@ def _function_base(tinygrad, Tensor):
     class _Context:
         """What ``forward`` and ``backward`` share for one call (torch's ctx)."""
 
-        def __init__(self, function):
-            self._function = function
+        def __init__(self):
             self._saved = ()
 
         def save_for_backward(self, *tensors):
@@ -335,7 +334,7 @@ def _function_base(tinygrad, Tensor):
                                   "function without one has no tinygrad spelling",
                                   feature="custom_function_without_forward")
             backward = getattr(cls, "backward", None)
-            ctx = _Context(cls)
+            ctx = _Context()
             inputs = list(args) + list(kwargs.values())
             # the UOp each tensor argument is called with: its CALL input
             uops = [a.uop if isinstance(a, Tensor) else None for a in inputs]
