@@ -46,7 +46,7 @@ def _chromium(session: nox.Session) -> str:
 
 def _project_tests(session: nox.Session) -> None:
     chromium = _chromium(session)
-    session.install("-e", ".[test,torch,fuzz]")
+    session.install("-e", ".[test,torch,fuzz,nox]")
     # 900 s a test (times the machine's time-limit scale, conformance/time_scale.py): a few
     # module fixtures run whole suites in child interpreters (each bounded by its own hang
     # limit, tests/hang.py); the 300 s default is sized for one conformance rule, not for them.
@@ -476,57 +476,107 @@ def spec(session: nox.Session) -> None:
     session.run("python", "-m", "conformance.spec", *session.posargs)
 
 
+#: Columns run at once by `nox -s report` ($AUTOGRAD_CONFORMANCE_REPORT_JOBS, default one per
+#: core, at most 4). Each run uses about one core (`-n 1`: one test worker) and its install
+#: waits on the network, so on 2 cores two at a time nearly halve the report's wall time
+#: (issue 35: CI ran the 16 columns one after another and passed its 90 minutes).
+REPORT_JOBS_VARIABLE = "AUTOGRAD_CONFORMANCE_REPORT_JOBS"
+
+
+def _report_jobs() -> int:
+    raw = os.environ.get(REPORT_JOBS_VARIABLE, "").strip()
+    if not raw:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        return max(1, min(4, cores or 1))
+    if not raw.isdigit() or not 1 <= int(raw) <= 64:
+        raise SystemExit(f"noxfile.py: ${REPORT_JOBS_VARIABLE}={raw!r}: give a whole number of "
+                         f"columns to run at once, from 1 to 64 (e.g. 2), or leave it unset")
+    return int(raw)
+
+
+def _column_groups(columns: dict) -> list[list[str]]:
+    """The report's columns in groups that share one nox session (one install: a torch
+    release's eager and torch.compile columns): a group runs its columns one after another,
+    since two runs of one session at once would install into one environment together.
+    Largest group first, so that the long groups start early."""
+    groups: dict[str, list[str]] = {}
+    for label, (name, _spec) in columns.items():
+        groups.setdefault(name, []).append(label)
+    return sorted(groups.values(), key=len, reverse=True)
+
+
+def _report_column(session: nox.Session, label: str, name: str, spec: list, force: bool,
+                   results_dir) -> None:
+    """One column of the report: reuse its results when the suites and framework are
+    unchanged, else run (or resume) its nox session until it leaves a complete results file;
+    a column without results gets a status file saying why."""
+    import json
+    import sys
+
+    from conformance.results import column_status
+
+    results = results_dir / f"{label}.jsonl"
+    stamp = results_dir / f"{label}.stamp.json"
+    digest = _suite_digest(spec)
+    same = not force and stamp.is_file() and json.loads(stamp.read_text()).get("digest") == digest
+    if same and _complete(results):
+        session.log(f"{label}: reusing {results} (suites and framework unchanged)")
+        return
+    # an incomplete column of the same suites and framework goes on where it stopped
+    resume = same and results.is_file()
+    if not resume:
+        results.unlink(missing_ok=True)
+    column_status.clear_status(results_dir, label)
+    session.log(f"{label}: running nox -s {name!r}" + (" (resuming)" if resume else ""))
+    # divergences fail the pytest run: that is the point, not a reason to stop the report
+    done = column_status.run_column(
+        lambda again: session.run(sys.executable, "-m", "nox", "-s", name, "--",
+                                  "--column", label, *(("--resume",) if again else ()),
+                                  external=True, silent=True, success_codes=range(0, 256)),
+        results, _install_failed, session.warn, resume_first=resume)
+    tail = "\n".join(done.output.strip().splitlines()[-8:])
+    if results.is_file():
+        _write_whole(stamp, {"digest": digest, "session": name})
+        if not done.complete:  # no attempt completed it
+            column_status.write_status(results_dir, label, column_status.ColumnStatus(
+                column_status.MISSING, f"nox -s {name!r} did not complete in "
+                f"{len(done.incomplete)} attempts: "
+                + " | ".join(done.incomplete)))
+        session.log(f"{label}: {tail.splitlines()[-1] if tail else 'done'}")
+        return
+    detail = (f"nox -s {name!r} could not install {' '.join(spec)}: " if done.install_failed
+              else f"nox -s {name!r} produced no results: "
+              + "".join(f"{a} | " for a in done.incomplete)) + tail[-600:]
+    column_status.write_status(results_dir, label, column_status.ColumnStatus(
+        column_status.NOT_INSTALLED if done.install_failed else column_status.MISSING,
+        detail))
+    session.warn(f"{label}: {detail}")
+
+
 @nox.session(python=PYTHON)
 def report(session: nox.Session) -> None:
     """Run the suites against every framework (reusing unchanged results) and write
-    reports/index.html, reports/results.json and reports/junit/. `-- --force` reruns all."""
-    import json
-    import sys
+    reports/index.html, reports/results.json and reports/junit/. `-- --force` reruns all.
+    Columns of different installs run at once ($AUTOGRAD_CONFORMANCE_REPORT_JOBS)."""
+    from concurrent.futures import ThreadPoolExecutor
     from pathlib import Path
 
     _harness()
-    from conformance.results import column_status
-
     force = "--force" in session.posargs
     results_dir = Path("reports/results")
     results_dir.mkdir(parents=True, exist_ok=True)
-    for label, (name, spec) in REPORT_COLUMNS.items():
-        results = results_dir / f"{label}.jsonl"
-        stamp = results_dir / f"{label}.stamp.json"
-        digest = _suite_digest(spec)
-        same = not force and stamp.is_file() and json.loads(stamp.read_text()).get("digest") == digest
-        if same and _complete(results):
-            session.log(f"{label}: reusing {results} (suites and framework unchanged)")
-            continue
-        # an incomplete column of the same suites and framework goes on where it stopped
-        resume = same and results.is_file()
-        if not resume:
-            results.unlink(missing_ok=True)
-        column_status.clear_status(results_dir, label)
-        session.log(f"{label}: running nox -s {name!r}" + (" (resuming)" if resume else ""))
-        # divergences fail the pytest run: that is the point, not a reason to stop the report
-        done = column_status.run_column(
-            lambda again: session.run(sys.executable, "-m", "nox", "-s", name, "--",
-                                      "--column", label, *(("--resume",) if again else ()),
-                                      external=True, silent=True, success_codes=range(0, 256)),
-            results, _install_failed, session.warn, resume_first=resume)
-        tail = "\n".join(done.output.strip().splitlines()[-8:])
-        if results.is_file():
-            _write_whole(stamp, {"digest": digest, "session": name})
-            if not done.complete:  # no attempt completed it
-                column_status.write_status(results_dir, label, column_status.ColumnStatus(
-                    column_status.MISSING, f"nox -s {name!r} did not complete in "
-                    f"{len(done.incomplete)} attempts: "
-                    + " | ".join(done.incomplete)))
-            session.log(f"{label}: {tail.splitlines()[-1] if tail else 'done'}")
-            continue
-        detail = (f"nox -s {name!r} could not install {' '.join(spec)}: " if done.install_failed
-                  else f"nox -s {name!r} produced no results: "
-                  + "".join(f"{a} | " for a in done.incomplete)) + tail[-600:]
-        column_status.write_status(results_dir, label, column_status.ColumnStatus(
-            column_status.NOT_INSTALLED if done.install_failed else column_status.MISSING,
-            detail))
-        session.warn(f"{label}: {detail}")
+    groups = _column_groups(REPORT_COLUMNS)
+    jobs = min(_report_jobs(), len(groups)) or 1
+    session.log(f"{len(REPORT_COLUMNS)} columns in {len(groups)} installs, {jobs} at a time")
+
+    def run_group(labels):
+        for label in labels:
+            name, spec = REPORT_COLUMNS[label]
+            _report_column(session, label, name, spec, force, results_dir)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for finished in [pool.submit(run_group, labels) for labels in groups]:
+            finished.result()  # a harness error in one group is raised here, after the others
     session.install("-e", ".[report]")
     # every built-in run is a column, one without results shown as missing; spec.html beside
     session.run("python", "-m", "conformance.report", "--builtin-columns")

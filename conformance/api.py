@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 import sys
 import re
+import threading
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -23,7 +23,7 @@ from conformance.features import feature_of_name
 from conformance.outcome_exceptions import Blocked, Diverges, TestTimeout, Unsupported
 
 __all__ = ["rule", "aside", "Diverges", "Unsupported", "Blocked", "prerequisite", "diverges_if_raises",
-           "raises", "in_fresh_interpreter", "time_limit", "time_limit_factor"]
+           "raises", "in_fresh_interpreter", "progress", "say", "time_limit", "time_limit_factor"]
 
 
 def rule(rule_id: str):
@@ -203,7 +203,8 @@ def time_limit(seconds: float) -> float:
     return time_scale.scaled(seconds)
 
 
-def in_fresh_interpreter(adapter, script: str, *args: str, timeout: float = 300) -> str:
+def in_fresh_interpreter(adapter, script: str, *args: str, timeout: float = 300,
+                        spin_cpu_seconds: float | None = None) -> str:
     """Run ``script`` in a new Python interpreter and return what it printed.
 
     For what a framework does once per process (a warning it gives once). The script sees
@@ -213,24 +214,47 @@ def in_fresh_interpreter(adapter, script: str, *args: str, timeout: float = 300)
     and the test is a TIMEOUT; any other failure of the child is a RuntimeError (ERROR).
     ``timeout`` is sized for a quiet machine: it is scaled like every limit (``time_limit``),
     and the child's own ``time_limit`` uses this run's scale.
+
+    ``spin_cpu_seconds``: a child that calls :func:`progress` as it works is also ended (a
+    TIMEOUT) once it has used that much CPU since it last progressed: a hang that spins ends
+    after the same CPU work on any machine, not after the load-scaled wall limit
+    (conformance/spin_watch.py). Unscaled: CPU time does not grow with the machine's load.
     """
-    from conformance import time_scale
+    from conformance import spin_watch, time_scale
 
     timeout = time_limit(timeout)
     env = environment(same_interpreter=True)
     env[time_scale.ENVIRONMENT] = repr(time_scale.scale())
-    try:
-        proc = subprocess.run([sys.executable, "-c", _FRESH_PRELUDE, getattr(adapter, "spec", adapter.name),
-                               script, *map(str, args)],
-                              capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
+    done = spin_watch.run([sys.executable, "-c", _FRESH_PRELUDE,
+                           getattr(adapter, "spec", adapter.name), script, *map(str, args)],
+                          env=env, timeout=timeout, spin_cpu_seconds=spin_cpu_seconds)
+    if done.ended:
         # the child hung (a deadlock in the framework): the test ran too long, TIMEOUT, not ERROR
-        raise TestTimeout(f"the fresh interpreter running the test was still running after "
-                          f"{timeout:g}s and was killed") from None
-    if proc.returncode != 0:
-        raise RuntimeError(f"helper process failed:\n{proc.stderr[-2000:]}")
-    for line in proc.stdout.splitlines():
+        raise TestTimeout(f"the fresh interpreter running the test {done.ended} and was killed")
+    if done.returncode != 0:
+        raise RuntimeError(f"helper process failed:\n{done.stderr[-2000:]}")
+    for line in done.stdout.splitlines():
         if line.startswith("@@UNSUPPORTED@@"):
             feature, reason, message = json.loads(line.split(" ", 1)[1])
             raise Unsupported(message, feature=feature, reason=reason)
-    return proc.stdout
+    return done.stdout
+
+
+_progress_lock = threading.Lock()
+
+
+def progress() -> None:
+    """In a child of :func:`in_fresh_interpreter`: say the work progressed (a round done), so
+    that the parent's ``spin_cpu_seconds`` counts from here. One whole line, safe from any
+    thread; use :func:`say` for the child's other lines so that none is cut by this one."""
+    from conformance.spin_watch import MARKER
+
+    say(MARKER)
+
+
+def say(line: str) -> None:
+    """In a child of :func:`in_fresh_interpreter`: print ``line`` whole (threads that print at
+    once never interleave their lines) and flush it to the parent now."""
+    with _progress_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()

@@ -64,3 +64,79 @@ def test_the_hogs_keep_every_core_busy_while_the_tests_run_and_end_after(noxfile
     assert len(seen["pids"]) == noxfile.HOGS_PER_CORE * (os.cpu_count() or 1) and seen["alive"]
     assert not [p for p in seen["pids"] if _alive(p)], "a CPU hog outlived the session"
     assert session.logged[-1].endswith("CPU hogs ended")
+
+
+# -- nox -s report: columns of different installs at once ----------------------------------
+
+def test_columns_sharing_a_session_form_one_group_and_the_largest_group_comes_first(noxfile):
+    columns = {"reference": ("conformance-reference", []),
+               "torch": ("conformance-torch(2.13.0)", ["torch==2.13.0"]),
+               "paddle": ("conformance-paddle", ["paddlepaddle"]),
+               "torch-compile": ("conformance-torch(2.13.0)", ["torch==2.13.0"]),
+               "torch-compile-inductor": ("conformance-torch(2.13.0)", ["torch==2.13.0"])}
+    assert noxfile._column_groups(columns) == [
+        ["torch", "torch-compile", "torch-compile-inductor"], ["reference"], ["paddle"]]
+
+
+@pytest.mark.parametrize("raw, jobs", [("1", 1), ("3", 3), (" 2 ", 2)])
+def test_report_jobs_come_from_the_variable(noxfile, monkeypatch, raw, jobs):
+    monkeypatch.setenv(noxfile.REPORT_JOBS_VARIABLE, raw)
+    assert noxfile._report_jobs() == jobs
+
+
+def test_report_jobs_default_to_one_per_core_and_at_most_four(noxfile, monkeypatch):
+    monkeypatch.delenv(noxfile.REPORT_JOBS_VARIABLE, raising=False)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert noxfile._report_jobs() == max(1, min(4, cores))
+
+
+@pytest.mark.parametrize("raw", ["0", "two", "-1", "1.5", "65"])
+def test_a_bad_report_jobs_value_is_one_line_saying_what_to_give(noxfile, monkeypatch, raw):
+    monkeypatch.setenv(noxfile.REPORT_JOBS_VARIABLE, raw)
+    with pytest.raises(SystemExit) as stop:
+        noxfile._report_jobs()
+    message = str(stop.value)
+    assert "\n" not in message and raw in message and "whole number" in message
+
+
+def test_report_runs_groups_at_once_and_a_groups_columns_one_after_another(noxfile, monkeypatch,
+                                                                              tmp_path):
+    """Two installs overlap in time (two jobs); the two columns of one install never do (they
+    would install into one environment together)."""
+    import threading
+
+    from tests.hang import hang_limit
+
+    columns = {"a1": ("session-a", []), "a2": ("session-a", []), "b": ("session-b", [])}
+    monkeypatch.setattr(noxfile, "REPORT_COLUMNS", columns)
+    monkeypatch.setenv(noxfile.REPORT_JOBS_VARIABLE, "2")
+    monkeypatch.chdir(tmp_path)
+    events, lock = [], threading.Lock()
+    both_running = threading.Barrier(2, timeout=hang_limit(0.1))
+
+    def fake_column(session, label, name, spec, force, results_dir):
+        with lock:
+            events.append(("start", label))
+        if label in ("a1", "b"):
+            both_running.wait()   # fails (BrokenBarrierError) unless both groups run at once
+        with lock:
+            events.append(("end", label))
+
+    monkeypatch.setattr(noxfile, "_report_column", fake_column)
+
+    class Session(_Session):
+        posargs = []
+
+        def install(self, *args):
+            self.installed = args
+
+        def run(self, *args, **kwargs):
+            self.ran = args
+
+    session = Session()
+    noxfile.report(session)   # nox.session wraps it in a callable Func
+    assert sorted(label for what, label in events if what == "end") == ["a1", "a2", "b"]
+    assert events.index(("end", "a1")) < events.index(("start", "a2")), \
+        "a group's columns ran at once"
+    assert session.ran[-1] == "--builtin-columns", "the page was not written after the columns"
+    assert any("2 at a time" in line for line in session.logged)

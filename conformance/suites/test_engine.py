@@ -1281,6 +1281,10 @@ def test_engine_error_messages_name_the_cause(adapter, fw, device):
 # -- threads -------------------------------------------------------------------------
 THREADS = 8
 THREAD_ROUNDS = 25
+#: CPU seconds the threads' child may use with no thread finishing a round before it is ended
+#: as spinning: a round of the slowest framework measured (tinygrad on its pure-Python device,
+#: 8 threads at once) takes a few CPU seconds
+THREADS_SPIN_CPU = 120
 
 # Runs in a fresh interpreter: whether a framework deadlocks here depends on what the process
 # did before (a warm process passed where a cold one hung), so the rule is judged cold. The
@@ -1301,8 +1305,11 @@ def test_eight_threads_backward_on_independent_graphs_with_their_own_grad_mode(f
             grad_modes = False
             side_checks.note("engine.grad-mode-thread-local", GRAD_MODE_SIDE + " (one thread's "
                              "no_grad stops recording in another: that rule's cause)")
+    # a spin (OneFlow 0.9.0's threads deadlock busy) is ended after THREADS_SPIN_CPU seconds of
+    # CPU without a round done, on any machine; a blocked child, after the wall limit
     out = in_fresh_interpreter(adapter, fresh_script_calling(independent_graphs_in_threads),
-                               device, THREADS, THREAD_ROUNDS, int(grad_modes), timeout=240)
+                               device, THREADS, THREAD_ROUNDS, int(grad_modes), timeout=240,
+                               spin_cpu_seconds=THREADS_SPIN_CPU)
     lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
     assert lines, f"the threads never finished in a fresh interpreter (output: {out[-300:]!r})"
     result = json.loads(lines[-1].split(" ", 1)[1])

@@ -92,6 +92,24 @@ def test_a_hung_fresh_interpreter_is_timeout_not_error(conformance_project):
     assert re.search(r"still running after [\d.]+s", tests["test_child_hangs"]["message"])
 
 
+def test_a_fresh_interpreter_that_spins_is_timeout_after_its_cpu_budget(conformance_project):
+    """A child that keeps the CPU busy without progressing (OneFlow 0.9.0's threads deadlock
+    spinning) is ended after its CPU budget, not the wall limit: a TIMEOUT saying it spins."""
+    conformance_project.rules("demo", "spins")
+    conformance_project.suite("demo", '''
+        from conformance.api import in_fresh_interpreter
+        @rule("demo.spins")
+        def test_child_spins(adapter):
+            in_fresh_interpreter(adapter, "from conformance.api import progress\\n"
+                                 "progress()\\nwhile True: pass", timeout=3600,
+                                 spin_cpu_seconds=1)
+    ''')
+    conformance_project.run("suites", "--conformance-timeout", "0", "--results", "results.jsonl")
+    tests, _ = outcomes(conformance_project)
+    assert tests["test_child_spins"]["outcome"] == "TIMEOUT"
+    assert "without progressing: it spins" in tests["test_child_spins"]["message"]
+
+
 def test_an_expected_timeout_is_xfail(conformance_project):
     conformance_project.rules("demo", "a", "b", "hangs")
     conformance_project.suite("demo", HUNG_SUITE)
