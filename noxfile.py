@@ -1,6 +1,7 @@
 """nox sessions: the project's own tests, benchmarks, and the conformance runs per framework."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -197,10 +198,31 @@ def _conformance(session: nox.Session, adapter: str, run: Run) -> None:
         adapter, run = ALL_RUNS[label]
     if run.install:
         _install_release(session, run.install)
-    session.install("-e", ".[test]")
+    with _checkout_install_lock():
+        session.install("-e", ".[test]")
     results = f"reports/results/{run.label}.jsonl"
     session.run("pytest", f"--adapter={adapter}", f"--results={results}", *CONFORMANCE_ARGS,
                 *run.pytest_args, *posargs)
+
+
+@contextlib.contextmanager
+def _checkout_install_lock():
+    """Held while this checkout is installed into a session's environment: an editable install
+    writes its metadata (``*.egg-info``) into the checkout itself, and `nox -s report` runs
+    columns at once, so two installs at the same moment would write it together. A
+    framework's own install needs no lock (each session has its environment)."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): nox -s report runs columns one at a time there
+        yield
+        return
+    os.makedirs(".nox", exist_ok=True)
+    with open(os.path.join(".nox", "checkout-install.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _install_key(run: Run) -> tuple:
@@ -486,6 +508,10 @@ REPORT_JOBS_VARIABLE = "AUTOGRAD_CONFORMANCE_REPORT_JOBS"
 def _report_jobs() -> int:
     raw = os.environ.get(REPORT_JOBS_VARIABLE, "").strip()
     if not raw:
+        try:
+            import fcntl  # noqa: F401  (the checkout's install is locked with it)
+        except ImportError:
+            return 1
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         return max(1, min(4, cores or 1))
     if not raw.isdigit() or not 1 <= int(raw) <= 64:

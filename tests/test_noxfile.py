@@ -140,3 +140,39 @@ def test_report_runs_groups_at_once_and_a_groups_columns_one_after_another(noxfi
         "a group's columns ran at once"
     assert session.ran[-1] == "--builtin-columns", "the page was not written after the columns"
     assert any("2 at a time" in line for line in session.logged)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="flock: POSIX only")
+def test_the_checkout_is_installed_by_one_column_at_a_time(noxfile, monkeypatch, tmp_path):
+    """Columns run at once; their editable installs of this checkout write its metadata into
+    the checkout, so the second waits for the first."""
+    import threading
+    import time
+
+    from tests.hang import hang_limit
+
+    monkeypatch.chdir(tmp_path)
+    events = []
+    first_inside, release = threading.Event(), threading.Event()
+
+    def first():
+        with noxfile._checkout_install_lock():
+            events.append("first in")
+            first_inside.set()
+            release.wait(hang_limit(1))
+            events.append("first out")
+
+    def second():
+        first_inside.wait(hang_limit(1))
+        with noxfile._checkout_install_lock():
+            events.append("second in")
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    first_inside.wait(hang_limit(1))
+    time.sleep(0.5)   # room for the second to get in, were the lock not held
+    release.set()
+    for thread in threads:
+        thread.join(hang_limit(1))
+    assert events == ["first in", "first out", "second in"]
