@@ -20,6 +20,12 @@ a child pytest, never in the project test's own process):
 
 ``tests/suites/planted_passes.toml`` lists every PASS either engine gets, each with the sentence
 of its rule's statement that allows it (tests/suites/test_planted_engines.py).
+
+Four more each plant one shape a real framework has, which the suites met only on that
+framework (issue 33's examples 5.2 to 5.5): a ``view`` that copies (writes through it are lost),
+a custom Function's node named ``F_backward`` (OneFlow), a node ``register_hook`` bound taking
+no arguments (OneFlow 0.9.0's ``FunctionNode``), and a ``Function.apply`` taking no keywords
+(OneFlow). Only the cells of the rules each shape meets are run on them.
 """
 from __future__ import annotations
 
@@ -147,4 +153,76 @@ class InertEngine(ReferenceAdapter):
         Tensor.retain_grad = lambda self: None
         reference.autograd.backward = backward
         reference.autograd.grad = grad
+        return reference
+
+
+class CopyingViewEngine(ReferenceAdapter):
+    """``x.view(shape)`` returns a copy of ``x`` in that shape (a recorded one): a write through
+    it never reaches ``x`` (tinygrad 0.14.0's ``.view`` of a realized buffer)."""
+
+    name = "planted-copying-view"
+
+    def _import(self):
+        import reference
+        from reference.tensor import Tensor
+
+        view = Tensor.view
+        Tensor.view = lambda self, *shape: view(self.clone(), *shape)
+        return reference
+
+
+class UnderscoreNodeNameEngine(ReferenceAdapter):
+    """A custom Function ``F``'s node is named ``F_backward`` (OneFlow's spelling), not
+    ``FBackward``."""
+
+    name = "planted-underscore-node-name"
+
+    def _import(self):
+        import reference
+        from reference.autograd.function import FunctionMeta
+
+        init = FunctionMeta.__init__
+
+        def renamed(cls, name, bases, attrs):
+            init(cls, name, bases, attrs)
+            cls._backward_cls.__name__ = cls._backward_cls.__qualname__ = f"{name}_backward"
+
+        FunctionMeta.__init__ = renamed
+        return reference
+
+
+class NodeHookTakingNothingEngine(ReferenceAdapter):
+    """Graph nodes' ``register_hook`` is bound taking no arguments (OneFlow 0.9.0's
+    ``FunctionNode.register_hook``: ``() -> None``): no post-hook can be registered. Not
+    declared missing, so the suites' own code meets the binding."""
+
+    name = "planted-node-hook-taking-nothing"
+
+    def _import(self):
+        import reference
+        from reference.autograd.graph import NodeBase
+
+        def register_hook(self):
+            return None
+
+        NodeBase.register_hook = register_hook
+        return reference
+
+
+class ApplyWithoutKeywordsEngine(ReferenceAdapter):
+    """``Function.apply`` takes its inputs positionally only: a keyword is a TypeError before
+    forward runs (OneFlow's ``Function.apply``)."""
+
+    name = "planted-apply-without-keywords"
+
+    def _import(self):
+        import reference
+        from reference.autograd.function import Function
+
+        apply = Function.__dict__["apply"].__func__
+
+        def positional(cls, *args):
+            return apply(cls, *args)
+
+        Function.apply = classmethod(positional)
         return reference
