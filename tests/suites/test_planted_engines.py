@@ -11,9 +11,10 @@ Cost: one run of the suites per engine, both at once in child interpreters (the 
 the reference in the process that loads them), with no witnesses, no tracebacks and no
 expectations file: about 1 to 2 CPU minutes each.
 
-Four more planted engines each carry one shape a real framework has (issue 33's examples 5.2 to
+Six more planted engines each carry one shape a real framework has (issue 33's examples 5.2 to
 5.5: a view that copies, a node named ``F_backward``, a node hook binding taking nothing, an
-``apply`` without keywords); the cells of the rules each meets must end as that framework's
+``apply`` without keywords; 3.2: a subclass instance made off the graph, a Function refusing an
+input returned as-is); the cells of the rules each meets must end as that framework's
 did when it was judged right, and each ended otherwise on the suites of 6f12c53 (said per test).
 """
 from __future__ import annotations
@@ -131,18 +132,22 @@ NODE_NAME_CELLS = ("conformance/suites/test_identity.py::test_custom_function_no
                    "conformance/suites/test_legacy_function.py::test_grad_fn_name")
 NODE_HOOK_CELL = "conformance/suites/test_hooks.py::test_node_pre_and_post_hooks_on_builtin_node"
 KWARGS_CELL = "conformance/suites/test_legacy_function.py::test_kwargs_are_inputs"
+SUBCLASS_CELL = "conformance/suites/test_identity.py::test_subclass_inplace_saved_input_and_grad"
+AS_IS_CELL = "conformance/suites/test_legacy_function.py::test_input_returned_as_is_keeps_its_subclass"
 #: shape -> (its planted engine, the cells it is judged on)
 SHAPES = {
     "copying-view": ("tests.suites.planted_engines:CopyingViewEngine", (VIEW_CELL,)),
     "node-name": ("tests.suites.planted_engines:UnderscoreNodeNameEngine", NODE_NAME_CELLS),
     "node-hook": ("tests.suites.planted_engines:NodeHookTakingNothingEngine", (NODE_HOOK_CELL,)),
     "apply-kwargs": ("tests.suites.planted_engines:ApplyWithoutKeywordsEngine", (KWARGS_CELL,)),
+    "off-graph-subclass": ("tests.suites.planted_engines:OffGraphSubclassEngine", (SUBCLASS_CELL,)),
+    "as-is-refused": ("tests.suites.planted_engines:AsIsInputRefusedEngine", (AS_IS_CELL,)),
 }
 
 
 @pytest.fixture(scope="module")
 def shaped(tmp_path_factory) -> dict:
-    """shape -> {test id: its results record} on the shape's engine (the four runs at once)."""
+    """shape -> {test id: its results record} on the shape's engine (the runs at once)."""
     return _run_all(tmp_path_factory.mktemp("shaped"),
                     {shape: (spec, list(cells)) for shape, (spec, cells) in SHAPES.items()}, 300)
 
@@ -180,3 +185,19 @@ def test_an_apply_without_keywords_is_a_missing_form(shaped):
     keyword before forward runs (OneFlow) has no keyword form at all: UNSUPPORTED
     ``apply(keyword=)``. (6f12c53: DIVERGES on the TypeError.)"""
     assert _ending(shaped["apply-kwargs"][KWARGS_CELL]) == ("UNSUPPORTED", "apply(keyword=)", None)
+
+
+def test_a_subclass_instance_off_the_graph_is_judged_not_an_error(shaped):
+    """Rule identity.subclass-op-results-are-subclass (issue 33, 3.2): where the subclass
+    instance of a tensor that requires grad is a new leaf off its graph (Paddle's ``T(x)``), the
+    test says so, DIVERGES, before it reads a saved input or a gradient that cannot exist.
+    (6f12c53: ERROR, the missing node's AttributeError; Paddle: its own SystemError.)"""
+    record = shaped["off-graph-subclass"][SUBCLASS_CELL]
+    assert _ending(record) == ("DIVERGES", None, None) and "off the graph" in record["message"], record
+
+
+def test_a_refused_input_returned_as_is_is_the_verdict(shaped):
+    """Rule legacy_function.input-returned-as-is-keeps-class (issue 33, 3.2): ``apply`` refusing
+    a Function that returns its leaf input as-is (Paddle's PyLayer) is the rule not holding:
+    DIVERGES. (6f12c53: ERROR, the refusal unread.)"""
+    assert _ending(shaped["as-is-refused"][AS_IS_CELL]) == ("DIVERGES", None, None)
