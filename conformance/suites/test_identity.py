@@ -986,6 +986,12 @@ def test_subclass_inplace_saved_input_and_grad(adapter, fw, device):
     cls, t = as_subclass(adapter, fw, fw.ones(2, device=device))
     assert adapter.inplace(t, "mul_", 2) is t, "an in-place op on a subclass instance did not return the instance"
     r = adapter.subclass_instance(cls, fw.ones(2, requires_grad=True, device=device))
+    # the saved input and the gradient below need the instance on the graph: checked first, as
+    # this rule's own "the result stays on the graph" (Paddle's T(x) is a new leaf off it, and
+    # autograd.grad then failed with Paddle's own error: an ERROR that judged nothing)
+    if aside(adapter, "requires_grad_flag", what="the subclass instance is on the graph (before its saved input and gradient)"):
+        assert adapter.requires_grad(r), \
+            f"the {cls.__name__} instance of a tensor that requires grad does not require grad: it is off the graph"
     m = r * r
     if aside(adapter, "graph_nodes", "saved_tensor_attributes", what="the input mul saved is the subclass instance"):
         node = adapter.grad_fn(m)

@@ -20,6 +20,14 @@ a child pytest, never in the project test's own process):
 
 ``tests/suites/planted_passes.toml`` lists every PASS either engine gets, each with the sentence
 of its rule's statement that allows it (tests/suites/test_planted_engines.py).
+
+Four more each plant one shape a real framework has, which the suites met only on that
+framework (issue 33's examples 5.2 to 5.5): a ``view`` that copies (writes through it are lost),
+a custom Function's node named ``F_backward`` (OneFlow), a node ``register_hook`` bound taking
+no arguments (OneFlow 0.9.0's ``FunctionNode``), and a ``Function.apply`` taking no keywords
+(OneFlow); two more, Paddle's subclass shapes of example 3.2: a subclass instance made off the
+graph (``T(x)``) and a Function refusing a leaf its forward returns as-is (PyLayer). Only the
+cells of the rules each shape meets are run on them.
 """
 from __future__ import annotations
 
@@ -147,4 +155,129 @@ class InertEngine(ReferenceAdapter):
         Tensor.retain_grad = lambda self: None
         reference.autograd.backward = backward
         reference.autograd.grad = grad
+        return reference
+
+
+class CopyingViewEngine(ReferenceAdapter):
+    """``x.view(shape)`` returns a copy of ``x`` in that shape (a recorded one): a write through
+    it never reaches ``x`` (tinygrad 0.14.0's ``.view`` of a realized buffer)."""
+
+    name = "planted-copying-view"
+
+    def _import(self):
+        import reference
+        from reference.tensor import Tensor
+
+        view = Tensor.view
+        Tensor.view = lambda self, *shape: view(self.clone(), *shape)
+        return reference
+
+
+class UnderscoreNodeNameEngine(ReferenceAdapter):
+    """A custom Function ``F``'s node is named ``F_backward`` (OneFlow's spelling), not
+    ``FBackward``."""
+
+    name = "planted-underscore-node-name"
+
+    def _import(self):
+        import reference
+        from reference.autograd.function import FunctionMeta
+
+        init = FunctionMeta.__init__
+
+        def renamed(cls, name, bases, attrs):
+            init(cls, name, bases, attrs)
+            cls._backward_cls.__name__ = cls._backward_cls.__qualname__ = f"{name}_backward"
+
+        FunctionMeta.__init__ = renamed
+        return reference
+
+
+class NodeHookTakingNothingEngine(ReferenceAdapter):
+    """Graph nodes' ``register_hook`` is bound taking no arguments (OneFlow 0.9.0's
+    ``FunctionNode.register_hook``: ``() -> None``): no post-hook can be registered. Not
+    declared missing, so the suites' own code meets the binding."""
+
+    name = "planted-node-hook-taking-nothing"
+
+    def _import(self):
+        import reference
+        from reference.autograd.graph import NodeBase
+
+        def register_hook(self):
+            return None
+
+        NodeBase.register_hook = register_hook
+        return reference
+
+
+class ApplyWithoutKeywordsEngine(ReferenceAdapter):
+    """``Function.apply`` takes its inputs positionally only: a keyword is a TypeError before
+    forward runs (OneFlow's ``Function.apply``)."""
+
+    name = "planted-apply-without-keywords"
+
+    def _import(self):
+        import reference
+        from reference.autograd.function import Function
+
+        apply = Function.__dict__["apply"].__func__
+
+        def positional(cls, *args):
+            return apply(cls, *args)
+
+        Function.apply = classmethod(positional)
+        return reference
+
+
+class OffGraphSubclassEngine(ReferenceAdapter):
+    """The subclass instance of a tensor that requires grad is a new leaf off its graph that
+    requires no grad (Paddle's ``T(x)``, which its adapter gives for ``as_subclass``)."""
+
+    name = "planted-off-graph-subclass"
+
+    def subclass_instance(self, cls, tensor):
+        return tensor.detach().as_subclass(cls)
+
+
+class AsIsInputRefusedEngine(ReferenceAdapter):
+    """A custom Function whose forward returns a leaf that requires grad as-is is refused by
+    ``apply`` (Paddle's PyLayer takes it for an in-place op: "Leaf Var ... can't use inplace
+    strategy")."""
+
+    name = "planted-as-is-input-refused"
+
+    def _import(self):
+        import functools
+
+        import reference
+        from reference.autograd import function as function_module
+        from reference.tensor import Tensor
+
+        apply = function_module._apply
+
+        def refusing(fn_cls, args, kwargs):
+            leaves = [a for a in (*args, *kwargs.values())
+                      if isinstance(a, Tensor) and a.is_leaf and a.requires_grad]
+            had, forward = fn_cls.__dict__.get("forward"), fn_cls.forward
+
+            @functools.wraps(forward)
+            def checked(*inputs, **named):
+                out = forward(*inputs, **named)
+                if any(o is leaf for o in (out if isinstance(out, (tuple, list)) else (out,))
+                       for leaf in leaves):
+                    raise ValueError("planted: a leaf that requires grad, returned as-is, "
+                                     "can't use the inplace strategy")
+                return out
+
+            fn_cls.forward = staticmethod(checked)
+            try:
+                return apply(fn_cls, args, kwargs)
+            finally:
+                if had is None:
+                    del fn_cls.forward
+                else:
+                    fn_cls.forward = had
+
+        function_module._apply = refusing
         return reference
