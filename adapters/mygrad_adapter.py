@@ -480,7 +480,7 @@ def _function_base(adapter: MyGradAdapter, mygrad, Tensor, Operation):
             if kwargs:
                 raise Unsupported("mygrad: execute_op takes an Operation's inputs positionally; "
                                   "keywords are op_kwargs, never inputs",
-                                  feature="apply_keywords")
+                                  feature="apply(keyword=)")  # the suite's name for it
             op = cls.__dict__.get("_mygrad_operation")
             if op is None:
                 namespace = {"function": cls, "__qualname__": cls.__qualname__,

@@ -266,7 +266,7 @@ def test_what_the_operation_protocol_cannot_say_is_unsupported(adapter, fw):
     x = fw.ones(2, requires_grad=True)
     with unsupported("custom_function_outputs"):
         Two.apply(x)
-    with unsupported("apply_keywords"):
+    with unsupported("apply(keyword=)"):
         Wrong.apply(x=x)
     with unsupported("function_instances"):
         Wrong()
