@@ -103,10 +103,15 @@ def _run_child(python: str, module: str, todo: list[dict], partial: Path, timeou
 def installed_version(python: str, module: str) -> str:
     """The version of ``module`` that ``python`` imports; HistoryError in one line if none."""
     try:
+        limit = time_scale.scaled(IMPORT_TIMEOUT)   # an old framework's import, on a busy machine
         done = subprocess.run([python, "-I", "-c", f"import {module}; print({module}.__version__)"],
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=limit)
     except OSError as exc:
         raise history.HistoryError(f"cannot run {python}: {exc}") from None
+    except subprocess.TimeoutExpired:
+        raise history.HistoryError(f"{python}: importing {module} did not finish in {limit:.0f} s "
+                                   f"(a hang?); run `{python} -c 'import {module}'` to see "
+                                   f"where it stops") from None
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise history.HistoryError(f"{python} cannot import {module}: {last}")

@@ -29,6 +29,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from conformance import time_scale
+
 ROOT = Path(__file__).resolve().parents[2]
 #: The suites directory, relative to the root (every ``*.py`` in it is suite source).
 SUITES = "conformance/suites"
@@ -125,8 +127,9 @@ def _git_show(root: str, revision: str, relpath: str) -> str:
 
 def _git(root: str, *args: str) -> str:
     try:
+        # a limit on a hang, scaled by the machine's load (conformance/time_scale.py)
         done = subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
-                              timeout=30)
+                              timeout=time_scale.scaled(60))
     except (OSError, subprocess.SubprocessError) as exc:
         raise SourceUnavailable(f"git {' '.join(args[:2])}: {exc}") from None
     if done.returncode != 0:

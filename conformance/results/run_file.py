@@ -22,6 +22,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, TextIO
 
+from conformance import time_scale
 from conformance.outcomes import Outcome
 from conformance.results import json_text, migrations
 from conformance.results.errors import ResultsSchemaError
@@ -31,12 +32,19 @@ from conformance.results import records
 from conformance.results.records import RunEnd, RunHeader, TestRecord, WitnessRecord
 
 
+#: a git command's limit on a quiet machine (conformance/time_scale.py scales it)
+GIT_SECONDS = 60
+
+
 def git_revision(path: Path) -> dict[str, Any]:
     """The commit the suites come from and whether they differ from it (None outside git)."""
     def git(*args: str) -> str | None:
         try:
+            # a limit on a hang (60 s on a quiet machine), scaled by the load: a git that is
+            # only slow on a busy machine must not lose the run its revision (and its page
+            # the reproduction scripts)
             done = subprocess.run(["git", "-C", str(path), *args], capture_output=True,
-                                  text=True, timeout=10)
+                                  text=True, timeout=time_scale.scaled(GIT_SECONDS))
         except (OSError, subprocess.SubprocessError):
             return None
         return done.stdout.strip() if done.returncode == 0 else None

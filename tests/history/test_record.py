@@ -64,3 +64,19 @@ def test_an_interpreter_without_the_framework_is_named(tmp_path):
     with pytest.raises(history.HistoryError, match="cannot import no_such_framework_xyz"):
         record("fw", "no_such_framework_xyz", "1.0", sys.executable, tmp_path,
                entries=_entries(a="print(1)"))
+
+
+def test_an_interpreter_that_hangs_importing_the_framework_is_one_line(tmp_path, monkeypatch):
+    """The version check's limit ends a hang (scaled by the load, conformance/time_scale.py):
+    one line naming the interpreter and what to run, never a traceback."""
+    from conformance.history import record as record_module
+
+    hangs = tmp_path / "python-that-hangs"
+    hangs.write_text("#!/bin/sh\nexec sleep 3600\n")
+    hangs.chmod(0o755)
+    monkeypatch.setattr(record_module, "IMPORT_TIMEOUT", 1.0)
+    monkeypatch.setattr(record_module.time_scale, "scaled", lambda seconds: seconds)
+    with pytest.raises(history.HistoryError) as stop:
+        record_module.installed_version(str(hangs), "torch")
+    message = str(stop.value)
+    assert "\n" not in message and "did not finish in 1 s" in message and str(hangs) in message
