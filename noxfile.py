@@ -7,6 +7,11 @@ import sys
 
 import nox
 
+try:
+    import fcntl  # locks the checkout's install while columns run at once
+except ImportError:  # Windows
+    fcntl = None
+
 nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = True
 
@@ -211,9 +216,7 @@ def _checkout_install_lock():
     writes its metadata (``*.egg-info``) into the checkout itself, and `nox -s report` runs
     columns at once, so two installs at the same moment would write it together. A
     framework's own install needs no lock (each session has its environment)."""
-    try:
-        import fcntl
-    except ImportError:  # no flock (Windows): nox -s report runs columns one at a time there
+    if fcntl is None:  # no flock (Windows): nox -s report runs columns one at a time there
         yield
         return
     os.makedirs(".nox", exist_ok=True)
@@ -508,9 +511,7 @@ REPORT_JOBS_VARIABLE = "AUTOGRAD_CONFORMANCE_REPORT_JOBS"
 def _report_jobs() -> int:
     raw = os.environ.get(REPORT_JOBS_VARIABLE, "").strip()
     if not raw:
-        try:
-            import fcntl  # noqa: F401  (the checkout's install is locked with it)
-        except ImportError:
+        if fcntl is None:  # the checkout's install cannot be locked: one column at a time
             return 1
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         return max(1, min(4, cores or 1))
