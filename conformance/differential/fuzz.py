@@ -193,6 +193,22 @@ def _wait_for_workers(proc: subprocess.Popen, stats: Path, workers: int, limit: 
     return len(list(stats.glob("*.json"))) if stats.is_dir() else 0
 
 
+def _fuzz(proc: subprocess.Popen, results: Path, run: str, seconds: float,
+          stop_after: int, poll: float = 0.5) -> bool:
+    """Let the workers fuzz until HypoFuzz ends, ``seconds`` pass (0: no limit) or, with
+    ``stop_after``, this run has recorded that many divergences; True in that last case."""
+    deadline = time.monotonic() + seconds if seconds else float("inf")
+    while proc.poll() is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        if stop_after and len(records_of_run(results, run)) >= stop_after:
+            return True
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=min(poll, left))
+    return False
+
+
 def main(argv=None) -> int:
     parser = cli.Parser(
         "python -m conformance.differential.fuzz",
@@ -219,10 +235,16 @@ def main(argv=None) -> int:
                         help="at most S seconds for the workers to start (collect the target, run "
                              "a first program); --seconds counts from when all of them run "
                              "(default: 300)")
+    parser.add_argument("--stop-after", type=int, default=0, metavar="N",
+                        help="stop as soon as this run has recorded N divergences (0: never; "
+                             "default: 0): a check that a planted or known bug is still found "
+                             "ends when it is, however slow the machine, --seconds bounding it")
     parser.add_argument("--plant", default=None, help=argparse.SUPPRESS)  # tests: a planted bug
     args = parser.parse_args(argv)
-    if args.workers < 1 or not 0 <= args.seconds < float("inf") or not 0 < args.startup < float("inf"):
-        return parser.fail("--workers must be >= 1, --seconds >= 0 and --startup > 0")
+    if args.workers < 1 or not 0 <= args.seconds < float("inf") or not 0 < args.startup < float("inf") \
+            or args.stop_after < 0:
+        return parser.fail("--workers must be >= 1, --seconds >= 0, --startup > 0 and "
+                           "--stop-after >= 0")
     try:
         import hypofuzz  # noqa: F401
     except ImportError:
@@ -245,7 +267,8 @@ def main(argv=None) -> int:
     _results.append_findings(results, {
         "type": "run", "schema": _results.EXPLORE_SCHEMA, "engine": "hypofuzz", "fuzz_run": run,
         "adapter": args.adapter, "workers": args.workers, "seconds": args.seconds,
-        "database": spec, "max_steps": args.max_steps, "host": socket.gethostname(),
+        "database": spec, "max_steps": args.max_steps, "stop_after": args.stop_after,
+        "host": socket.gethostname(),
         "python": platform.python_version(),
         "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "argv": sys.argv if argv is None else argv})
@@ -262,12 +285,13 @@ def main(argv=None) -> int:
                             stdout=log, stderr=subprocess.STDOUT)
     running = 0
     fuzzing_since = None
+    stopped_by_findings = False
     try:
         running = _wait_for_workers(proc, stats_dir(results, run), args.workers, args.startup)
         fuzzing_since = time.monotonic()
         if running and proc.poll() is None:
-            proc.wait(timeout=args.seconds or None)
-    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+            stopped_by_findings = _fuzz(proc, results, run, args.seconds, args.stop_after)
+    except KeyboardInterrupt:
         pass
     finally:
         _stop(proc)
@@ -281,7 +305,10 @@ def main(argv=None) -> int:
         results, *({"type": "fuzz-worker", "fuzz_run": run, **worker} for worker in workers),
         {"type": "end", "engine": "hypofuzz", "fuzz_run": run, "examples": examples,
          "divergences": len(found), "unexpected": sum(1 for r in found if not r.get("expectation")),
+         "stopped_by": "divergences" if stopped_by_findings else "time or interrupt",
          "duration": round(duration, 1), "startup": round(startup, 1)})
+    if stopped_by_findings:
+        print(f"[fuzz] stopped after {len(found)} divergence(s) (--stop-after {args.stop_after})")
     print(f"[fuzz] {duration:.0f}s ({startup:.0f}s starting), {len(workers)} of {args.workers} "
           f"worker(s) ran, {examples} programs: {len(found)} divergence(s) -> {results} "
           f"(HypoFuzz's output: {log_path})")
@@ -291,7 +318,7 @@ def main(argv=None) -> int:
               f"lines, found by {record['worker']})")
         print(record["script"])
     ended_early = proc.returncode not in (0, None) and fuzzing_since is not None and \
-        duration - startup < (args.seconds or float("inf")) - 1
+        not stopped_by_findings and duration - startup < (args.seconds or float("inf")) - 1
     if not workers or ended_early:
         tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
         print("\n".join(tail), file=sys.stderr)

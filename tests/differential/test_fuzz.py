@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -71,31 +72,59 @@ def test_database_is_a_directory_per_adapter_or_redis(tmp_path):
     assert db == DirectoryBasedExampleDatabase(str(tmp_path / "db" / "torch"))
 
 
-def test_two_workers_share_one_database_for_a_bounded_time(tmp_path):
-    """`nox -s fuzz` in small: HypoFuzz with two processes on a planted bug, stopped 40 s after
-    both run; what they found is in the results file, shrunk, as scripts."""
-    pytest.importorskip("hypofuzz", reason="install the fuzz extra: pip install -e .[fuzz]")
+def _fuzz(tmp_path, *args: str):
+    """``python -m conformance.differential.fuzz`` on the reference: (process, its search,
+    what it said with HypoFuzz's log)."""
     results, db = tmp_path / "explore-reference.jsonl", tmp_path / "db"
     done = subprocess.run([sys.executable, "-m", "conformance.differential.fuzz", "--adapter",
-                           "reference", "--plant", TWICE, "--workers", "2", "--seconds", "40",
-                           "--startup", "120", "--max-steps", "8", "--database", str(db),
-                           "--results", str(results)],
+                           "reference", "--startup", "120", "--max-steps", "8",
+                           "--database", str(db), "--results", str(results), *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=hang_limit(60),
                           env={**os.environ, "CI": "true"})  # Hypothesis's ci profile derandomizes
     logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in tmp_path.glob("*.log"))
     said = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}\nHypoFuzz's log:\n{logs}"
-    assert done.returncode in (0, 1), said  # 1: the planted bug was found (no expectation)
     (search,) = read_findings(results)
+    return done, search, said
+
+
+def test_two_workers_share_one_database_and_stop_once_the_planted_bug_is_found(tmp_path):
+    """`nox -s fuzz` in small: HypoFuzz with two processes on a planted bug, stopped as soon as
+    they have recorded it (``--stop-after 1``; ``--seconds`` only bounds a search that never
+    finds it, so a slow machine takes longer instead of failing); what they found is in the
+    results file, shrunk, as scripts."""
+    pytest.importorskip("hypofuzz", reason="install the fuzz extra: pip install -e .[fuzz]")
+    done, search, said = _fuzz(tmp_path, "--plant", TWICE, "--workers", "2",
+                               "--seconds", "900", "--stop-after", "1")
+    assert done.returncode == 1, said  # 1: the planted bug was found (no expectation)
     assert search["run"]["engine"] == "hypofuzz" and search["end"] is not None, said
+    assert search["end"]["stopped_by"] == "divergences", said
+    # two workers may each record a different divergence before the run looks again
+    assert re.search(r"stopped after \d+ divergence\(s\) \(--stop-after 1\)", done.stdout), said
     assert len({w["worker"] for w in search["workers"]}) == 2, said
     assert all(w["examples"] > 0 for w in search["workers"]), said
-    assert any((db / "reference").iterdir()), "nothing in the shared database"
+    assert any((tmp_path / "db" / "reference").iterdir()), "nothing in the shared database"
     assert f"{search['end']['examples']} programs" in done.stdout
     # the planted bug (a leaf's hook runs twice) is found, shrunk and scripted
     assert search["divergences"], said
     for found in search["divergences"]:
         assert found["worker"] in {w["worker"] for w in search["workers"]}
-        # how far a 40 s search shrinks depends on the machine's speed and load, so its length
-        # is not held here: test_search.py holds a seeded search's shrunk script to 15 lines
+        # how far a search shrinks depends on when it met the bug, so its length is not held
+        # here: test_search.py holds a seeded search's shrunk script to 15 lines
         assert "register_hook" in found["script"] and found["script_lines"] > 0, found["script"]
         assert f"[NEW] {found['category']}: {found['signature']}" in done.stdout
+
+
+def test_a_search_that_finds_nothing_stops_at_its_time_budget(tmp_path):
+    """``--seconds`` ends the workers, counted from when they run: the run's end line says it
+    fuzzed at least that long and found nothing on the clean reference (exit status 0)."""
+    pytest.importorskip("hypofuzz", reason="install the fuzz extra: pip install -e .[fuzz]")
+    done, search, said = _fuzz(tmp_path, "--workers", "1", "--seconds", "2", "--stop-after", "1")
+    assert done.returncode == 0, said
+    end = search["end"]
+    assert end is not None and end["stopped_by"] == "time or interrupt", said
+    assert end["duration"] - end["startup"] >= 2 - 0.2, said  # rounded to tenths
+    assert end["divergences"] == 0 and end["examples"] > 0, said
+
+
+def test_stop_after_must_not_be_negative():
+    assert fuzz.main(["--stop-after", "-1"]) == 4
