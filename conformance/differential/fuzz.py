@@ -194,19 +194,20 @@ def _wait_for_workers(proc: subprocess.Popen, stats: Path, workers: int, limit: 
 
 
 def _fuzz(proc: subprocess.Popen, results: Path, run: str, seconds: float,
-          stop_after: int, poll: float = 0.5) -> bool:
-    """Let the workers fuzz until HypoFuzz ends, ``seconds`` pass (0: no limit) or, with
-    ``stop_after``, this run has recorded that many divergences; True in that last case."""
+          stop_after: int, poll: float = 0.5) -> str:
+    """Let the workers fuzz until HypoFuzz ends (``"ended"``), ``seconds`` pass (``"time"``;
+    0: no limit) or, with ``stop_after``, this run has recorded that many divergences
+    (``"divergences"``); returns which."""
     deadline = time.monotonic() + seconds if seconds else float("inf")
     while proc.poll() is None:
         left = deadline - time.monotonic()
         if left <= 0:
-            return False
+            return "time"
         if stop_after and len(records_of_run(results, run)) >= stop_after:
-            return True
+            return "divergences"
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=min(poll, left))
-    return False
+    return "ended"
 
 
 def main(argv=None) -> int:
@@ -285,14 +286,14 @@ def main(argv=None) -> int:
                             stdout=log, stderr=subprocess.STDOUT)
     running = 0
     fuzzing_since = None
-    stopped_by_findings = False
+    stopped_by = "ended"  # HypoFuzz ended before (or while) its workers started
     try:
         running = _wait_for_workers(proc, stats_dir(results, run), args.workers, args.startup)
         fuzzing_since = time.monotonic()
         if running and proc.poll() is None:
-            stopped_by_findings = _fuzz(proc, results, run, args.seconds, args.stop_after)
+            stopped_by = _fuzz(proc, results, run, args.seconds, args.stop_after)
     except KeyboardInterrupt:
-        pass
+        stopped_by = "interrupt"
     finally:
         _stop(proc)
         log.close()
@@ -305,9 +306,9 @@ def main(argv=None) -> int:
         results, *({"type": "fuzz-worker", "fuzz_run": run, **worker} for worker in workers),
         {"type": "end", "engine": "hypofuzz", "fuzz_run": run, "examples": examples,
          "divergences": len(found), "unexpected": sum(1 for r in found if not r.get("expectation")),
-         "stopped_by": "divergences" if stopped_by_findings else "time or interrupt",
+         "stopped_by": stopped_by,
          "duration": round(duration, 1), "startup": round(startup, 1)})
-    if stopped_by_findings:
+    if stopped_by == "divergences":
         print(f"[fuzz] stopped after {len(found)} divergence(s) (--stop-after {args.stop_after})")
     print(f"[fuzz] {duration:.0f}s ({startup:.0f}s starting), {len(workers)} of {args.workers} "
           f"worker(s) ran, {examples} programs: {len(found)} divergence(s) -> {results} "
@@ -318,7 +319,7 @@ def main(argv=None) -> int:
               f"lines, found by {record['worker']})")
         print(record["script"])
     ended_early = proc.returncode not in (0, None) and fuzzing_since is not None and \
-        not stopped_by_findings and duration - startup < (args.seconds or float("inf")) - 1
+        stopped_by != "divergences" and duration - startup < (args.seconds or float("inf")) - 1
     if not workers or ended_early:
         tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
         print("\n".join(tail), file=sys.stderr)
