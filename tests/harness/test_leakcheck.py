@@ -133,6 +133,45 @@ def test_measure_needs_growth_in_every_run():
     assert leakcheck.measure(lambda: False, warmups=0, runs=2) is None  # failing: no verdict
 
 
+def test_measured_runs_stop_once_nothing_grew():
+    """A run in which no type and no memory grew settles the verdict (a leak grows in every
+    measured run): the runs after it are not made. Growth keeps the runs going."""
+    kept = []
+
+    class Blip:
+        pass
+
+    made = []
+
+    def clean():
+        made.append(1)
+        return True
+
+    assert leakcheck.measure(clean, warmups=1, runs=3) is None
+    assert len(made) == 2  # the warm-up and one measured run
+
+    grown = []
+
+    def grows_in_the_first_measured_run():
+        grown.append(1)
+        if len(grown) == 2:
+            kept.append(Blip())
+        return True
+
+    assert leakcheck.measure(grows_in_the_first_measured_run, warmups=1, runs=3) is None
+    assert len(grown) == 3  # the growth of run 1 needed run 2 to be ruled out
+
+    steady = []
+
+    def every_run():
+        steady.append(1)
+        kept.append(Blip())
+        return True
+
+    assert leakcheck.measure(every_run, warmups=1, runs=3) is not None
+    assert len(steady) >= 4  # all three measured runs (and one more to name the chain)
+
+
 SUITES = sorted(p.name for p in (Path(__file__).resolve().parents[2] / "conformance" / "suites")
                 .glob("test_*.py"))
 
