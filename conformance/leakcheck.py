@@ -121,10 +121,9 @@ def measure(run_once: Callable[[], bool], warmups: int, runs: int) -> LeakFindin
         if started:
             tracemalloc.start(1)
         # Only the previous counts are kept (a list of them would itself grow the traced
-        # memory); memory is read with exactly one counts dict alive, every time.
-        # The bookkeeping is alive before the baseline is counted (the memory list; one counts
-        # dict, hence the second count), so that it is not growth in the first measured run:
-        # a clean test then settles in one measured run.
+        # memory). The bookkeeping is alive before the baseline is counted: the memory list,
+        # and one counts dict (hence the second count), as at every later count and memory
+        # read. Otherwise it is growth in the first measured run, and a clean test needs two.
         memory: list[int] = []
         previous = _type_counts()
         previous = _type_counts()
