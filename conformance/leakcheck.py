@@ -37,6 +37,7 @@ from typing import Callable
 import pytest
 from _pytest.runner import runtestprotocol
 
+from conformance import gc_freeze
 from conformance.liveness import KeepAliveChain, collect, keep_alive_chain
 from conformance.outcomes import HELD
 from conformance.results import phase_info
@@ -159,13 +160,13 @@ def measure(run_once: Callable[[], bool], warmups: int, runs: int) -> LeakFindin
         if not leaking and mem_leak is None:
             return None
         finding = LeakFinding(runs=runs, types=leaking, memory=mem_leak)
-        gc.unfreeze()  # referrers are only found among unfrozen objects
+        gc_freeze.thaw()  # referrers are only found among unfrozen objects
         frozen = False
         _explain(finding, run_once)
         return finding
     finally:
         if frozen:
-            gc.unfreeze()
+            gc_freeze.thaw()
         if started:
             tracemalloc.stop()
 

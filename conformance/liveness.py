@@ -46,6 +46,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from conformance import gc_freeze
 from conformance.api import Blocked, Diverges, Unsupported
 
 #: The rule that owns the weak-reference channel on a tensor: a weakref stays valid while the
@@ -438,6 +439,7 @@ def keep_alive_chain(obj: Any, max_depth: int = 12) -> KeepAliveChain:
     except ImportError:  # pragma: no cover - objgraph is a test dependency
         return KeepAliveChain("external", [_type_label(obj)], [],
                               "objgraph not installed: cannot name the keep-alive chain")
+    gc_freeze.thaw()  # frozen objects (a module, say) are invisible to gc.get_referrers
     here = sys._getframe()
     ignore = [id(here)]
     chain = objgraph.find_backref_chain(obj, _is_root, max_depth=max_depth, extra_ignore=ignore)

@@ -124,6 +124,13 @@ OPTIONS = (
         "cause: conformance/witness.py).",
     ),
     Option(
+        "--no-gc-freeze",
+        action="store_true",
+        help="do not freeze the objects alive before each suite test out of the garbage "
+        "collector's walk (conformance/gc_freeze.py: it makes the suites' gc.collect() calls "
+        "cheap; turn it off to rule it out when a verdict about collection looks wrong).",
+    ),
+    Option(
         "--in-process",
         action="store_true",
         help="run the tests in pytest's own process. By default a run without -n runs them "

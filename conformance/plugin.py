@@ -26,8 +26,9 @@ from typing import Any
 import pytest
 
 from adapters.base import Adapter, FrameworkNotInstalled, load_adapter
-from conformance import (hookspecs, import_names, isolation, leakcheck, options, side_checks,
-                         summary, survival, time_scale, timeout, traceability, witness)
+from conformance import (gc_freeze, hookspecs, import_names, isolation, leakcheck, options,
+                         side_checks, summary, survival, time_scale, timeout, traceability,
+                         witness)
 from conformance.model import features
 from conformance.model.catalogue import Catalogue, load_catalogue
 from conformance.model import causes as declared_causes, expectations as declared_expectations
@@ -433,10 +434,13 @@ def _check_declared_features(adapter: Adapter) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     """A suite test that needs a feature the adapter declares missing ends UNSUPPORTED, naming
-    it, before its fixtures or body run (conformance/model/features.py)."""
+    it, before its fixtures or body run (conformance/model/features.py). Before it, what is
+    alive is frozen out of the collector's walk (conformance/gc_freeze.py)."""
     h = item.config.stash.get(HARNESS, None)
     if h is None or not h.is_suite_path(item.path):
         return
+    if not item.config.getoption("no_gc_freeze"):
+        gc_freeze.before_test()
     side_checks.begin()
     callspec = getattr(item, "callspec", None)
     missing = features.missing_for(h.adapter, features.needed_by_item(
@@ -446,6 +450,12 @@ def pytest_runtest_setup(item):
         indices=dict(getattr(callspec, "indices", {}) or {})))
     if missing is not None:
         raise features.unsupported(h.adapter, missing)
+
+
+def pytest_unconfigure(config):
+    """A run leaves its process's collector as it found it: what the suite tests froze is
+    thawed (a run made in-process by another program, pytester's say, goes on there)."""
+    gc_freeze.thaw_if_frozen()
 
 
 @pytest.hookimpl(trylast=True)
