@@ -53,6 +53,19 @@ class CtrlCInAFinalizer(InProcessTarget):
         return out
 
 
+@pytest.fixture(autouse=True)
+def sigint_as_at_a_terminal():
+    """Ctrl-C's handling as an interactive run has it, whatever the tests were started under:
+    a run launched in the background of a non-interactive shell (``cmd &``) inherits SIGINT
+    ignored, and an ignored SIGINT stays ignored in the children it starts, so neither the
+    search here nor the tool in a child would see the Ctrl-C these tests send."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @pytest.fixture(scope="module")
 def oracle():
     return InProcessTarget("reference")
