@@ -28,11 +28,22 @@ _frozen = False
 def before_test() -> None:
     """Collect, then freeze everything alive, unless it is frozen already (the first test, and
     the first after a thaw)."""
-    global _frozen
     if not _frozen:
-        gc.collect()
-        gc.freeze()
-        _frozen = True
+        freeze()
+
+
+def freeze() -> None:
+    """Collect, then freeze everything alive now. Frozen already, this walks only what was
+    made since (a collection does not walk the frozen objects), so it is cheap."""
+    global _frozen
+    gc.collect()
+    gc.freeze()
+    _frozen = True
+
+
+def is_frozen() -> bool:
+    """Whether :func:`freeze` froze the heap and nothing thawed it since."""
+    return _frozen
 
 
 def thaw() -> None:

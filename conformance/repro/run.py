@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conformance import cli
+from conformance import cli, gc_freeze
 from conformance.repro.derive import parse_result
 
 
@@ -62,6 +62,9 @@ def _run_here(path: Path) -> dict:
 def _worker(paths: list[Path], out_path: Path) -> None:
     with open(out_path, "a", encoding="utf-8") as fh:
         for path in paths:
+            # as the suites run each test: what is alive before the script (the framework's
+            # import, the scripts before it) is frozen out of its gc.collect() calls
+            gc_freeze.before_test()
             fh.write(json.dumps({"script": path.name, "started": True}) + "\n")
             fh.flush()
             fh.write(json.dumps(_run_here(path)) + "\n")
