@@ -24,6 +24,7 @@ the framework turned out to lack them (the search learns these while it runs).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 
 import hypothesis.strategies as st
@@ -105,14 +106,8 @@ class Model:
     avoid: frozenset = frozenset()                 # constructs of known divergences (AVOID)
 
     def allowed(self, variant: str) -> bool:
-        """The framework offers ``variant``: all it needs is among ``features``, and no
-        excluded variant is it or it with fewer flags (``Backward+retain`` excludes
-        ``Backward+retain+create``)."""
-        if variant_needs(variant) - self.features:
-            return False
-        base, *flags = variant.split("+")
-        return not any(e == variant or (e.split("+")[0] == base and set(e.split("+")[1:]) <= set(flags))
-                       for e in self.excluded)
+        """The framework offers ``variant`` (:func:`_offered`)."""
+        return _offered(variant, self.features, self.excluded)
 
     def ops(self, kind: str, ops) -> list:
         return [op for op in ops if self.allowed(f"{kind}.{op}")]
@@ -133,6 +128,24 @@ class Model:
 
     def where(self, pred) -> list[int]:
         return sorted(n for n, s in self.slots.items() if pred(s))
+
+    def has(self, pred) -> bool:
+        """Some slot satisfies ``pred`` (``where`` without building and sorting the list)."""
+        return any(pred(s) for s in self.slots.values())
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _offered(variant: str, features: frozenset, excluded: frozenset) -> bool:
+    """A framework with ``features`` that lacks the ``excluded`` variants offers ``variant``:
+    all it needs is among ``features``, and no excluded variant is it or it with fewer flags
+    (``Backward+retain`` excludes ``Backward+retain+create``). Cached: the generator asks
+    this of every rule at every step of every program, two million times in a search of 300
+    programs, always for the same few hundred variants of one framework."""
+    if variant_needs(variant) - features:
+        return False
+    base, *flags = variant.split("+")
+    return not any(e == variant or (e.split("+")[0] == base and set(e.split("+")[1:]) <= set(flags))
+                   for e in excluded)
 
 
 def _pick(draw, items):
@@ -523,14 +536,14 @@ RULES = (
     (r_unary, 4, lambda m: bool(m.slots) and bool(m.ops("Unary", P.UNARY))),
     (r_binary, 3, lambda m: bool(m.slots) and bool(m.ops("Binary", P.BINARY))),
     (r_reduce, 2, lambda m: bool(m.slots) and bool(m.ops("Reduce", ["sum"]))),
-    (r_backward, 6, lambda m: m.allowed("Backward") and bool(m.where(lambda s: s.rg))),
-    (r_hook, 8, lambda m: bool(m.where(lambda s: s.rg)) and bool(_hook_kinds(m))),
+    (r_backward, 6, lambda m: m.allowed("Backward") and m.has(lambda s: s.rg)),
+    (r_hook, 8, lambda m: m.has(lambda s: s.rg) and bool(_hook_kinds(m))),
     (r_observe_grad, 4, lambda m: m.allowed("ObserveGrad") and bool(m.slots)),
     (r_observe_value, 2, lambda m: m.allowed("ObserveValue") and bool(_value_slots(m)[1])),
     (r_remove_hook, 2, lambda m: m.allowed("RemoveHook") and bool(m.hooks)),
-    (r_retain_grad, 2, lambda m: m.allowed("RetainGrad") and bool(m.where(lambda s: s.rg))),
+    (r_retain_grad, 2, lambda m: m.allowed("RetainGrad") and m.has(lambda s: s.rg)),
     (r_matmul, 2, lambda m: m.allowed("Matmul") and bool(_matmul_pairs(m))),
-    (r_view, 2, lambda m: bool(m.where(lambda s: bool(_view_ops(m, s.shape))))),
+    (r_view, 2, lambda m: m.has(lambda s: bool(_view_ops(m, s.shape)))),
     (r_inplace, 3, lambda m: bool(_inplace_targets(m))),
     (r_grad, 3, lambda m: m.allowed("Grad") and bool(_grad_pairs(m))),
     (r_function, 2, lambda m: m.allowed("FunctionApply") and bool(m.slots)),
@@ -539,8 +552,8 @@ RULES = (
     (r_identity, 1, lambda m: bool(m.slots) and bool(m.ops("Identity", ["grad", "grad_fn"]))),
     (r_keep_grad, 1, lambda m: m.allowed("KeepGrad") and bool(m.slots)),
     (r_observe_kept, 2, lambda m: m.allowed("ObserveKept") and bool(m.kept)),
-    (r_set_grad_none, 1, lambda m: m.allowed("SetGradNone") and bool(m.where(lambda s: s.leaf))),
-    (r_set_grad, 1, lambda m: m.allowed("SetGrad") and bool(m.where(lambda s: s.leaf))),
+    (r_set_grad_none, 1, lambda m: m.allowed("SetGradNone") and m.has(lambda s: s.leaf)),
+    (r_set_grad, 1, lambda m: m.allowed("SetGrad") and m.has(lambda s: s.leaf)),
     (r_weakref, 1, lambda m: m.allowed("Weakref") and bool(m.slots)),
     (r_observe_alive, 3, lambda m: m.allowed("ObserveAlive") and bool(m.weakrefs)),
     (r_delete, 1, lambda m: bool(m.slots)),
