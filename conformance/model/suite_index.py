@@ -112,24 +112,34 @@ def relpaths_of(module: str) -> tuple[str, str]:
     return f"{base}.py", f"{base}/__init__.py"
 
 
-_MODULES: dict[tuple, ModuleSource] = {}
+#: (tree key, relpath) -> the parsed module, or the error reading it gave. Errors are kept
+#: too: deriving a script asks of every name it meets whether the tree has it as a module, and
+#: each miss in a git revision was a ``git show`` of its own (3,800 of them for 5 pages).
+_MODULES: dict[tuple, ModuleSource | SuiteSourceError] = {}
 
 
 def load_module(tree: Tree, relpath: str, name: str | None = None) -> ModuleSource:
     """The parsed module at ``relpath`` of ``tree`` (cached per tree and revision)."""
     key = (tree.key, relpath)
     if key not in _MODULES:
-        if len(_MODULES) > 256:
+        if len(_MODULES) > 1024:
             _MODULES.clear()
-        try:
-            text = tree.read(relpath)
-        except (OSError, SourceUnavailable) as exc:
-            raise SuiteSourceError(f"{relpath} ({tree.describe()}): {exc}") from None
-        try:
-            _MODULES[key] = ModuleSource.parse(name or module_name_of(relpath), text, relpath)
-        except (SyntaxError, ValueError) as exc:
-            raise SuiteSourceError(f"{relpath} ({tree.describe()}): {exc}") from None
-    return _MODULES[key]
+        _MODULES[key] = _parse(tree, relpath, name)
+    found = _MODULES[key]
+    if isinstance(found, SuiteSourceError):
+        raise SuiteSourceError(*found.args)
+    return found
+
+
+def _parse(tree: Tree, relpath: str, name: str | None) -> ModuleSource | SuiteSourceError:
+    try:
+        text = tree.read(relpath)
+    except (OSError, SourceUnavailable) as exc:
+        return SuiteSourceError(f"{relpath} ({tree.describe()}): {exc}")
+    try:
+        return ModuleSource.parse(name or module_name_of(relpath), text, relpath)
+    except (SyntaxError, ValueError) as exc:
+        return SuiteSourceError(f"{relpath} ({tree.describe()}): {exc}")
 
 
 def find_module(tree: Tree, module: str) -> ModuleSource | None:
