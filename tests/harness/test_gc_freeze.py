@@ -93,3 +93,29 @@ def test_an_in_process_run_leaves_the_process_as_it_found_it(conformance_project
     result = conformance_project.run("suites", "--in-process")
     result.assert_outcomes(passed=1)
     assert _walked(mine)
+
+
+@pytest.mark.parametrize("frozen_before", [True, False])
+def test_the_leak_check_leaves_the_freeze_as_it_found_it(frozen, frozen_before):
+    """Under the harness every test starts frozen: a leak check that thawed after each test
+    made the next one's collections walk the whole heap again. Called outside it (frozen by
+    nobody), the check thaws what it froze."""
+    from conformance.leakcheck import measure
+
+    if frozen_before:
+        frozen()
+    old = Node()  # made after the harness's freeze: the check's own freeze takes it
+    assert measure(lambda: True, warmups=1, runs=3) is None  # nothing grows: no leak
+    assert gc_freeze.is_frozen() is frozen_before
+    assert _walked(old) is not frozen_before
+
+
+def test_a_leak_found_thaws_to_name_its_chain_even_when_frozen_before(frozen):
+    """Naming what keeps a leaked object alive searches referrers, which frozen objects hide."""
+    from conformance.leakcheck import measure
+
+    frozen()
+    held = []
+    finding = measure(lambda: held.append(Node()) or True, warmups=1, runs=3)
+    assert finding is not None and finding.chain is not None, finding
+    assert not gc_freeze.is_frozen()

@@ -203,3 +203,31 @@ def test_a_test_class_gives_its_markers_to_its_methods_as_pytest_does(tmp_path):
     assert index.by_rule["demo.two"][0].without == ("tensor_hooks",)
     module = type("Module", (), {"__file__": str(suites / "test_demo.py")})
     assert traceability.rule_ids_in_module(module) == {"demo.one", "demo.two"}
+
+
+def test_a_module_the_tree_lacks_is_looked_up_once():
+    """Deriving a script asks of every name whether the tree has it as a module; in a git
+    revision each look was a ``git show``, so a miss is remembered as a hit is."""
+    from conformance.model import suite_index as model_index
+    from conformance.model.suite_source import SourceUnavailable, Tree
+
+    class Counting(Tree):
+        key = ("counting", id(object()))
+        reads: list = []
+
+        def read(self, relpath):
+            self.reads.append(relpath)
+            if relpath == "pkg/here.py":
+                return "X = 1\n"
+            raise SourceUnavailable(f"no {relpath}")
+
+        def describe(self):
+            return "a counting tree"
+
+    tree = Counting()
+    for _ in range(3):
+        assert model_index.find_module(tree, "pkg.absent") is None
+        assert model_index.find_module(tree, "pkg.here") is not None
+        with pytest.raises(model_index.SuiteSourceError, match="no pkg/absent.py"):
+            model_index.load_module(tree, "pkg/absent.py")
+    assert sorted(tree.reads) == ["pkg/absent.py", "pkg/absent/__init__.py", "pkg/here.py"]
