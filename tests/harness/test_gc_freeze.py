@@ -119,3 +119,19 @@ def test_a_leak_found_thaws_to_name_its_chain_even_when_frozen_before(frozen):
     finding = measure(lambda: held.append(Node()) or True, warmups=1, runs=3)
     assert finding is not None and finding.chain is not None, finding
     assert not gc_freeze.is_frozen()
+
+
+def test_the_summaries_see_a_thawed_heap(conformance_project):
+    """Code after the tests searches the heap too: Hypothesis's plugin, imported at the
+    terminal summary, checks with gc.get_referrers that something holds Trio's generator, and
+    warned when that holder was frozen."""
+    conformance_project.rules("demo", "walk")
+    conformance_project.suite("demo", SUITE.replace("WALKED", "False"))
+    conformance_project.pytester.makeconftest('''
+        import gc
+        def pytest_terminal_summary(terminalreporter):
+            terminalreporter.write_line(f"frozen at the summary: {gc.get_freeze_count()}")
+    ''')
+    result = conformance_project.run("suites", "--in-process")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["frozen at the summary: 0"])
