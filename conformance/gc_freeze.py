@@ -32,11 +32,13 @@ def before_test() -> None:
         freeze()
 
 
-def freeze() -> None:
-    """Collect, then freeze everything alive now. Frozen already, this walks only what was
-    made since (a collection does not walk the frozen objects), so it is cheap."""
+def freeze(*, collect_first: bool = True) -> None:
+    """Collect (unless the caller just did), then freeze everything alive now. Frozen already,
+    this walks only what was made since (a collection does not walk the frozen objects), so it
+    is cheap."""
     global _frozen
-    gc.collect()
+    if collect_first:
+        gc.collect()
     gc.freeze()
     _frozen = True
 

@@ -117,8 +117,8 @@ def measure(run_once: Callable[[], bool], warmups: int, runs: int) -> LeakFindin
     # next test's collections walk them all again (8 of a suite's 24 s under --leak-check).
     thaw_after = not gc_freeze.is_frozen()
     collect()
-    gc_freeze.freeze()
-    frozen, started = True, False
+    gc_freeze.freeze(collect_first=False)  # just collected
+    started = False
     try:
         if warmups and not run_once():
             return None
@@ -165,12 +165,11 @@ def measure(run_once: Callable[[], bool], warmups: int, runs: int) -> LeakFindin
             return None
         finding = LeakFinding(runs=runs, types=leaking, memory=mem_leak)
         gc_freeze.thaw()  # referrers are only found among unfrozen objects
-        frozen = False
         _explain(finding, run_once)
         return finding
     finally:
-        if frozen and thaw_after:
-            gc_freeze.thaw()
+        if thaw_after:
+            gc_freeze.thaw_if_frozen()
         if started:
             tracemalloc.stop()
 

@@ -129,9 +129,10 @@ OPTIONS = (
         help="do not freeze the objects alive at the first suite test out of the garbage "
         "collector's walk. By default they are frozen (gc.freeze, conformance/gc_freeze.py), so "
         "the suites' gc.collect() calls walk only what the tests made: a quarter to three "
-        "quarters less CPU per run (docs/performance.md). What a test makes is collected as before; heap searches (keep-alive "
-        "chains, the leak check) thaw the heap first, and the run thaws it at its end. Turn it "
-        "off to rule it out when a verdict about collection looks wrong.",
+        "quarters less CPU per run (docs/performance.md). What a test makes is collected as "
+        "before; heap searches (keep-alive chains, the leak check) thaw the heap first, and the "
+        "run thaws it as soon as its tests are done. Turn it off to rule it out when a verdict "
+        "about collection looks wrong.",
     ),
     Option(
         "--in-process",

@@ -454,16 +454,11 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session):
-    """Once the tests are done, what they froze is thawed, before the summaries: code that
+    """Once the tests are done, what they froze is thawed, before the summaries (and so before a
+    program that ran this session in-process, pytester say, goes on): code that
     runs there searches the heap too (Hypothesis's plugin, imported at the terminal summary,
     has Trio register its random generator, and checks with ``gc.get_referrers`` that
     something holds it: frozen holders are invisible, and it warned)."""
-    gc_freeze.thaw_if_frozen()
-
-
-def pytest_unconfigure(config):
-    """A run leaves its process's collector as it found it: what the suite tests froze is
-    thawed (a run made in-process by another program, pytester's say, goes on there)."""
     gc_freeze.thaw_if_frozen()
 
 

@@ -9,6 +9,8 @@ Python cannot, so its process has to end.
    pytest-xdist workers alike) raises :class:`TestTimeout` in the test. It derives from
    ``BaseException`` so that the test's own ``except Exception`` cannot swallow it; the
    harness's hook ``pytest_conformance_classify`` (implemented here) makes it TIMEOUT.
+   An interrupt that Python drops (it fired inside a finalizer or a gc callback) is raised
+   again where the phase returns, and repeated while the test runs (:mod:`conformance.alarm`).
 2. ``GRACE`` seconds later, if the test has still not returned, faulthandler's watchdog
    (a C thread: it needs no GIL) writes every thread's traceback to a marker file and
    ends the process. Under pytest-xdist the controller then sees a crashed worker, finds
@@ -27,16 +29,14 @@ import hashlib
 import os
 import shutil
 import re
-import signal
 import sys
 import tempfile
-import threading
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from conformance import time_scale
+from conformance.alarm import Alarm, arm_alarm  # noqa: F401 - arm_alarm: stage 1 alone, public here
 from conformance.outcome_exceptions import TestTimeout  # re-exported: raised by the alarm
 
 #: Seconds between the interrupt (stage 1) and ending the process (stage 2).
@@ -116,19 +116,24 @@ def grace(limit: float) -> float:
     return max(GRACE_MIN, GRACE_FRACTION * limit)
 
 
-def arm(limit: float, per_run: float, file, note: str = "") -> Callable[[], None]:
-    """Arm both stages for ``limit`` seconds: the alarm (:func:`arm_alarm`), then faulthandler's
-    watchdog ``grace(limit)`` later, writing every thread's traceback to ``file`` and ending the
-    process; returns the function that disarms both. ``per_run`` is the limit the user gave,
+class Limit(Alarm):
+    """Both stages for ``limit`` seconds: the alarm (:class:`conformance.alarm.Alarm`), then
+    faulthandler's watchdog ``grace(limit)`` later, writing every thread's traceback to ``file``
+    and ending the process; calling it disarms both. ``per_run`` is the limit the user gave,
     named in the interrupt's message (``limit`` covers every run of a ``--leak-check``)."""
-    faulthandler.dump_traceback_later(limit + grace(limit), exit=True, file=file)
-    disarm_alarm = arm_alarm(limit, per_run, note)
 
-    def disarm() -> None:
-        disarm_alarm()
+    def __init__(self, limit: float, per_run: float, file, note: str = "") -> None:
+        faulthandler.dump_traceback_later(limit + grace(limit), exit=True, file=file)
+        super().__init__(limit, per_run, note)
+
+    def __call__(self) -> None:
+        super().__call__()
         faulthandler.cancel_dump_traceback_later()
 
-    return disarm
+
+def arm(limit: float, per_run: float, file, note: str = "") -> Limit:
+    """Arm both stages (:class:`Limit`); call the result to disarm them."""
+    return Limit(limit, per_run, file, note)
 
 
 def marker_path(directory: Path, nodeid: str) -> Path:
@@ -161,6 +166,7 @@ class Watchdog:
         # stage 2 without xdist: the real terminal, saved before pytest captures fd 2 per test
         self.stderr_fd = os.dup(2) if not self.in_worker else None
         self._marker = None  # the running test's marker file (worker only)
+        self._alarm: Limit | None = None  # the running test's limit
         self.crashes: dict[str, str] = {}  # nodeid -> marker text of a worker that crashed on it
 
     # -- xdist: the workers write their markers where the controller looks -------------
@@ -203,10 +209,34 @@ class Watchdog:
             self._marker.write(f"{PHASE_HEAD} {what}\n")
             self._marker.flush()
 
-    @pytest.hookimpl(wrapper=True)
+    def _judged(self):
+        """Around one phase: a limit that passed while its interrupt was lost (see
+        :mod:`conformance.alarm`) is a TestTimeout where the phase returned."""
+        alarm = self._alarm
+        try:
+            result = yield
+        except TestTimeout:
+            if alarm is not None:
+                alarm.arrived()
+            raise
+        except BaseException as exc:
+            lost = alarm.lost() if alarm is not None else None
+            if lost is not None:
+                raise lost from exc
+            raise
+        lost = alarm.lost() if alarm is not None else None
+        if lost is not None:
+            raise lost
+        return result
+
+    @pytest.hookimpl(tryfirst=True, wrapper=True)
+    def pytest_runtest_setup(self, item):
+        return (yield from self._judged())
+
+    @pytest.hookimpl(tryfirst=True, wrapper=True)
     def pytest_runtest_call(self, item):
         self._phase(PHASE_CALL)
-        return (yield)
+        return (yield from self._judged())
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -218,10 +248,10 @@ class Watchdog:
             if call.when == "call":
                 self._phase("done")
 
-    @pytest.hookimpl(wrapper=True)
+    @pytest.hookimpl(tryfirst=True, wrapper=True)
     def pytest_runtest_teardown(self, item, nextitem):
         self._phase("teardown")
-        return (yield)
+        return (yield from self._judged())
 
     def pytest_collection_modifyitems(self, items):
         """A malformed ``time_limit_factor`` marker stops the run before any test, one line."""
@@ -248,12 +278,13 @@ class Watchdog:
             marker.flush()
             self._marker = marker
             _enable_crash_dump(marker)  # a segfault writes its tracebacks into the marker too
-        disarm = arm(self.limit, self.per_run, marker if marker is not None else self.stderr_fd,
-                     self.limit_note)
+        self._alarm = arm(self.limit, self.per_run,
+                          marker if marker is not None else self.stderr_fd, self.limit_note)
         try:
             return (yield)
         finally:
-            disarm()
+            self._alarm()
+            self._alarm = None
             if marker is not None:
                 self._marker = None
                 _enable_crash_dump(sys.__stderr__)
@@ -271,30 +302,3 @@ class Watchdog:
             self.stderr_fd = None
         if self.owns_directory:
             shutil.rmtree(self.directory, ignore_errors=True)
-
-
-def arm_alarm(seconds: float, per_run: float | None = None, note: str = "") -> Callable[[], None]:
-    """Stage 1: SIGALRM raises TestTimeout after ``seconds``; returns the disarm function.
-
-    Restores the previous handler and timer (an outer pytest session of the harness's own
-    tests runs inner sessions in the same process).
-    """
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    named = seconds if per_run is None else per_run
-
-    def expired(signum, frame):
-        raise TestTimeout(f"test ran past --conformance-timeout {named:g}s{note} and was "
-                          f"interrupted")
-
-    previous_handler = signal.signal(signal.SIGALRM, expired)
-    previous_timer = signal.setitimer(signal.ITIMER_REAL, seconds)
-
-    def disarm() -> None:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous_handler)
-        if previous_timer[0] > 0:
-            signal.setitimer(signal.ITIMER_REAL, *previous_timer)
-
-    return disarm

@@ -107,13 +107,16 @@ class Repro:
               needs: tuple = ()) -> tuple[str, str]:
         """Run one test (``call``) and print and keep its outcome; ``needs``: the features the
         test needs (the script lists them per test, from the suite index)."""
-        disarm = self._arm()
+        limit = self._arm()
         try:
             actual, message = self._once(call, fixtures, needs)
             if actual in HELD and self.leak_check:
                 actual, message = self._leak(call, fixtures, actual, message)
         finally:
-            disarm()
+            limit()
+        lost = getattr(limit, "lost", lambda: None)()  # conformance/alarm.py, as the harness
+        if lost is not None:
+            actual, message = Outcome.TIMEOUT, first_lines(f"{type(lost).__name__}: {lost}")
         if actual is Outcome.OBSERVED and not message:
             message = repr(self._observed[0] if len(self._observed) == 1 else self._observed)
         print(f"{name}: {actual}" + ("\n    " + message.replace("\n", "\n    ") if message else ""))

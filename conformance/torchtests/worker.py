@@ -25,14 +25,12 @@ import time
 import traceback
 import unittest
 
+from conformance.alarm import arm_alarm
+from conformance.outcome_exceptions import TestTimeout
 from conformance.torchtests import aliasing, classify, source, testcase
 
 MARK = "\x1etorchtests\x1f"
 _SUPPORT_MODULES = ("torch.testing._internal",)
-
-
-class _Timeout(BaseException):
-    """The test ran past its time limit (raised in the main thread by SIGALRM)."""
 
 
 def _emit(payload: dict) -> None:
@@ -164,10 +162,6 @@ def _seed(torch_module) -> None:
         pass
 
 
-def _on_alarm(signum, frame):
-    raise _Timeout()
-
-
 def run_one(namespace: dict, broken: dict, key: str, timeout: float, torch_module) -> dict:
     cls_name, name = key.split(".", 1)
     record = {"test": key}
@@ -189,16 +183,21 @@ def run_one(namespace: dict, broken: dict, key: str, timeout: float, torch_modul
                 inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             return {**record, "outcome": "skip", "detail": f"needs argument {pname!r}"}
     _seed(torch_module)
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    alarm = arm_alarm(timeout)
+    timed_out = {"outcome": "fail", "kind": "difference",
+                 "detail": f"timeout: still running after {timeout:g} s"}
     try:
-        instance.setUp()
-        method(**kwargs)
-        record.update(outcome="pass")
+        try:
+            instance.setUp()
+            method(**kwargs)
+        finally:
+            alarm()  # disarmed first: no interrupt lands in the bookkeeping below
+        # the limit passed while its interrupt was lost (conformance/alarm.py): still a timeout
+        record.update(timed_out if alarm.fired else {"outcome": "pass"})
     except unittest.SkipTest as exc:
         record.update(outcome="skip", detail=str(exc)[:200])
-    except _Timeout:
-        record.update(outcome="fail", kind="difference", detail=f"timeout: still running after {timeout:g} s")
+    except TestTimeout:
+        record.update(timed_out)
     except RecursionError as exc:
         record.update(outcome="fail", kind="difference", detail=classify.summary(exc))
     except Exception as exc:  # noqa: BLE001 - every failure is a result
@@ -207,8 +206,6 @@ def run_one(namespace: dict, broken: dict, key: str, timeout: float, torch_modul
         kind, detail = classify.classify(exc)
         record.update(outcome="fail", kind=kind, detail=detail, error=classify.summary(exc))
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
         try:
             instance.tearDown()
         except Exception:  # noqa: BLE001 - PyTorch's tearDown may use what the engine lacks

@@ -178,9 +178,6 @@ KEPT_APART = {
     # a Diverges that also carries the keep-alive chain its message describes (the outcome stays
     # DIVERGES: the classification sees the base class)
     ("conformance/liveness.py", "StillAlive"),
-    # the torchtests tool's own time limit inside its worker process, reported by that tool's
-    # classify.py; never raised in a conformance test
-    ("conformance/torchtests/worker.py", "_Timeout"),
 }
 _LOOKS_LIKE_AN_OUTCOME = ("unsupported", "blocked", "diverge", "timeout", "timedout")
 
