@@ -38,9 +38,10 @@ class Alarm:
         self.message = f"test ran past --conformance-timeout {named:g}s{note} and was interrupted"
         self.fired = False  # the limit passed (whether or not the interrupt reached the test)
         self._arrived = False
-        self._armed = (hasattr(signal, "setitimer")
+        # False off the main thread (no signal reaches it) and once disarmed
+        self.armed = (hasattr(signal, "setitimer")
                        and threading.current_thread() is threading.main_thread())
-        if not self._armed:
+        if not self.armed:
             return
         self._previous_handler = signal.signal(signal.SIGALRM, self._expired)
         self._previous_timer = signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -55,7 +56,7 @@ class Alarm:
     def arrived(self) -> None:
         """The interrupt reached the test's runner: no further interrupts."""
         self._arrived = True
-        if self._armed:
+        if self.armed:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
     def lost(self) -> TestTimeout | None:
@@ -67,9 +68,9 @@ class Alarm:
         return TestTimeout(self.message + LOST)
 
     def __call__(self) -> None:
-        if not self._armed:
+        if not self.armed:
             return
-        self._armed = False
+        self.armed = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, self._previous_handler)
         if self._previous_timer[0] > 0:

@@ -110,10 +110,12 @@ def describe_crash(nodeid: str, text: str, fallback: str) -> str:
             f"{python_frame}; native frame: {native_frame}\n{fallback}")
 
 
-def grace(limit: float) -> float:
+def grace(limit: float, scale: float = 1.0) -> float:
     """Seconds between the interrupt (stage 1) and ending the process (stage 2) for a test
-    limited to ``limit`` seconds."""
-    return max(GRACE_MIN, GRACE_FRACTION * limit)
+    limited to ``limit`` seconds on a machine ``scale`` times slower than a quiet one
+    (conformance/time_scale.py): a fifth of the limit, and at least ``GRACE_MIN`` scaled
+    seconds, since unwinding and reporting an interrupted test slow down with the machine."""
+    return max(GRACE_MIN * scale, GRACE_FRACTION * limit)
 
 
 class Limit(Alarm):
@@ -122,18 +124,30 @@ class Limit(Alarm):
     and ending the process; calling it disarms both. ``per_run`` is the limit the user gave,
     named in the interrupt's message (``limit`` covers every run of a ``--leak-check``)."""
 
-    def __init__(self, limit: float, per_run: float, file, note: str = "") -> None:
-        faulthandler.dump_traceback_later(limit + grace(limit), exit=True, file=file)
+    def __init__(self, limit: float, per_run: float, file, note: str = "",
+                 scale: float = 1.0) -> None:
+        self._file, self._grace = file, grace(limit, scale)
+        faulthandler.dump_traceback_later(limit + self._grace, exit=True, file=file)
         super().__init__(limit, per_run, note)
+
+    def arrived(self) -> None:
+        """The interrupt reached the test: it answers in Python, so stage 2 now only bounds its
+        unwinding and pytest's report, and that gets a whole grace from now (on a busy machine,
+        formatting a failure can take seconds: ending the process then was a CRASH of a
+        test that had already stopped)."""
+        super().arrived()
+        if self.armed:
+            faulthandler.dump_traceback_later(self._grace, exit=True, file=self._file)
 
     def __call__(self) -> None:
         super().__call__()
         faulthandler.cancel_dump_traceback_later()
 
 
-def arm(limit: float, per_run: float, file, note: str = "") -> Limit:
-    """Arm both stages (:class:`Limit`); call the result to disarm them."""
-    return Limit(limit, per_run, file, note)
+def arm(limit: float, per_run: float, file, note: str = "", scale: float = 1.0) -> Limit:
+    """Arm both stages (:class:`Limit`; ``scale``: the machine's, for the grace); call the
+    result to disarm them."""
+    return Limit(limit, per_run, file, note, scale)
 
 
 def marker_path(directory: Path, nodeid: str) -> Path:
@@ -192,7 +206,8 @@ class Watchdog:
                 seconds, _, note = line[len(LIMIT_HEAD):].strip().partition(" ")
                 limit = float(seconds)
         return (f"TIMEOUT: {nodeid} ran past --conformance-timeout {self.per_run:g}s{note} and did "
-                f"not return {grace(limit):g}s after it was interrupted (stuck outside "
+                f"not return {grace(limit, self.time_limit_scale):g}s after it was interrupted "
+                f"(stuck outside "
                 f"Python); its worker was ended. Tracebacks at that moment:\n{dump.strip()}")
 
     def crash_message(self, nodeid: str, fallback: str) -> str:
@@ -279,7 +294,8 @@ class Watchdog:
             self._marker = marker
             _enable_crash_dump(marker)  # a segfault writes its tracebacks into the marker too
         self._alarm = arm(self.limit, self.per_run,
-                          marker if marker is not None else self.stderr_fd, self.limit_note)
+                          marker if marker is not None else self.stderr_fd, self.limit_note,
+                          self.time_limit_scale)
         try:
             return (yield)
         finally:

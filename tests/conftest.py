@@ -22,6 +22,18 @@ atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
 
 pytest_plugins = ["pytester", "tests.xdist_groups"]
 
+#: Plugins that no pytest run these tests start uses (the suites and the harness need neither):
+#: Hypothesis's imports Hypothesis at the terminal summary and anyio's imports Trio, half of a
+#: child run's start-up CPU (1.2 -> 0.6 CPU-s each, hundreds of children). Given to the runs
+#: the tests start through $PYTEST_ADDOPTS; the installed quick start
+#: (tests/harness/test_installed.py) runs with every plugin, as a user's run does.
+LEAN_CHILD_OPTIONS = "-p no:hypothesispytest -p no:anyio"
+
+
+def lean_child_options(environ) -> str:
+    """$PYTEST_ADDOPTS for a child run: what ``environ`` has, then LEAN_CHILD_OPTIONS."""
+    return " ".join(filter(None, [environ.get("PYTEST_ADDOPTS", ""), LEAN_CHILD_OPTIONS]))
+
 FAKE_ADAPTER = '''
 import ctypes, types
 from adapters.base import Adapter, Unsupported
@@ -60,6 +72,7 @@ class ConformanceProject:
         # the project first, so a subprocess runs this checkout's harness, not an installed one
         repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(pytester.path), repo]))
+        monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_CHILD_OPTIONS)  # pytester had removed it
 
     def rules(self, suite: str, *names: str, level: str = "MUST") -> None:
         """Append rules ``<suite>.<name>`` to the suite's catalogue file."""
@@ -117,3 +130,30 @@ def run_tool_without():
                               text=True, timeout=hang_limit(30))
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def _older_objects_frozen():
+    """What is alive before a test is frozen out of the collector's walk, as the harness does
+    for suite tests (conformance/gc_freeze.py): an xdist worker that imported torch, Hypothesis
+    and a thousand test modules tracks about a million objects, and every full collection (a
+    test's ``gc.collect()``, the leak check's, an automatic one) walked them all. A test's own
+    objects are collected as before; code that searches the heap thaws it first."""
+    from conformance import gc_freeze
+
+    gc_freeze.before_test()
+    yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _lean_child_runs():
+    """The pytest runs the tests start skip the plugins they never use (LEAN_CHILD_OPTIONS).
+    Set once the session runs, in the process that runs tests: the xdist controller's workers
+    parse $PYTEST_ADDOPTS too, and keep every plugin."""
+    previous = os.environ.get("PYTEST_ADDOPTS")
+    os.environ["PYTEST_ADDOPTS"] = lean_child_options(os.environ)
+    yield
+    if previous is None:
+        os.environ.pop("PYTEST_ADDOPTS", None)
+    else:
+        os.environ["PYTEST_ADDOPTS"] = previous

@@ -259,6 +259,10 @@ def main(argv=None) -> int:
     if not spec.startswith(("redis://", "rediss://")):
         spec = str(Path(spec).resolve())
     env = environment()
+    # HypoFuzz collects its targets with a pytest run of its own, which needs Hypothesis's
+    # pytest plugin: options meant for the user's test runs (one that blocks that plugin, as the
+    # project's tests do for their child runs) would leave it no tests
+    env.pop("PYTEST_ADDOPTS", None)
     env.update({ENV["adapter"]: args.adapter, ENV["max_steps"]: str(args.max_steps),
                 ENV["database"]: spec, ENV["results"]: str(results), ENV["run"]: run,
                 ENV["lanes"]: str(args.workers)})

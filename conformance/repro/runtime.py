@@ -139,7 +139,7 @@ class Repro:
         scale = 1 + (sum(self.leak_check) + 1 if self.leak_check else 0)
         machine = time_scale.scale()  # a limit on hangs, as in the run (conformance/time_scale.py)
         return timeout.arm(self.timeout * scale * machine, self.timeout, sys.__stderr__,
-                           time_scale.describe(self.timeout, 1, machine))
+                           time_scale.describe(self.timeout, 1, machine), machine)
 
     # -- the rule ------------------------------------------------------------------------
     def finish(self) -> str:

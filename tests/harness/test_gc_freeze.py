@@ -17,6 +17,13 @@ class Node:
     pass
 
 
+@pytest.fixture(autouse=True)
+def _unfrozen_at_start():
+    """These tests judge what freezing does: each starts with nothing frozen (the project's
+    tests freeze before each test, tests/conftest.py)."""
+    gc_freeze.thaw_if_frozen()
+
+
 @pytest.fixture
 def frozen():
     """Freezes what is alive when called; thawed after the test."""

@@ -2,8 +2,10 @@
 
 The hung tests here never end on their own (an hour's sleep): that one is TIMEOUT shows it was
 interrupted, so no test measures wall time (tests/hang.py)."""
+import os
 import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -132,8 +134,9 @@ def test_zero_turns_the_limit_off(conformance_project):
     ''')
     assert conformance_project.run("suites", "--conformance-timeout", "0").ret == 0
     # unscaled, 1 s is less than the 1.5 s the test sleeps however busy the machine is
+    # in a child: with the scale fixed at 1, stage 2's grace is 5 s however busy the machine is
     assert conformance_project.run("suites", "--conformance-timeout", "1",
-                                   "--time-limit-scale=1").ret == 1
+                                   "--time-limit-scale=1", subprocess=True).ret == 1
 
 
 @pytest.mark.parametrize("value", ["soon", "-1", "nan", "inf", "9e18"])  # 9e18: OverflowError
@@ -169,10 +172,11 @@ def test_the_alarm_interrupts_python_code_and_disarm_stops_it():
     time.sleep(0.4)  # disarmed: no alarm comes
 
 
-def test_grace_is_a_fifth_of_the_limit_and_at_least_five_seconds():
+def test_grace_is_a_fifth_of_the_limit_and_at_least_five_scaled_seconds():
     from conformance.timeout import grace
 
     assert grace(1) == 5.0 and grace(100) == 20.0
+    assert grace(1, scale=4) == 20.0  # on a machine 4 times slower, unwinding is too
 
 
 def test_the_start_up_check_has_its_own_limit(conformance_project):
@@ -213,7 +217,7 @@ def test_a_test_that_declares_a_time_limit_factor_gets_that_many_limits(conforma
         def test_ordinary(): time.sleep(3600)
     ''')
     conformance_project.run("suites", "--conformance-timeout", "1", "--time-limit-scale=1",
-                            "--results", "results.jsonl")
+                            "--results", "results.jsonl", subprocess=True)  # as above
     tests, _ = outcomes(conformance_project)
     assert {n: r["outcome"] for n, r in tests.items()} == {
         "test_long": "PASS", "test_ordinary": "TIMEOUT"}
@@ -265,3 +269,35 @@ def test_the_measured_scale_is_at_least_one_and_reaches_child_interpreters(monke
     monkeypatch.setattr(time_scale, "_measured", None)
     monkeypatch.setenv(time_scale.ENVIRONMENT, "7.5")  # what in_fresh_interpreter passes on
     assert time_scale.scale() == 7.5 and time_scale.scaled(2) == 15 and time_scale.scaled(0) == 0
+
+
+def test_a_test_that_answered_its_interrupt_gets_a_whole_grace_to_report(tmp_path):
+    """Stage 2 ends a process that does not answer the interrupt. One that did (the TestTimeout
+    arrived) is unwinding and reporting in Python: on a busy machine that took longer than
+    what was left of the grace, and the worker was ended, a CRASH of a test already stopped."""
+    import subprocess
+    import sys
+
+    from tests.hang import hang_limit
+
+    script = tmp_path / "answers.py"
+    script.write_text(
+        "import sys, time\n"
+        "from conformance import alarm\n"
+        "from conformance.timeout import Limit, TestTimeout, grace\n"
+        "alarm.RETRY_SECONDS = 3600  # no second interrupt while the arrival is held back\n"
+        "limit = Limit(0.2, 0.2, sys.stderr)\n"
+        "started = time.monotonic()\n"
+        "try:\n"
+        "    time.sleep(3600)\n"
+        "except TestTimeout:\n"
+        "    time.sleep(2)  # the arrival is seen 2 s after the interrupt: stage 2 moves 2 s on\n"
+        "    limit.arrived()\n"
+        "time.sleep(0.2 + grace(0.2) + 1 - (time.monotonic() - started))  # past the first deadline\n"
+        "limit()\n"
+        "print('reported')\n")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=hang_limit(60),
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0 and done.stdout.strip() == "reported", done.stderr[-2000:]
