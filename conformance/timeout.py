@@ -207,8 +207,7 @@ class Watchdog:
                 limit = float(seconds)
         return (f"TIMEOUT: {nodeid} ran past --conformance-timeout {self.per_run:g}s{note} and did "
                 f"not return {grace(limit, self.time_limit_scale):g}s after it was interrupted "
-                f"(stuck outside "
-                f"Python); its worker was ended. Tracebacks at that moment:\n{dump.strip()}")
+                f"(stuck outside Python); its worker was ended. Tracebacks at that moment:\n{dump.strip()}")
 
     def crash_message(self, nodeid: str, fallback: str) -> str:
         """What a worker that crashed on ``nodeid`` left in its marker: the phase it was in
@@ -228,18 +227,19 @@ class Watchdog:
         """Around one phase: a limit that passed while its interrupt was lost (see
         :mod:`conformance.alarm`) is a TestTimeout where the phase returned."""
         alarm = self._alarm
+        if alarm is None:  # the limit is off
+            return (yield)
         try:
             result = yield
         except TestTimeout:
-            if alarm is not None:
-                alarm.arrived()
+            alarm.arrived()
             raise
         except BaseException as exc:
-            lost = alarm.lost() if alarm is not None else None
+            lost = alarm.lost()
             if lost is not None:
                 raise lost from exc
             raise
-        lost = alarm.lost() if alarm is not None else None
+        lost = alarm.lost()
         if lost is not None:
             raise lost
         return result

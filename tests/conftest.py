@@ -29,11 +29,6 @@ pytest_plugins = ["pytester", "tests.xdist_groups"]
 #: (tests/harness/test_installed.py) runs with every plugin, as a user's run does.
 LEAN_CHILD_OPTIONS = "-p no:hypothesispytest -p no:anyio"
 
-
-def lean_child_options(environ) -> str:
-    """$PYTEST_ADDOPTS for a child run: what ``environ`` has, then LEAN_CHILD_OPTIONS."""
-    return " ".join(filter(None, [environ.get("PYTEST_ADDOPTS", ""), LEAN_CHILD_OPTIONS]))
-
 FAKE_ADAPTER = '''
 import ctypes, types
 from adapters.base import Adapter, Unsupported
@@ -150,10 +145,7 @@ def _lean_child_runs():
     """The pytest runs the tests start skip the plugins they never use (LEAN_CHILD_OPTIONS).
     Set once the session runs, in the process that runs tests: the xdist controller's workers
     parse $PYTEST_ADDOPTS too, and keep every plugin."""
-    previous = os.environ.get("PYTEST_ADDOPTS")
-    os.environ["PYTEST_ADDOPTS"] = lean_child_options(os.environ)
-    yield
-    if previous is None:
-        os.environ.pop("PYTEST_ADDOPTS", None)
-    else:
-        os.environ["PYTEST_ADDOPTS"] = previous
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTEST_ADDOPTS", " ".join(
+            filter(None, [os.environ.get("PYTEST_ADDOPTS"), LEAN_CHILD_OPTIONS])))
+        yield

@@ -42,14 +42,15 @@ class Repro:
         self.leak_check = None
         # the adapter is loaded under the run's timeout too: one that hangs at import must
         # not hang the script (and repro.check, which runs it)
-        disarm = self._arm()
+        limit = self._arm()
         try:
             self.adapter = load_adapter(adapter_spec)
             self.fw = self.adapter.fw
             self.adapter.check_device(device)
             have = self.adapter.framework_version()
         finally:
-            disarm()
+            if limit is not None:
+                limit()
         self.device = device
         self.leak_check = tuple(leak_check) if leak_check else None
         self.results: list[tuple[str, str]] = []
@@ -113,8 +114,9 @@ class Repro:
             if actual in HELD and self.leak_check:
                 actual, message = self._leak(call, fixtures, actual, message)
         finally:
-            limit()
-        lost = getattr(limit, "lost", lambda: None)()  # conformance/alarm.py, as the harness
+            if limit is not None:
+                limit()
+        lost = limit.lost() if limit is not None else None  # conformance/alarm.py, as the harness
         if lost is not None:
             actual, message = Outcome.TIMEOUT, first_lines(f"{type(lost).__name__}: {lost}")
         if actual is Outcome.OBSERVED and not message:
@@ -131,9 +133,11 @@ class Repro:
         finding = leakcheck.measure(lambda: self._once(call, fixtures)[0] in HELD, warmups, runs)
         return (Outcome.LEAK, finding.message()) if finding is not None else (actual, message)
 
-    def _arm(self) -> Callable[[], None]:
+    def _arm(self):
+        """The run's limit armed (``conformance.timeout.Limit``; call it to disarm), or None
+        when the run had none."""
         if self.timeout <= 0:
-            return lambda: None
+            return None
         from conformance import time_scale, timeout
 
         scale = 1 + (sum(self.leak_check) + 1 if self.leak_check else 0)

@@ -2,10 +2,8 @@
 
 The hung tests here never end on their own (an hour's sleep): that one is TIMEOUT shows it was
 interrupted, so no test measures wall time (tests/hang.py)."""
-import os
 import re
 import time
-from pathlib import Path
 
 import pytest
 
@@ -278,6 +276,7 @@ def test_a_test_that_answered_its_interrupt_gets_a_whole_grace_to_report(tmp_pat
     import subprocess
     import sys
 
+    from conformance.child_interpreter import environment
     from tests.hang import hang_limit
 
     script = tmp_path / "answers.py"
@@ -296,8 +295,6 @@ def test_a_test_that_answered_its_interrupt_gets_a_whole_grace_to_report(tmp_pat
         "time.sleep(0.2 + grace(0.2) + 1 - (time.monotonic() - started))  # past the first deadline\n"
         "limit()\n"
         "print('reported')\n")
-    root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=hang_limit(60),
-                          env={**os.environ, "PYTHONPATH": str(root)})
+                          cwd=tmp_path, timeout=hang_limit(60), env=environment())
     assert done.returncode == 0 and done.stdout.strip() == "reported", done.stderr[-2000:]
