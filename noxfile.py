@@ -119,6 +119,7 @@ def stress(session: nox.Session) -> None:
 
     session.install("-e", ".[test,torch]")
     session.run("pytest", "-p", "no:cacheprovider", "tests/harness/test_threads.py",
+                "tests/reference/test_forward_ad_threads.py",
                 env={"AUTOGRAD_CONFORMANCE_STRESS_ROUNDS": "2000"})
     for _ in range(20):  # the suites' thread rules, again and again
         session.run("pytest", "-p", "no:cacheprovider", "-q", "--adapter=reference",

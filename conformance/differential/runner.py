@@ -382,6 +382,13 @@ class _Stop(Exception):
     """The round ends without a divergence: a newly unsupported variant, or time is up."""
 
 
+#: How a divergence is shrunk. ``full``: hypothesis's shrinker, then the greedy pass
+#: (:func:`shrink_greedy`); the shortest scripts, at hundreds of runs of both engines a
+#: finding. ``greedy``: the greedy pass alone; a finding in a few runs, its script now and then
+#: a step longer. Use it where one run is slow (a framework run in a worker, a slow back end).
+SHRINKS = ("full", "greedy")
+
+
 @dataclass
 class Search:
     """Rounds of hypothesis searches. A divergence with a new signature ends a round (it is
@@ -408,8 +415,11 @@ class Search:
     declared: dict | None = None       # feature -> reason (default: the target adapter's)
     left_out: dict = field(default_factory=dict)
     tried_seconds: float = 0.0         # how long trying each variant took (before the search)
+    shrink: str = "full"               # one of SHRINKS
 
     def __post_init__(self) -> None:
+        if self.shrink not in SHRINKS:
+            raise ValueError(f"shrink {self.shrink!r}: one of {', '.join(SHRINKS)}")
         if self.declared is None:
             self.declared = declared_by(getattr(self.target, "adapter", None))
         # declared missing is missing, whatever features the caller passed
@@ -500,7 +510,8 @@ class Search:
 
         test = settings(max_examples=budget, database=None, deadline=None, derandomize=False,
                         suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
-                        phases=[Phase.generate, Phase.shrink], verbosity=Verbosity.quiet,
+                        phases=[Phase.generate, Phase.shrink] if self.shrink == "full"
+                        else [Phase.generate], verbosity=Verbosity.quiet,
                         print_blob=False)(given(strategy)(prop))
         if seed is not None:
             test = hyp_seed(seed)(test)
@@ -622,6 +633,10 @@ def main(argv=None) -> int:
     parser.add_argument("--plant", default=None, help="module:function called in the worker (tests)")
     parser.add_argument("--results", default=None, help="JSON-lines file (default reports/results/explore-<adapter>.jsonl)")
     parser.add_argument("--max-findings", type=cli.positive_int, default=50)
+    parser.add_argument("--shrink", choices=SHRINKS, default="full",
+                        help="full: hypothesis's shrinker, then a greedy pass (shortest scripts); "
+                             "greedy: the greedy pass alone, far fewer runs a finding, for a slow "
+                             "framework (default: full)")
     args = parser.parse_args(argv)
     if not args.adapter.strip():
         parser.error("--adapter: an empty name; give a built-in name, an entry point or "
@@ -655,7 +670,7 @@ def main(argv=None) -> int:
             "framework_version": target.version, "reference_version": oracle.version,
             "features": sorted(features), "examples": args.examples, "seconds": args.seconds,
             "seed": args.seed,
-            "max_steps": args.max_steps, "python": platform.python_version(),
+            "max_steps": args.max_steps, "shrink": args.shrink, "python": platform.python_version(),
             "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "argv": sys.argv if argv is None else argv})
     except OSError as exc:
@@ -670,7 +685,8 @@ def main(argv=None) -> int:
         print(f"[{tag}] {record['category']}: {record['signature']}  ({record['script_lines']} lines)")
         print(record["script"])
 
-    search = Search(oracle, target, features, args.max_steps, on_finding=on_finding)
+    search = Search(oracle, target, features, args.max_steps, on_finding=on_finding,
+                    shrink=args.shrink)
     wait = 0.0  # for the worker to exit, unless the search ends as asked
     try:
         with interruptible():  # Ctrl-C ends the search, whatever catches its first raise

@@ -199,6 +199,19 @@ def test_a_disk_that_fills_up_mid_search_is_one_line(tmp_path, capsys, monkeypat
     assert json.loads(results.read_text().splitlines()[0])["type"] == "run"
 
 
+def test_the_shrink_mode_is_a_choice_and_is_recorded(tmp_path, capsys, oracle):
+    results = tmp_path / "explore-reference.jsonl"
+    assert main(["--adapter", "reference", "--examples", "5", "--seed", "3", "--shrink", "greedy",
+                 "--results", str(results)]) == 0
+    assert json.loads(results.read_text().splitlines()[0])["shrink"] == "greedy"
+    with pytest.raises(SystemExit) as usage:
+        main(["--adapter", "reference", "--shrink", "fast"])
+    err = capsys.readouterr().err
+    assert usage.value.code == 4 and err.count("\n") == 1 and "invalid choice: 'fast'" in err, err
+    with pytest.raises(ValueError, match="one of full, greedy"):
+        Search(oracle, oracle, oracle.features, shrink="fast")
+
+
 def test_the_command_line_stops_at_its_time_budget(tmp_path):
     results = tmp_path / "explore-reference.jsonl"
     assert main(["--adapter", "reference", "--seconds", "3", "--seed", "3",
@@ -258,11 +271,20 @@ def third_party(tmp_path, monkeypatch):
     return "tp_elsewhere.adapter:Elsewhere", tmp_path
 
 
-def test_a_third_party_adapter_is_searched_through_its_namespace_and_methods(oracle, third_party, tmp_path):
+def test_a_third_party_adapter_is_searched_through_its_namespace_and_methods(oracle, third_party, tmp_path,
+                                                                            monkeypatch):
+    import conformance.differential.runner as runner
+
     spec, where = third_party
     target = InProcessTarget(spec)
     assert "grad_modes" not in target.features and "custom_function" not in target.features
-    search = _search(oracle, target, 300, seed=5)
+    # the greedy shrink: this test is about the adapter, not the shortest script (18 CPU-s of
+    # hypothesis's shrinking against 0.2 CPU-s; test_planted_bug_... shrinks in full)
+    checks = []
+    monkeypatch.setattr(runner, "check", lambda *a, **kw: checks.append(1) or check(*a, **kw))
+    search = _search(oracle, target, 300, seed=5, shrink="greedy")
+    # hypothesis's shrinker ran no program: 300 examples and a greedy pass (about 1,100 in full)
+    assert len(checks) < 300 + 100, len(checks)
     # what it declares missing is left out before the search, with its reason
     assert search.left_out["FunctionApply"]["why"] == {
         "custom_function": "declared missing: no custom Function"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,15 @@ ROOT = Path(__file__).resolve().parents[2]
 FAKE = "tests.adapters.fake_device:FakeDeviceTorchAdapter"
 SUITES = [f"conformance/suites/test_{name}.py" for name in (
     "hooks", "saved_tensors", "identity", "views", "legacy_function", "forward_levels")]
+# A hook that raises during backward on the device aborts the process (torch's Python back
+# end; tests/adapters/fake_device_witness.py shows it with torch alone). These four tests meet
+# it: CRASH every time, each a worker restarted. The run leaves them out and allows no CRASH.
+ABORTING = [
+    "conformance/suites/test_hooks.py::test_hook_returning_non_tensor_raises_type_error",
+    "conformance/suites/test_hooks.py::test_hook_returning_non_tensor_is_a_type_error",
+    "conformance/suites/test_hooks.py::test_module_full_backward_hooks_replace_gradients",
+    "conformance/suites/test_saved_tensors.py::test_allow_mutation_graph_needs_its_block",
+]
 needs_python_backends = pytest.mark.skipif(
     not hasattr(torch._C, "_acc"), reason="this torch has no Python back-end hooks (torch._C._acc)")
 
@@ -90,6 +100,18 @@ def test_a_device_string_torch_rejects_is_a_usage_error(conformance_project):
 
 # -- the suites on the wrapper-subclass device ------------------------------------------------
 @needs_python_backends
+def test_a_hook_that_raises_during_backward_on_the_python_back_end_aborts():
+    """The witness of the four tests ABORTING: while it reproduces, they stay out of the run
+    below; once a torch release fixes it, this fails and they go back in."""
+    witness = ROOT / "tests" / "adapters" / "fake_device_witness.py"
+    ran = subprocess.run([sys.executable, str(witness)], cwd=ROOT, env=environment(),
+                         capture_output=True, text=True, timeout=hang_limit(60))
+    assert ran.stdout.splitlines() == ["cpu: the hook's error reached the caller: raised by the hook"], \
+        ran.stdout + ran.stderr[-2000:]
+    assert ran.returncode == -signal.SIGABRT, (ran.returncode, ran.stderr[-2000:])
+
+
+@needs_python_backends
 def test_the_torch_suites_run_on_a_wrapper_subclass_device(tmp_path):
     results, evidence, page = tmp_path / "results" / "fakedev.jsonl", tmp_path / "made", tmp_path / "page"
     results.parent.mkdir()
@@ -98,7 +120,7 @@ def test_the_torch_suites_run_on_a_wrapper_subclass_device(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2",
          f"--adapter={FAKE}", "--device=fakedev", f"--results={results}", "--no-witnesses",
-         *SUITES], cwd=ROOT, env=env, capture_output=True, text=True, timeout=hang_limit(400))
+         *SUITES, *(f"--deselect={nodeid}" for nodeid in ABORTING)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=hang_limit(400))
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     header, tests = lines[0], [r for r in lines if r.get("type") == "test"]
     assert header["device"] == "fakedev" and header["adapter_spec"] == FAKE, done.stdout[-2000:]
@@ -107,7 +129,7 @@ def test_the_torch_suites_run_on_a_wrapper_subclass_device(tmp_path):
     # the tensors really were on the device: the workers made thousands there
     made = sum(int(p.read_text()) for p in evidence.glob("*.count"))   # counted to the 500th
     assert made > 1000, made
-    errors = [(r["nodeid"], r["message"]) for r in tests if r["actual"] == "ERROR"]
+    errors = [(r["nodeid"], r["message"]) for r in tests if r["actual"] in ("ERROR", "CRASH")]
     assert not errors, errors
     registry = features.registry()
     unsupported = [r for r in tests if r["actual"] == "UNSUPPORTED"]

@@ -132,7 +132,7 @@ def test_the_background_runner_records_each_status_and_a_hang_within_its_limit()
                          _cause("crashes", "import os; print('dying'); sys.stdout.flush(); "
                                            "os.kill(os.getpid(), 9)"),
                          _cause("none", "")], timeout=hang_limit(2)).wait()
-    found += _background([_cause("hangs", "while True: pass")], timeout=3).wait()
+    found += _background([_cause("hangs", "import time; time.sleep(3600)")], timeout=3).wait()
     got = {f.cause.slug: (f.result.status, f.result.output.strip()) for f in found}
     assert got["still"] == ("reproduces", "saw it")
     assert got["gone"] == ("does not reproduce", "fine now")
@@ -155,7 +155,7 @@ def test_cancel_kills_running_witnesses_and_records_none_of_them():
     import time
 
     # wait() returns with nothing recorded only because cancel killed it (else: an error)
-    runner = _background([_cause("hangs", "while True: pass")], timeout=hang_limit(2))
+    runner = _background([_cause("hangs", "import time; time.sleep(3600)")], timeout=hang_limit(2))
     time.sleep(1)
     runner.cancel()
     assert runner.wait() == []
@@ -222,7 +222,7 @@ witness = "print('never runs here')"
 outcome = "DIVERGES"
 root_cause = "hangs"
 reason = "a witness that never ends"
-witness = "while True: pass"
+witness = "import time; time.sleep(3600)"
 '''
 
 
