@@ -29,13 +29,13 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from conformance import scratch
 from conformance.timeout import marker_path
 
 #: Written into a ``.running`` file before an INTERNALERROR's text (by the guard), or
@@ -198,7 +198,7 @@ def supervise(config) -> int | None:
     global CHILD, _SUPERVISING
     if _SUPERVISING:
         return None
-    directory = Path(tempfile.mkdtemp(prefix="conformance-supervised-"))
+    directory = scratch.make("conformance-supervised-")
     seen: set[str] = set()
     number = 0
     try:

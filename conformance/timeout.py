@@ -30,12 +30,11 @@ import os
 import shutil
 import re
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from conformance import time_scale
+from conformance import scratch, time_scale
 from conformance.alarm import Alarm, arm_alarm  # noqa: F401 - arm_alarm: stage 1 alone, public here
 from conformance.outcome_exceptions import TestTimeout  # re-exported: raised by the alarm
 
@@ -173,7 +172,7 @@ class Watchdog:
         if directory is not None:
             self.directory = Path(directory)
         elif self.owns_directory:
-            self.directory = Path(tempfile.mkdtemp(prefix="conformance-timeouts-"))
+            self.directory = scratch.make("conformance-timeouts-")
         else:
             self.directory = Path(workerinput[WORKERINPUT_KEY])
         self.in_worker = workerinput is not None or directory is not None
