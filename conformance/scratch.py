@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -40,7 +41,7 @@ def sweep(prefix: str, root: Path | None = None, now: float | None = None) -> li
             info = path.lstat()
         except OSError:
             continue
-        if not path.is_dir() or path.is_symlink() or info.st_uid != os.getuid():
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():   # lstat: no link
             continue
         if now - info.st_mtime < STALE_SECONDS:
             continue

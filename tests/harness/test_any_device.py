@@ -120,7 +120,8 @@ def test_the_torch_suites_run_on_a_wrapper_subclass_device(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2",
          f"--adapter={FAKE}", "--device=fakedev", f"--results={results}", "--no-witnesses",
-         *SUITES, *(f"--deselect={nodeid}" for nodeid in ABORTING)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=hang_limit(400))
+         *SUITES, *(f"--deselect={nodeid}" for nodeid in ABORTING)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=hang_limit(400))
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     header, tests = lines[0], [r for r in lines if r.get("type") == "test"]
     assert header["device"] == "fakedev" and header["adapter_spec"] == FAKE, done.stdout[-2000:]

@@ -20,8 +20,8 @@ def _entries(**snippets):
 
 
 def test_outputs_hangs_and_crashes_are_recorded(tmp_path):
-    entries = _entries(a="print('one')", b="import time; time.sleep(3600)", c="import os; os._exit(7)",
-                       d="print(2 + 2)")
+    entries = _entries(a="print('one')", b="import time; time.sleep(3600)",
+                       c="import os; os._exit(7)", d="print(2 + 2)")
     path = record("fw", "torch", VERSION, sys.executable, tmp_path, timeout=3, log=lambda _: None,
                   entries=entries)
     data = history.read(path)
