@@ -8,6 +8,10 @@ kind whose process is gone *and* that nothing has touched for :data:`STALE_SECON
 alone is not proof, since a temporary directory shared between pid namespaces (containers) can
 name a live process this one cannot see, while a live run touches its directory with every
 test. Directories of other users, and anything that is not a plain directory, are left alone.
+
+A live run's directory can vanish too (a temporary-directory cleaner such as tmpreaper or
+systemd-tmpfiles with a short age, or a person's ``rm``): :func:`open_entry` makes it again
+instead of letting the run end on an INTERNALERROR.
 """
 from __future__ import annotations
 
@@ -27,6 +31,16 @@ def make(prefix: str) -> Path:
     the stale ones of ``prefix``."""
     sweep(prefix)
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
+
+
+def open_entry(path: Path, mode: str = "w", **kwargs):
+    """``open(path, mode)`` for a file in a run's scratch directory, making the directory
+    again (private, as :func:`make` made it) if something removed it while the run went on."""
+    try:
+        return open(path, mode, **kwargs)
+    except FileNotFoundError:
+        Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return open(path, mode, **kwargs)
 
 
 def sweep(prefix: str, root: Path | None = None, now: float | None = None) -> list[Path]:

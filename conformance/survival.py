@@ -98,7 +98,8 @@ class Guard:
     @pytest.hookimpl(tryfirst=True, wrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
         path = running_path(self.directory, item.nodeid)
-        path.write_text(item.nodeid + "\n", encoding="utf-8")
+        with scratch.open_entry(path, encoding="utf-8") as running:
+            running.write(item.nodeid + "\n")
         try:
             result = yield
         except (KeyboardInterrupt, SystemExit, pytest.exit.Exception):

@@ -285,7 +285,7 @@ class Watchdog:
         self.limit_note = time_scale.describe(self.per_run, factor, self.time_limit_scale)
         marker = None
         if self.in_worker:
-            marker = open(marker_path(self.directory, item.nodeid), "w")
+            marker = scratch.open_entry(marker_path(self.directory, item.nodeid))
             marker.write(f"{MARKER_HEAD} {self.per_run:g}s {item.nodeid}\n")
             marker.write(f"{LIMIT_HEAD} {self.limit!r} {self.limit_note}\n")
             marker.write(f"{PHASE_HEAD} setup\n")

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conformance import scratch
 from conformance.timeout import Watchdog
 
@@ -64,3 +66,38 @@ def test_the_watchdog_names_its_directory_with_its_pid_and_removes_it_at_the_end
     assert not stale.exists(), "the stale directory of a killed run was not swept"
     watchdog.pytest_unconfigure(Config())
     assert not watchdog.directory.exists()
+
+
+VANISHING = '''
+    import glob, os, shutil
+
+    @rule("demo.a")
+    def test_a():
+        found = glob.glob(os.path.join(os.environ["TMPDIR"], "conformance-*"))
+        for directory in found:
+            shutil.rmtree(directory)
+        assert found, "the run made no scratch directory under TMPDIR"
+    @rule("demo.b")
+    def test_b(): pass
+'''
+
+
+@pytest.mark.parametrize("mode", [["-n", "1"], []], ids=["with-xdist", "supervised"])
+def test_a_scratch_directory_removed_while_the_run_goes_on_is_made_again(conformance_project,
+                                                                        monkeypatch, tmp_path,
+                                                                        mode):
+    """A temporary-directory cleaner that removes a live run's directory (its timeout markers,
+    its supervised-child files) costs nothing: the next test makes it again (it ended the whole
+    run with an INTERNALERROR)."""
+    scratch_root = tmp_path / "scratch"
+    scratch_root.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch_root))
+    conformance_project.rules("demo", "a", "b")
+    conformance_project.suite("demo", VANISHING)
+    result = conformance_project.run(*mode, "suites", "--results", "results.jsonl",
+                                     "-p", "no:randomly", subprocess=True)
+    records = conformance_project.results()
+    outcomes = {r["nodeid"].split("::")[-1]: r["outcome"] for r in records if r["type"] == "test"}
+    assert outcomes == {"test_a": "PASS", "test_b": "PASS"}, result.stdout.str() + result.stderr.str()
+    assert records[-1]["type"] == "end" and records[-1]["not_run"] == []
+    assert result.ret == pytest.ExitCode.OK
