@@ -118,7 +118,9 @@ def test_the_torch_suites_run_on_a_wrapper_subclass_device(tmp_path):
     evidence.mkdir()
     env = environment(base={**os.environ, "FAKEDEV_EVIDENCE": str(evidence)})
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2",
+        # one process (no xdist): the run's own crash survival would still give a crashing
+        # test its CRASH, and a second worker only added its start-up and collection
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
          f"--adapter={FAKE}", "--device=fakedev", f"--results={results}", "--no-witnesses",
          *SUITES, *(f"--deselect={nodeid}" for nodeid in ABORTING)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=hang_limit(400))
