@@ -222,9 +222,9 @@ def _objects_named(wanted: set[str]) -> list:
     """The gc-tracked objects whose type name is in ``wanted``: each type is named once, and
     the walk over every object stays in C (a worker can track a million objects)."""
     objects = gc.get_objects()
-    type_ids = list(map(id, map(type, objects)))
-    types = dict(zip(type_ids, map(type, objects)))  # id -> type, the types are alive
-    named = {i for i, t in types.items() if _type_name(t) in wanted}
+    kinds = list(map(type, objects))
+    type_ids = list(map(id, kinds))
+    named = {i for i, t in dict(zip(type_ids, kinds)).items() if _type_name(t) in wanted}
     return list(itertools.compress(objects, map(named.__contains__, type_ids)))
 
 
